@@ -1,0 +1,4 @@
+# `python -m sizing ...`
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+# Command line: argument parsing and printing only; every number comes from the engine.
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import catalog
+from .arch import from_hf_config
+from .errors import SizingError
+from .estimate import Estimate, estimate
+from .memory.timeline import COMPONENTS
+
+GiB = 2**30
+# Flags that override configuration fields (the most used ones); --set covers every other field.
+_FLAGS = {"model": str, "method": str, "gpu": str, "max_seq_length": int, "per_device_train_batch_size": int,
+          "gradient_accumulation_steps": int, "r": int, "optim": str, "attn_implementation": str,
+          "torch_dtype": str, "framework": str}
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # a bare word: a string value
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        with (sys.stdin if path == "-" else open(path, encoding="utf-8")) as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise SizingError("config_unreadable", f"cannot read {path}: {exc.strerror}", field=None, path=path) from None
+    except json.JSONDecodeError as exc:
+        raise SizingError("bad_json", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno})",
+                          field=None, line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise SizingError("invalid_config", "the configuration must be a JSON object", field=None)
+    return data
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {name: getattr(args, name) for name in _FLAGS if getattr(args, name, None) is not None}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SizingError("bad_override", f"--set takes FIELD=VALUE, got '{item}'", field=None, value=item)
+        out[key.strip()] = _parse_value(value)
+    return out
+
+
+def _gib(n: int | float) -> str:
+    return f"{n / GiB:.2f}"
+
+
+def format_estimate(est: Estimate) -> str:
+    pk = est.peak_moment
+    cfg = est.config
+    reg = est.regime
+    lines = [
+        f"{est.model_name}: {cfg.method}, {reg.load_dtype} weights, {'autocast ' if reg.autocast else ''}"
+        f"compute {'bf16' if cfg.bf16 else 'fp16' if cfg.fp16 else reg.load_dtype}, "
+        f"batch {cfg.per_device_train_batch_size} x {cfg.max_seq_length} tokens, "
+        f"checkpointing {'on' if reg.checkpointing else 'off'}, {cfg.optim}, framework {cfg.framework}",
+        "",
+        "Memory at the peak (GiB)",
+    ]
+    width = max(len(c) for c in COMPONENTS)
+    for name in COMPONENTS:
+        lines.append(f"  {name:<{width}}  {_gib(pk.parts.get(name, 0)):>8}")
+    lo = est.range_bytes
+    lines += [
+        "",
+        f"Peak: {pk.phase} (step {pk.step}: {pk.what})",
+        f"  allocated (torch.cuda.max_memory_allocated)  {_gib(est.allocated_bytes):>8} GiB"
+        f"   range {_gib(lo['allocated'][0])}-{_gib(lo['allocated'][1])}",
+        f"  reserved  (torch.cuda.max_memory_reserved)   {_gib(est.reserved_bytes):>8} GiB"
+        f"   range {_gib(lo['reserved'][0])}-{_gib(lo['reserved'][1])}",
+        f"  device    (nvidia-smi, with CUDA context)     {_gib(est.device_bytes):>8} GiB"
+        f"   range {_gib(lo['device'][0])}-{_gib(lo['device'][1])}",
+        f"  confidence: {est.confidence}",
+    ]
+    for fit in est.fits:
+        verdict = "fits" if fit["fits"] else "does NOT fit"
+        lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable, "
+                  f"headroom {_gib(fit['headroom_bytes'])} GiB); largest micro-batch {fit['max_micro_batch']}, "
+                  f"longest sequence {fit['max_seq_length']}"]
+    if est.time is None:
+        lines += ["", "Time and budget: not estimated yet"]
+    if est.warnings:
+        lines += ["", "Warnings:"] + [f"  - {w['message']}" for w in est.warnings]
+    return "\n".join(lines)
+
+
+def _cmd_estimate(args: argparse.Namespace) -> int:
+    data = _read_config(args.config)
+    data.update(_overrides(args))
+    est = estimate(data)
+    print(json.dumps(est.to_dict(), indent=2) if args.json else format_estimate(est))
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    rows = catalog.model_records()
+    if args.json:
+        print(json.dumps([{"id": r["id"], "name": r.get("name"), "aliases": r.get("aliases", [])} for r in rows],
+                         indent=2))
+        return 0
+    for rec in rows:
+        try:
+            arch = from_hf_config(rec["config"])
+            shape = f"{arch.total_params / 1e9:6.2f} B params, {arch.layers} layers, ctx {arch.max_positions}"
+        except SizingError as exc:
+            shape = f"(not supported: {exc.message})"
+        print(f"{rec['id']:<55} {shape}")
+    return 0
+
+
+def _cmd_gpus(args: argparse.Namespace) -> int:
+    gpus = list(catalog.gpus().values())
+    if args.json:
+        print(json.dumps([g.record for g in gpus], indent=2))
+        return 0
+    for g in gpus:
+        bf16 = g.bf16_dense_tflops if g.bf16_dense_tflops is not None else "-"
+        print(f"{g.id:<20} {g.name:<28} {_gib(g.usable_bytes):>7} GiB usable  bf16 {bf16} TFLOPS  "
+              f"sm {g.compute_capability}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sizing", description="GPU memory of LoRA / QLoRA / full fine-tuning")
+    sub = parser.add_subparsers(dest="command", required=True)
+    est = sub.add_parser("estimate", help="estimate one run from a configuration JSON (- for stdin)")
+    est.add_argument("config")
+    est.add_argument("--json", action="store_true", help="print the estimate object of the shared contract")
+    est.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
+    for name, kind in _FLAGS.items():
+        est.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    est.set_defaults(func=_cmd_estimate)
+    for name, func, text in (("models", _cmd_models, "list catalog models"), ("gpus", _cmd_gpus, "list catalog GPUs")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except SizingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

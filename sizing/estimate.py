@@ -1,0 +1,180 @@
+# One estimate: configuration -> memory of every component at every moment of the step -> the peak.
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .arch import Architecture
+from .catalog import Gpu, find_gpu, resolve_architecture
+from .config import RunConfig, config_to_dict, parse_config
+from .errors import SizingError
+from .memory.activations import layer_saved
+from .memory.adapters import trainable
+from .memory.loss import head
+from .memory.optimizer import optimizer_state
+from .memory.overhead import CUDA_CONTEXT, fragmentation, overhead
+from .memory.regime import Regime, resolve
+from .memory.timeline import COMPONENTS, Moment, StepInputs, moments, peak
+from .memory.weights import weights
+from .warnings import collect_warnings
+
+ALLOC_ROUND = 2 * 2**20  # the caching allocator rounds large blocks to 2 MiB
+# Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
+# table E: 0.36-0.48 without checkpointing, 1.2-1.76 with it: the recomputed layer plus transients).
+LAYER_BACKWARD = {False: (0.35, 0.45, 0.5), True: (1.2, 1.5, 1.8)}
+# How sure we are, by how well the regime is covered by byte-exact checks (relative half-width).
+CONFIDENCE_MARGIN = {"high": 0.03, "medium": 0.08, "low": 0.15}
+
+
+@dataclass
+class Estimate:
+    config: RunConfig
+    model_name: str
+    arch: Architecture
+    regime: Regime
+    moments: list[Moment]
+    peak_moment: Moment
+    allocated_bytes: int
+    reserved_bytes: int
+    device_bytes: int
+    range_bytes: dict[str, tuple[int, int]]
+    confidence: str
+    detail: dict[str, int]
+    fits: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    time: dict[str, Any] | None = None
+
+    @property
+    def components(self) -> dict[str, int]:
+        return {name: self.peak_moment.parts.get(name, 0) for name in COMPONENTS}
+
+    def to_dict(self) -> dict[str, Any]:
+        lo_hi = {f"{k}_low_bytes": v[0] for k, v in self.range_bytes.items()}
+        lo_hi.update({f"{k}_high_bytes": v[1] for k, v in self.range_bytes.items()})
+        return {
+            "model": self.model_name,
+            "peak": {"allocated_bytes": self.allocated_bytes, "reserved_bytes": self.reserved_bytes,
+                     "device_bytes": self.device_bytes, "phase": self.peak_moment.phase,
+                     "moment": self.peak_moment.what, "step": self.peak_moment.step},
+            "components": self.components,
+            "uncertainty": {"confidence": self.confidence, **lo_hi},
+            "fits": self.fits,
+            "time": self.time,
+            "warnings": self.warnings,
+            "detail": self.detail,
+            "config": config_to_dict(self.config),
+        }
+
+
+def _confidence(cfg: RunConfig, arch: Architecture) -> str:
+    if arch.experts or cfg.torch_compile:
+        return "low"
+    llama_like = arch.norm != "layer" and arch.linears[0].name == "q_proj"
+    if cfg.framework in ("transformers", "trl", "custom") and llama_like and cfg.quantization_backend == "bitsandbytes":
+        return "high"
+    return "medium"
+
+
+def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
+            k_index: int) -> tuple[Regime, list[Moment], dict[str, int]]:
+    reg = resolve(cfg, arch, backend)
+    tr = trainable(cfg, arch)
+    w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0)
+    grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
+    grads = tr.params * grad_elem
+    opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
+    seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
+    n = seq * batch
+    ls = layer_saved(arch, reg, tr, cfg.r, seq)
+    layer_tokens = ls.per_token * n
+    if reg.checkpointing:
+        body = arch.layers * ls.checkpoint_per_token * n
+    else:
+        body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n
+    if cfg.activation_offloading:
+        body = min(body, 2 * ls.checkpoint_per_token * n)  # only the layers in flight stay on the GPU
+    shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
+    hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
+    k = LAYER_BACKWARD[reg.checkpointing][k_index]
+    layer_backward = int(k * layer_tokens) + (ls.constant if reg.checkpointing else 0)
+    hopper = gpu is not None and gpu.sm >= (9, 0)
+    ov = overhead(cfg, reg, w.largest_linear_elems, n, hopper)
+    inputs = StepInputs(
+        weights=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes,
+        gradients=grads, head_gradients=hd.head_grad_bytes, optimizer=opt.resident_bytes,
+        optimizer_temp=opt.step_temporary_bytes, body=body, shared=shared, head_body=hd.body_side,
+        loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
+        layer_backward=layer_backward,
+        forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward,
+        backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
+        accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward)
+    detail = {
+        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
+        "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
+        "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
+        "layer_constant_bytes": ls.constant,
+        "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
+    }
+    return reg, moments(inputs), detail
+
+
+def _round(n: int) -> int:
+    return -(-n // ALLOC_ROUND) * ALLOC_ROUND
+
+
+def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Estimate:
+    """Peak GPU memory of one training step for `config` (a RunConfig or a contract mapping).
+
+    backend "cpu" models CPU kernels (dropout masks in the input dtype), for the physics tests.
+    """
+    cfg = config if isinstance(config, RunConfig) else parse_config(config)
+    arch, name = resolve_architecture(cfg.model, cfg.model_config)
+    if arch.max_positions and cfg.max_seq_length > arch.max_positions:
+        raise SizingError("seq_too_long", f"max_seq_length {cfg.max_seq_length} exceeds the model's "
+                          f"max_position_embeddings {arch.max_positions}; raise it in model_config (with rope scaling) "
+                          "if you really extend the context", field="max_seq_length",
+                          value=cfg.max_seq_length, max=arch.max_positions)
+    gpu = find_gpu(cfg.gpu) if cfg.gpu else None
+    reg, ms, detail = _memory(cfg, arch, gpu, backend, 1)
+    pk = peak(ms)
+    lows = peak(_memory(cfg, arch, gpu, backend, 0)[1]).total
+    highs = peak(_memory(cfg, arch, gpu, backend, 2)[1]).total
+    confidence = _confidence(cfg, arch)
+    margin = CONFIDENCE_MARGIN[confidence]
+    allocated = pk.total
+    static = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
+    frag = fragmentation(cfg.expandable_segments)
+    paged = detail["paged_optimizer_bytes"]
+
+    def reserved_of(alloc: int, f: float) -> int:
+        return _round(alloc + int(f * max(alloc - static, 0)))
+
+    reserved = reserved_of(allocated, frag[1])
+    device = reserved + CUDA_CONTEXT[1] + paged
+    alloc_lo, alloc_hi = int(lows * (1 - margin)), int(highs * (1 + margin))
+    res_lo, res_hi = reserved_of(alloc_lo, frag[0]), reserved_of(alloc_hi, frag[2])
+    ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
+              "device": (res_lo + CUDA_CONTEXT[0] + paged, res_hi + CUDA_CONTEXT[2] + paged)}
+    est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
+                   allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
+                   confidence=confidence, detail=detail)
+    est.warnings = collect_warnings(cfg, arch, reg, gpu, detail)
+    if gpu is not None:
+        est.fits = [fit_entry(est, gpu)]
+    return est
+
+
+def usable_bytes(gpu: Gpu) -> int:
+    """What the run's reserved memory may reach: CUDA's total minus the process's CUDA context."""
+    return gpu.usable_bytes - CUDA_CONTEXT[1]
+
+
+def fit_entry(est: Estimate, gpu: Gpu) -> dict[str, Any]:
+    from .solve import max_micro_batch, max_seq_length
+
+    usable = usable_bytes(gpu)
+    cfg = replace(est.config, gpu=gpu.id)
+    return {"gpu": gpu.id, "usable_bytes": usable, "fits": est.reserved_bytes <= usable,
+            "headroom_bytes": usable - est.reserved_bytes,
+            "max_micro_batch": max_micro_batch(cfg), "max_seq_length": max_seq_length(cfg)}

@@ -1,0 +1,184 @@
+# Activations saved for backward, per decoder layer and per token (memory-model.md §5, §6).
+#
+# Rules (all byte-exact on CPU in the design's verify_saved_tensors.py):
+# - a matmul saves an operand only if the other one needs a gradient: a frozen Linear saves only its
+#   weight; a trainable one (or lora_A) saves its input;
+# - consumers of one tensor share one saved copy unless a cast, a dropout or autocast makes their own;
+# - RMSNorm computes in fp32 and saves its fp32 input (4h + 4 B/token) even in bf16 training;
+# - SwiGLU/GeGLU saves g, act(g) and u whatever trains, because the input needs a gradient.
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
+from .adapters import Trainable
+from .regime import Regime
+
+
+@dataclass(frozen=True)
+class LayerSaved:
+    per_token: int  # bytes saved by one middle decoder layer per token (B·S tokens)
+    constant: int  # bytes per layer independent of tokens (autocast weight copies, DoRA norms)
+    layer0_delta_per_token: int  # layer 0 of a PEFT model without input grads saves less
+    checkpoint_per_token: int  # what a checkpointed layer keeps: its input hidden state
+    cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
+
+
+class LayerWalker:
+    """Walks one decoder layer in forward order, adding what autograd keeps."""
+
+    def __init__(self, arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> None:
+        self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
+        self.targets = {lin.name for lin in trainable.targets}
+        self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
+
+    # -- dtypes ---------------------------------------------------------------------------------
+    def norm_out(self, in_bytes: int) -> int:
+        reg = self.reg
+        if self.arch.norm == "rms":  # weight * x.to(input_dtype): type promotion with the weight
+            return max(reg.norm_weight, in_bytes)
+        if self.arch.norm == "rms_gemma":  # output.type_as(x)
+            return in_bytes
+        return 4 if reg.autocast else in_bytes  # layer_norm runs in fp32 under autocast
+
+    def linear_out(self, in_bytes: int) -> int:
+        reg = self.reg
+        if reg.quant and not reg.full:
+            return in_bytes  # bnb Linear4bit/8bitLt return the input's dtype
+        return reg.compute if reg.autocast else reg.weight
+
+    # -- saved tensors --------------------------------------------------------------------------
+    def norm_saved(self, in_bytes: int, width: int) -> int:
+        trains = self.reg.full
+        if self.arch.norm == "layer":
+            # native_layer_norm keeps its input (an fp32 copy under autocast) and fp32 mean/rstd.
+            return (4 if self.reg.autocast else in_bytes) * width + 8
+        extra = 0
+        if trains:  # weight * x_hat saves x_hat: input dtype (Llama) or fp32 (Gemma's (1 + w))
+            extra = (in_bytes if self.arch.norm == "rms" else 4) * width
+        return 4 * width + 4 + extra
+
+    def consumers_saved(self, tensor_bytes: int, width: int, consumers: list[Linear], already_saved: bool) -> int:
+        reg, c = self.reg, self.reg.compute
+        shared = False
+        extra = 0
+        for lin in consumers:
+            if reg.full:
+                if reg.autocast and tensor_bytes != c:
+                    extra += c * width  # autocast casts per op: each consumer saves its own copy
+                else:
+                    shared = True
+            if lin.name in self.targets:
+                cur, copied = tensor_bytes, False
+                if reg.peft_casts_input and cur != reg.adapter:
+                    cur, copied = reg.adapter, True  # lora.Linear._cast_input_dtype
+                if reg.dropout > 0:
+                    mask = reg.mask_bytes(cur) * width
+                    extra += mask
+                    if lin.feeds_from == ATTN_IN:
+                        self.mask_total += mask
+                    copied = True
+                if reg.autocast and cur != c:
+                    cur, copied = c, True
+                if copied:
+                    extra += cur * width
+                else:
+                    shared = True
+                extra += self.r * (c if reg.autocast else reg.adapter)  # lora_B input: lora_A output
+                if reg.dora:
+                    extra += 2 * c * lin.out_features  # base_result and lora_result kept by the magnitude
+        if shared and not already_saved:
+            extra += tensor_bytes * width
+        return extra
+
+    def by_source(self, source: str) -> list[Linear]:
+        return [lin for lin in self.arch.linears if lin.feeds_from == source and lin.count == 1]
+
+    def walk(self) -> int:
+        arch, reg, c = self.arch, self.reg, self.reg.compute
+        h, q, kv, nh, inter, seq = arch.hidden, arch.q_width, arch.kv_width, arch.heads, arch.intermediate, self.seq
+        resid = reg.resid
+        total = self.norm_saved(resid, h)
+        attn_in = self.norm_out(resid)
+        consumers = self.by_source(ATTN_IN) + (self.by_source(MLP_IN) if arch.pre_norms == 1 else [])
+        total += self.consumers_saved(attn_in, h, consumers, already_saved=False)
+        qb = self.linear_out(attn_in)
+        if arch.qk_norm:  # RMSNorm over head_dim on q and k: fp32 input and rsqrt per head
+            total += 4 * (q + kv) + 4 * (nh + arch.kv_heads)
+            if reg.full:
+                total += (qb if arch.norm == "rms" else 4) * (q + kv)
+        ab = c if reg.autocast else qb  # SDPA runs in the autocast dtype
+        if reg.attention == "eager":
+            # q, repeat_kv'd k and v (nh heads), fp32 softmax output and its cast for the PV matmul.
+            total += 3 * ab * q + (4 + (ab if ab != 4 else 0)) * nh * seq
+            if arch.attn_logit_softcap:
+                total += ab * nh * seq  # tanh output of the soft-capped scores
+            out_saved = False
+        else:
+            kv_saved = q if reg.padded else kv  # a padding mask disables GQA-aware SDPA: K/V at nh heads
+            total += ab * (q + 2 * kv_saved) + ab * q + 4 * nh  # q, k, v, out, logsumexp
+            if reg.padded:
+                total += ab * seq  # SDPA's additive mask, one per layer
+            if arch.linears[0].name in ("query_key_value", "qkv_proj"):
+                total += qb * (q + kv)  # v is a view: the whole fused qkv output stays alive [APPROX]
+            out_saved = True
+        total += self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved)
+        if arch.post_norms:
+            total += self.norm_saved(self.linear_out(ab), h)
+        if arch.pre_norms == 2:
+            total += self.norm_saved(resid, h)
+            mlp_in = self.norm_out(resid)
+            total += self.consumers_saved(mlp_in, h, self.by_source(MLP_IN), already_saved=False)
+        else:
+            mlp_in = attn_in
+        gb = self.linear_out(mlp_in)
+        if arch.experts:
+            total += self.experts(mlp_in, gb)
+        else:
+            total += (3 if arch.gated_mlp else 1) * gb * inter  # g, act(g), u  |  fc1 output
+            total += self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False)
+        if arch.post_norms:
+            total += self.norm_saved(gb, h)
+        return total
+
+    def experts(self, mlp_in: int, gb: int) -> int:
+        """Routed experts [APPROX]: per routed token the gated MLP set, its output kept by the routing
+        weight multiply, and the gathered input when the experts train."""
+        arch, reg = self.arch, self.reg
+        per_route = 3 * gb * arch.intermediate + gb * arch.hidden
+        if reg.full:
+            per_route += mlp_in * arch.hidden + gb * arch.intermediate
+        router = 4 * arch.experts * 2  # fp32 router softmax output and its top-k inputs
+        return arch.experts_per_token * per_route + router
+
+    def constants(self) -> tuple[int, int]:
+        """(per-layer constant bytes, autocast-cached trainable weight copies per layer)."""
+        reg = self.reg
+        const = cached = 0
+        if reg.autocast:
+            for lin in self.arch.linears:
+                if not reg.quant and reg.weight != reg.compute:
+                    # autocast's bf16 copy of an fp32 weight is saved for backward (input needs grad)
+                    size = 2 * lin.params
+                    const += size
+                    cached += size if reg.full else 0
+                if lin.name in self.targets and reg.adapter != reg.compute:
+                    size = 2 * self.r * (lin.in_features + lin.out_features) * lin.count
+                    const += size
+                    cached += size
+        if reg.dora:
+            const += sum(12 * lin.out_features for lin in self.arch.linears if lin.name in self.targets)
+        return const, cached
+
+
+def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> LayerSaved:
+    layer = LayerWalker(arch, reg, trainable, r, seq)
+    per_token = layer.walk()
+    const, cached = layer.constants()
+    delta = 0
+    if not reg.full and not reg.checkpointing:
+        # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its
+        # input norm saves nothing and the q/k/v dropout masks are not kept.
+        delta = -(layer.norm_saved(reg.resid, arch.hidden) + layer.mask_total)
+    return LayerSaved(per_token=per_token, constant=const, layer0_delta_per_token=delta,
+                      checkpoint_per_token=reg.resid * arch.hidden, cached_weight_copies=cached * arch.layers)

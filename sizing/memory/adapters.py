@@ -1,0 +1,90 @@
+# Trainable parameters: LoRA/DoRA adapters (peft tuners/lora/layer.py::update_layer) or every weight.
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arch import Architecture, Linear
+from ..config import RunConfig
+from ..errors import SizingError
+
+LM_HEAD = "lm_head"
+
+
+@dataclass(frozen=True)
+class Trainable:
+    """Trainable tensors as (rows, cols, how many such tensors): optimizers decide per tensor (8-bit
+    threshold, Adafactor factoring)."""
+
+    targets: tuple[Linear, ...]  # adapted linears of one decoder layer (empty for full FT)
+    lm_head: bool  # LoRA on the output head
+    tensors: tuple[tuple[int, int, int], ...]
+
+    @property
+    def params(self) -> int:
+        return sum(r * c * k for r, c, k in self.tensors)
+
+
+def lora_params(lin: Linear, r: int, dora: bool) -> int:
+    """lora_A [r, in] + lora_B [out, r] (+ DoRA magnitude [out]); e.g. 4096x4096 at r=16 -> 131,072."""
+    return lin.count * (r * (lin.in_features + lin.out_features) + (lin.out_features if dora else 0))
+
+
+def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, ...], bool]:
+    """The adapted Linear modules of a layer, as PEFT would match them, and whether lm_head is adapted."""
+    if cfg.method == "full":
+        return (), False
+    names = arch.linear_names()
+    if cfg.target_modules == "all-linear":
+        # PEFT: every nn.Linear except the output embedding. Fused MoE expert weights (transformers 5)
+        # are 3-D parameters, not nn.Linear, so all-linear does not reach them.
+        return tuple(lin for lin in arch.linears if lin.count == 1), False
+    wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
+    unknown = [n for n in wanted if n not in names and n != LM_HEAD]
+    if unknown:
+        raise SizingError("unknown_target_module",
+                          f"target_modules: {', '.join(unknown)} not found in this model (it has: {', '.join(names)})",
+                          field="target_modules", unknown=unknown, available=list(names))
+    chosen = tuple(lin for lin in arch.linears if lin.name in wanted)
+    return chosen, LM_HEAD in wanted
+
+
+def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
+    if cfg.method == "full":
+        return Trainable((), False, _all_tensors(arch))
+    targets, head = resolve_targets(cfg, arch)
+    r = cfg.r
+    widths = [min(lin.in_features, lin.out_features) for lin in targets]
+    if head:
+        widths.append(arch.hidden)
+    if widths and r > min(widths):
+        raise SizingError("rank_too_large", f"r={r} exceeds the width of a targeted layer ({min(widths)})",
+                          field="r", value=r, max=min(widths))
+    tensors: list[tuple[int, int, int]] = []
+    for lin in targets:
+        n = arch.layers * lin.count
+        tensors += [(r, lin.in_features, n), (lin.out_features, r, n)]
+        if cfg.use_dora:
+            tensors.append((1, lin.out_features, n))
+    if head:
+        tensors += [(r, arch.hidden, 1), (arch.vocab, r, 1)]
+        if cfg.use_dora:
+            tensors.append((1, arch.vocab, 1))
+    return Trainable(targets, head, tuple(tensors))
+
+
+def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:
+    L = arch.layers
+    out: list[tuple[int, int, int]] = [(arch.vocab, arch.hidden, 1)]
+    if not arch.tied_embeddings:
+        out.append((arch.vocab, arch.hidden, 1))
+    norm_tensors = (arch.pre_norms + arch.post_norms) * L + 1
+    out.append((1, arch.hidden, norm_tensors * (2 if arch.norm_bias else 1)))
+    if arch.qk_norm:
+        out.append((1, arch.head_dim, 2 * L))
+    for lin in arch.linears:
+        out.append((lin.out_features, lin.in_features, L * lin.count))
+        if lin.bias:
+            out.append((1, lin.out_features, L * lin.count))
+    if arch.lm_head_bias and not arch.tied_embeddings:
+        out.append((1, arch.vocab, 1))
+    return tuple(out)

@@ -1,0 +1,97 @@
+# The precision regime of a run: which dtype each kind of tensor ends up in on the real stack.
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arch import Architecture
+from ..config import RunConfig
+
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Bytes per element of each tensor family, and the stack behaviours that change saved tensors."""
+
+    backend: str  # "cuda" or "cpu": only the dropout mask differs (bool on CUDA, input dtype on CPU)
+    autocast: bool  # bf16/fp16 mixed precision (torch.autocast via accelerate)
+    compute: int  # bytes of matmul outputs (activations)
+    weight: int  # bytes of non-quantized Linear weights of the body
+    embed: int  # embedding weight bytes = the residual stream's dtype
+    norm_weight: int
+    lm_head_weight: int
+    adapter: int  # LoRA A/B (and DoRA magnitude) bytes
+    quant: str | None  # "4bit" | "8bit" | None
+    full: bool  # every parameter trains
+    peft_casts_input: bool  # lora.Linear casts x to the adapter dtype before lora_A (memory-model §5.1 r.4)
+    padded: bool  # a padding mask exists (no packing, SDPA/eager)
+    attention: str
+    loss: str
+    checkpointing: bool
+    dropout: float
+    dora: bool
+    load_dtype: str
+
+    @property
+    def resid(self) -> int:
+        return self.embed
+
+    def mask_bytes(self, input_bytes: int) -> int:
+        # CUDA native_dropout saves a bool mask; the CPU kernel saves the noise in the input dtype.
+        return 1 if self.backend == "cuda" else input_bytes
+
+
+def load_dtype(cfg: RunConfig, arch: Architecture) -> str:
+    """The dtype from_pretrained gives the weights."""
+    if cfg.torch_dtype != "auto":
+        return cfg.torch_dtype
+    if cfg.framework == "trl":
+        # trl >= 0.27 create_model_from_path defaults dtype to float32 (memory-model.md §1.2).
+        return "float32"
+    if cfg.framework in ("litgpt", "torchtune"):
+        return "bfloat16"
+    # transformers 5 from_pretrained defaults to dtype="auto": the checkpoint's dtype.
+    dtype = arch.default_dtype or "bfloat16"
+    return dtype if dtype in BYTES else "bfloat16"
+
+
+def adapter_dtype(cfg: RunConfig, load: str) -> str:
+    if cfg.adapter_dtype != "auto":
+        return cfg.adapter_dtype
+    if cfg.framework in ("litgpt", "torchtune"):
+        return load  # both build LoRA weights in the model's dtype
+    if cfg.framework == "trl" and cfg.quantized:
+        return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
+    if cfg.framework == "trl" and cfg.parallelism == "zero3":
+        return load  # TRL passes autocast_adapter_dtype=False under ZeRO-3
+    return "float32"  # get_peft_model(autocast_adapter_dtype=True) since peft 0.12
+
+
+def default_loss(cfg: RunConfig) -> str:
+    if cfg.loss_implementation:
+        return cfg.loss_implementation
+    if cfg.framework == "trl":
+        return "fused_linear_ce"  # trl >= 1.15 fused LM head + chunked log-probs
+    if cfg.framework in ("litgpt", "torchtune"):
+        return "chunked_ce"
+    return "hf"
+
+
+def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime:
+    load = load_dtype(cfg, arch)
+    w = BYTES[load]
+    autocast = bool(cfg.bf16 or cfg.fp16)
+    compute = 2 if autocast else w
+    # prepare_model_for_kbit_training up-casts every non-quantized floating param to fp32 (§2).
+    kbit_prep = bool(cfg.quantized and cfg.prepare_model_for_kbit_training)
+    other = 4 if kbit_prep else w
+    attention = "eager" if arch.eager_only else cfg.attn_implementation
+    adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
+    return Regime(
+        backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
+        lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
+        peft_casts_input=cfg.quantized is None or not autocast,
+        padded=not cfg.packing and attention != "flash_attention_2", attention=attention, loss=default_loss(cfg),
+        checkpointing=bool(cfg.gradient_checkpointing or kbit_prep), dropout=cfg.lora_dropout if cfg.is_peft else 0.0,
+        dora=cfg.use_dora, load_dtype=load,
+    )

@@ -1,0 +1,76 @@
+# The phases of one optimizer step and where the peak falls (memory-model.md §0, §9).
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+COMPONENTS = ("weights", "quantization_state", "adapters", "gradients", "optimizer_states", "master_weights",
+              "activations", "logits_and_loss", "workspace")
+
+
+@dataclass
+class Moment:
+    phase: str  # forward | backward | optimizer
+    what: str  # a short description of the moment
+    step: int  # 0: first optimizer step (states allocated lazily), 1: any later step
+    parts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    weights: int
+    quant_state: int
+    adapters: int
+    gradients: int
+    head_gradients: int
+    optimizer: int  # resident states
+    optimizer_temp: int
+    body: int  # decoder activations retained at the end of forward
+    shared: int  # cos/sin, padding mask
+    head_body: int  # final norm, head input, weight copies
+    loss_saved: int
+    loss_forward_extra: int
+    loss_backward_extra: int
+    layer_backward: int  # transient of one layer's backward (incl. recompute under checkpointing)
+    forward_transient: int  # autocast weight cache under checkpointing, dequantized weights
+    backward_transient: int
+    workspace: int
+    accumulating: bool  # gradient accumulation: grads stay resident across micro-batches
+    grads_freed_in_backward: bool  # optimizer-in-backward
+
+
+def moments(s: StepInputs) -> list[Moment]:
+    static = {"weights": s.weights, "quantization_state": s.quant_state, "adapters": s.adapters}
+    live_grads = 0 if s.grads_freed_in_backward else s.gradients
+    out: list[Moment] = []
+    for step in (0, 1):
+        opt = s.optimizer if step else 0
+        carried = live_grads if s.accumulating else 0  # micro-batches 2..k run with the grads alive
+        base = {**static, "optimizer_states": opt, "gradients": carried, "workspace": s.workspace}
+        out.append(Moment("forward", "cross-entropy on the logits (end of forward)", step, {
+            **base, "activations": s.body + s.shared + s.head_body,
+            "logits_and_loss": s.loss_saved + s.loss_forward_extra,
+            "workspace": s.workspace + s.forward_transient}))
+        out.append(Moment("backward", "gradient of the logits (start of backward)", step, {
+            **base, "activations": s.body + s.shared + s.head_body,
+            "logits_and_loss": s.loss_saved + s.loss_backward_extra}))
+        head_grads = carried or (0 if s.grads_freed_in_backward else s.head_gradients)
+        out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
+            **base, "gradients": head_grads, "activations": s.body + s.shared + s.layer_backward,
+            "workspace": s.workspace + s.backward_transient}))
+        if s.grads_freed_in_backward:
+            # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.
+            continue
+        new_states = s.optimizer if step == 0 else 0
+        out.append(Moment("optimizer", "optimizer.step(): first step allocates its states" if step == 0
+                          else "optimizer.step()", step, {
+            **base, "gradients": s.gradients, "optimizer_states": opt + new_states,
+            "workspace": s.workspace + s.optimizer_temp}))
+    return out
+
+
+def peak(ms: list[Moment]) -> Moment:
+    return max(ms, key=lambda m: m.total)

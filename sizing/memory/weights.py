@@ -1,0 +1,76 @@
+# Base weights by storage format, and the bitsandbytes quantization state (memory-model.md §1).
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arch import Architecture
+from ..config import RunConfig
+from .regime import Regime
+
+BLOCK_4BIT = 64  # Params4bit blocksize default (bitsandbytes functional.quantize_4bit)
+BLOCK_DQ = 256  # double quantization re-quantizes absmax in blocks of 256
+CODE_4BIT_BYTES = 16 * 4  # nf4/fp4 code table, fp32, per tensor
+DQ_CONSTANT_BYTES = 4 + 256 * 4  # offset scalar + state2.code (256-entry fp32 map copied per tensor)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def bytes_4bit(n: int, double_quant: bool) -> tuple[int, int]:
+    """(packed data bytes, quant-state bytes) of one n-element weight in NF4/FP4.
+
+    The data is what model.parameters() sees; the state (absmax etc.) is not a parameter.
+    """
+    data = _ceil_div(n, 2)
+    blocks = _ceil_div(n, BLOCK_4BIT)
+    if double_quant:
+        state = blocks + _ceil_div(blocks, BLOCK_DQ) * 4 + DQ_CONSTANT_BYTES + CODE_4BIT_BYTES
+    else:
+        state = blocks * 4 + CODE_4BIT_BYTES
+    return data, state
+
+
+def bytes_int8(in_features: int, out_features: int) -> tuple[int, int]:
+    """LLM.int8: CB int8 [out, in] + SCB fp32 [out] (one scale per output row)."""
+    return in_features * out_features, 4 * out_features
+
+
+@dataclass(frozen=True)
+class Weights:
+    base_param_bytes: int  # frozen or trainable base parameters as model.parameters() counts them
+    quant_state_bytes: int  # absmax & co: real memory, not parameters
+    adapter_param_bytes: int
+    linear_bytes_per_layer: int  # base Linear storage of one layer (for sharding / dequant transients)
+    largest_linear_elems: int  # out*in of the largest projection (4-bit dequantization transient)
+
+    @property
+    def param_bytes(self) -> int:
+        return self.base_param_bytes + self.adapter_param_bytes
+
+
+def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int) -> Weights:
+    L = arch.layers
+    per_layer = 0
+    state_per_layer = 0
+    # Biases of quantized linears stay floating (they are not part of Params4bit / Int8Params).
+    bias_bytes = reg.norm_weight if reg.quant else reg.weight
+    for lin in arch.linears:
+        n = lin.in_features * lin.out_features
+        if reg.quant == "4bit":
+            data, state = bytes_4bit(n, cfg.bnb_4bit_use_double_quant or cfg.quantization_backend == "torchao")
+        elif reg.quant == "8bit":
+            data, state = bytes_int8(lin.in_features, lin.out_features)
+        else:
+            data, state = n * reg.weight, 0
+        if lin.bias:
+            data += lin.out_features * bias_bytes
+        per_layer += lin.count * data
+        state_per_layer += lin.count * state
+    norms = L * arch.norm_params_per_layer + arch.hidden * (2 if arch.norm_bias else 1)
+    # lm_head and embeddings are never quantized (replace_with_bnb_linear skips the output embedding).
+    other = arch.embedding_params * reg.embed + arch.lm_head_params * reg.lm_head_weight + norms * reg.norm_weight
+    largest = max(lin.in_features * lin.out_features for lin in arch.linears)
+    return Weights(base_param_bytes=L * per_layer + other, quant_state_bytes=L * state_per_layer,
+                   adapter_param_bytes=adapter_params * reg.adapter, linear_bytes_per_layer=per_layer,
+                   largest_linear_elems=largest)

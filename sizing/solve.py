@@ -1,0 +1,56 @@
+# Solvers over the estimate: the largest micro-batch and the longest sequence that still fit.
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from .catalog import find_gpu, resolve_architecture
+from .config import RunConfig
+from .errors import SizingError
+
+MAX_BATCH = 4096
+MAX_SEQ = 1 << 20
+
+
+def _fits(cfg: RunConfig) -> bool:
+    from .estimate import _memory, _round, usable_bytes
+    from .memory.overhead import fragmentation
+    from .memory.timeline import peak
+
+    assert cfg.gpu is not None
+    gpu = find_gpu(cfg.gpu)
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    pk = peak(_memory(cfg, arch, gpu, "cuda", 1)[1])
+    static = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
+    reserved = _round(pk.total + int(fragmentation(cfg.expandable_segments)[1] * max(pk.total - static, 0)))
+    return reserved <= usable_bytes(gpu)
+
+
+def _largest(ok: Callable[[int], bool], high: int) -> int:
+    """Largest n in [1, high] with ok(n), assuming ok is monotone; 0 when even 1 fails."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= high and ok(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, high + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def max_micro_batch(cfg: RunConfig) -> int:
+    return _largest(lambda b: _fits(replace(cfg, per_device_train_batch_size=b)), MAX_BATCH)
+
+
+def max_seq_length(cfg: RunConfig) -> int:
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    limit = arch.max_positions or MAX_SEQ
+    try:
+        return _largest(lambda s: _fits(replace(cfg, max_seq_length=s)), limit)
+    except SizingError:
+        return 0

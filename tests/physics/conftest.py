@@ -1,0 +1,60 @@
+"""Physics tests: the `sizing` engine against tensor bytes measured on CPU (harness.py).
+
+They need the pinned stack of requirements-physics.txt (torch, transformers, peft, accelerate,
+bitsandbytes). Each test module skips, with the reason printed, when torch/transformers/peft are
+missing, so the engine's own unit tests run without torch. `sizing` itself is never skipped: if it
+does not import or lacks the API, every physics test fails.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+_ROOT = _HERE.parents[1]
+
+if str(_HERE) not in sys.path:  # `import harness`
+    sys.path.insert(0, str(_HERE))
+if importlib.util.find_spec("sizing") is None and str(_ROOT) not in sys.path:  # `import sizing` from the checkout
+    sys.path.insert(0, str(_ROOT))
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "physics: compares the engine with tensor bytes measured on CPU by torch/transformers/peft "
+        "(about a minute on 2 cores; needs requirements-physics.txt)",
+    )
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The `sizing` package; a failure (not a skip) when it is missing or incomplete."""
+    try:
+        import sizing
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"`import sizing` failed: {type(e).__name__}: {e}", pytrace=False)
+    for name in ("load_config", "estimate"):
+        if not hasattr(sizing, name):
+            pytest.fail(f"sizing.{name} is missing (sizing imported from {getattr(sizing, '__path__', '?')})",
+                        pytrace=False)
+    return sizing
+
+
+@pytest.fixture(scope="session")
+def estimated(engine):
+    """estimated(case) -> est.detail of the engine for the case (computed once per case)."""
+    cache = {}
+
+    def get(case):
+        if case not in cache:
+            import harness
+
+            cfg = engine.load_config(harness.engine_config(*case))
+            est = engine.estimate(cfg, backend="cpu")
+            cache[case] = dict(est.detail)
+        return cache[case]
+
+    return get

@@ -1,0 +1,501 @@
+"""CPU measurement harness: the physical truth the `sizing` engine is held to.
+
+Builds tiny decoder LMs from config dicts with random weights (nothing is downloaded and nothing
+is cached on disk), applies one fine-tuning regime, runs ONE training step the way
+`transformers.Trainer(bf16=True)` does it, and measures tensor bytes. Derived from
+`shared/design/verify_saved_tensors.py` (same tracker, same saved-tensors recorder, same CUDA
+autocast shim for peft's bitsandbytes LoRA layers); the physics is `shared/design/memory-model.md`.
+
+The training step (memory-model.md sections 0 and 4.2):
+  forward under torch.autocast(bf16) + accelerate's convert_to_fp32 on the outputs, loss from
+  model(**batch, labels=...), backward, clip_grad_norm_(1.0), fused AdamW step, zero_grad.
+
+What is measured (all in bytes unless said otherwise):
+  param_bytes                  sum(p.numel()*p.element_size()) over model.parameters()
+                               (adapters included, tied weights once, bnb quant state NOT included)
+  quant_state_bytes            bitsandbytes absmax/code/... tensors (not parameters), reported apart
+  trainable_params             count of elements of parameters with requires_grad
+  gradient_bytes               sum of p.grad bytes right after backward
+  optimizer_state_bytes        tensor states with numel > 1 after optimizer.step() (no scalar `step`)
+  layer_saved_bytes_per_token  bytes saved for backward by one middle decoder layer (mean of layers
+                               1..L-1, dedup by storage, parameters/buffers excluded, token-independent
+                               constants such as autocast weight copies included) / N, N = B*S;
+                               only measured without checkpointing (None with it)
+  retained_activation_bytes    live tensor bytes after forward+loss once the model outputs are
+                               dropped, minus the live bytes at step start
+
+Run it alone to print the table:  .venv-physics/bin/python tests/physics/harness.py [--quick]
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import os
+import tempfile
+import time
+import warnings
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+warnings.filterwarnings("ignore")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import transformers  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+transformers.utils.logging.disable_progress_bar()
+
+# ----------------------------------------------------------------------------------------------
+# Tiny models: the HF config dicts (exactly what is handed to the engine as "model_config")
+
+B, S = 2, 256
+N = B * S
+LORA_R, LORA_ALPHA = 16, 32
+
+_COMMON = dict(
+    vocab_size=8192,  # small: CPU bf16 matmuls are slow, and the loss terms (12*N*V) stay moderate
+    hidden_size=256,
+    intermediate_size=688,
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+)
+
+MODEL_CONFIGS: dict[str, dict] = {
+    # Llama: RMSNorm (weight * x.to(bf16)), SwiGLU, untied head, no biases
+    "llama": dict(model_type="llama", **_COMMON, head_dim=32, hidden_act="silu", rms_norm_eps=1e-5,
+                  tie_word_embeddings=False, attention_bias=False, mlp_bias=False),
+    # Qwen2: q/k/v projections carry a bias (always, not a config switch), untied head
+    "qwen2": dict(model_type="qwen2", **_COMMON, head_dim=32, hidden_act="silu", rms_norm_eps=1e-6,
+                  tie_word_embeddings=False, use_sliding_window=False),
+    # Qwen3: q_norm / k_norm (RMSNorm over head_dim) on q and k, no biases, untied head
+    "qwen3": dict(model_type="qwen3", **_COMMON, head_dim=32, hidden_act="silu", rms_norm_eps=1e-6,
+                  tie_word_embeddings=False, attention_bias=False, use_sliding_window=False),
+    # Gemma (v1): tied embeddings, explicit head_dim (nh*d = 512 != hidden), GeGLU (gelu tanh),
+    # (1 + w) RMSNorm computed in fp32, embeddings scaled by sqrt(hidden)
+    "gemma": dict(model_type="gemma", **_COMMON, head_dim=64, hidden_act="gelu_pytorch_tanh",
+                  rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False),
+}
+
+STYLES = ("llama", "qwen2", "qwen3", "gemma")
+
+# regime -> (engine method, adapter dtype, memory-model.md regime letter)
+REGIMES = {
+    "full": ("full", None, "A"),  # bf16 weights, everything trainable (autocast is a no-op)
+    "lora_fp32": ("lora", "float32", "C"),  # bf16 base, PEFT default fp32 adapters (autocast_adapter_dtype)
+    "lora_bf16": ("lora", "bfloat16", "D"),  # bf16 base, bf16 adapters (autocast_adapter_dtype=False)
+    # NF4 + double quant, compute bf16, PEFT default fp32 adapters.
+    "qlora": ("qlora", "float32", "D"),  # no prepare_model_for_kbit_training (bf16 non-quantized params)
+    "qlora_prep": ("qlora", "float32", "E"),  # with prepare_model_for_kbit_training (fp32 non-quantized)
+}
+
+
+def hf_config(style: str):
+    d = dict(MODEL_CONFIGS[style])
+    model_type = d.pop("model_type")
+    return transformers.AutoConfig.for_model(model_type, **d)
+
+
+def _bnb_available() -> tuple[bool, str]:
+    try:
+        import bitsandbytes  # noqa: F401
+        import bitsandbytes.functional as F
+
+        w = torch.randn(64, 64, dtype=torch.bfloat16)
+        q, st = F.quantize_4bit(w, quant_type="nf4", compress_statistics=True)
+        F.dequantize_4bit(q, st)
+        return True, ""
+    except Exception as e:  # pragma: no cover - depends on the install
+        return False, f"bitsandbytes 4-bit does not work on this CPU: {type(e).__name__}: {e}"
+
+
+def cases(quick: bool = False):
+    """(style, regime, lora_dropout, gradient_checkpointing) tuples the physics tests cover."""
+    out = []
+    for style in STYLES:
+        for gcm in (False, True):
+            out.append((style, "full", 0.0, gcm))
+            for rg in ("lora_fp32", "lora_bf16"):
+                for dp in (0.0, 0.05):
+                    out.append((style, rg, dp, gcm))
+    if _bnb_available()[0]:
+        for rg in ("qlora", "qlora_prep"):
+            for dp in (0.0, 0.05):
+                for gcm in (False, True):
+                    out.append(("llama", rg, dp, gcm))
+    if quick:
+        out = [c for c in out if c[2] == 0.0]
+    return out
+
+
+def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
+    """The `sizing.load_config` input that describes the measured run."""
+    method, adapter_dtype, _ = REGIMES[regime]
+    cfg = {
+        "model_config": dict(MODEL_CONFIGS[style]),
+        "method": method,
+        "torch_dtype": "bfloat16",
+        "bf16": True,
+        "max_seq_length": S,
+        "per_device_train_batch_size": B,
+        "packing": True,
+        "gradient_checkpointing": gc_on,
+        "attn_implementation": "sdpa",
+        "optim": "adamw_torch_fused",
+        "framework": "transformers",
+    }
+    if method in ("lora", "qlora"):
+        cfg.update({
+            "r": LORA_R,
+            "lora_alpha": LORA_ALPHA,
+            "lora_dropout": dropout,
+            "target_modules": "all-linear",
+            "adapter_dtype": adapter_dtype,
+        })
+    if method == "qlora":
+        cfg.update({
+            "load_in_4bit": True,
+            "bnb_4bit_quant_type": "nf4",
+            "bnb_4bit_use_double_quant": True,
+            "bnb_4bit_compute_dtype": "bfloat16",
+            "prepare_model_for_kbit_training": regime == "qlora_prep",
+        })
+    return cfg
+
+
+# ----------------------------------------------------------------------------------------------
+# CUDA autocast shim: peft's bnb LoRA layers call torch.is_autocast_enabled() without a device,
+# which reports only CUDA autocast; on CPU that would take the non-CUDA code path (an extra input
+# cast). Inside a measurement the no-argument call also reports CPU autocast, as on a GPU.
+
+
+@contextlib.contextmanager
+def cuda_autocast_shim():
+    orig = torch.is_autocast_enabled
+
+    def _is_autocast_enabled(*args, **kwargs):
+        if not args and not kwargs:
+            return orig("cpu") or orig("cuda")
+        return orig(*args, **kwargs)
+
+    torch.is_autocast_enabled = _is_autocast_enabled
+    try:
+        yield
+    finally:
+        torch.is_autocast_enabled = orig
+
+
+# ----------------------------------------------------------------------------------------------
+# Live-tensor tracker (like torch.distributed._tools.mem_tracker.MemTracker)
+
+
+class LiveMem(TorchDispatchMode):
+    """Bytes of live tensor storages created by dispatched ops (weakrefs on storages)."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = {}
+        self.cur = 0
+        self.peak = 0
+
+    def add(self, t):
+        if not isinstance(t, torch.Tensor) or t.device.type == "meta":
+            return
+        try:
+            st = t.untyped_storage()
+        except Exception:
+            return
+        k = id(st)
+        if k in self.live:
+            return
+        n = st.nbytes()
+
+        def _cb(_ref, k=k, n=n):
+            if self.live.pop(k, None) is not None:
+                self.cur -= n
+
+        self.live[k] = (n, weakref.ref(st, _cb))
+        self.cur += n
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            self.add(t)
+        if self.cur > self.peak:
+            self.peak = self.cur
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Saved-for-backward recorder, attributed to the decoder layer whose forward saved the tensor
+
+
+class SavedRecorder:
+    def __init__(self, model, layers):
+        self.skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        self.skip |= {b.untyped_storage().data_ptr() for b in model.buffers()}
+        self.label = "pre"
+        self.entries = {}  # id(storage) -> [nbytes, label, weakref]
+        self.handles = []
+        for i, layer in enumerate(layers):
+            self.handles.append(layer.register_forward_pre_hook(lambda m, a, i=i: self._set(f"L{i}")))
+            self.handles.append(layer.register_forward_hook(lambda m, a, o: self._set("head")))
+
+    def _set(self, lab):
+        self.label = lab
+
+    def pack(self, t):
+        try:
+            st = t.untyped_storage()
+        except Exception:
+            return t
+        if st.data_ptr() in self.skip:
+            return t
+        k = id(st)
+        if k not in self.entries:
+            ent = [st.nbytes(), self.label, None]
+
+            def _cb(_r, k=k):
+                self.entries.pop(k, None)
+
+            ent[2] = weakref.ref(st, _cb)
+            self.entries[k] = ent
+        return t
+
+    def by_label(self):
+        out = {}
+        for n, lab, _ in self.entries.values():
+            out[lab] = out.get(lab, 0) + n
+        return out
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+
+# ----------------------------------------------------------------------------------------------
+# Model building
+
+
+def _quantized_llama(style: str, prep: bool):
+    """NF4 + double-quant base loaded the way transformers does it (from_pretrained with a
+    BitsAndBytesConfig); the bf16 checkpoint lives in a temporary directory deleted at once."""
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    torch.manual_seed(0)
+    q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                           bnb_4bit_compute_dtype=torch.bfloat16)
+    with tempfile.TemporaryDirectory(prefix="sizing_physics_") as d:
+        transformers.AutoModelForCausalLM.from_config(hf_config(style)).to(torch.bfloat16).save_pretrained(d)
+        m = AutoModelForCausalLM.from_pretrained(d, quantization_config=q, device_map="cpu",
+                                                 dtype=torch.bfloat16, attn_implementation="sdpa")
+    if prep:
+        from peft import prepare_model_for_kbit_training
+
+        # Trainer(gradient_checkpointing=True) re-enables checkpointing non-reentrant below
+        m = prepare_model_for_kbit_training(m, use_gradient_checkpointing=False)
+    return m
+
+
+def build(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False):
+    """Return (model, decoder layers)."""
+    method, adapter_dtype, _ = REGIMES[regime]
+    if method == "qlora":
+        m = _quantized_llama(style, regime == "qlora_prep")
+    else:
+        torch.manual_seed(0)
+        m = transformers.AutoModelForCausalLM.from_config(hf_config(style), attn_implementation="sdpa")
+        m = m.to(torch.bfloat16)  # a bf16 checkpoint loaded with dtype="auto"
+    if gc_on:
+        # TrainingArguments(gradient_checkpointing=True): transformers 5 default kwargs; this also calls
+        # enable_input_require_grads() (the embedding output requires grad)
+        m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    if method in ("lora", "qlora"):
+        from peft import LoraConfig, get_peft_model
+
+        lc = LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=dropout, target_modules="all-linear")
+        m = get_peft_model(m, lc, autocast_adapter_dtype=(adapter_dtype == "float32"))
+        if gc_on:
+            m.enable_input_require_grads()  # what Trainer/TRL do for PEFT + checkpointing
+    m.train()
+    base = m.get_base_model() if hasattr(m, "get_base_model") else m
+    return m, base.model.layers
+
+
+def _quant_state_tensors(m):
+    out = []
+    for mod in m.modules():
+        qs = getattr(getattr(mod, "weight", None), "quant_state", None)
+        if qs is None:
+            continue
+        out += [qs.absmax, qs.code]
+        if qs.nested:
+            out += [qs.offset, qs.state2.absmax, qs.state2.code]
+    return [t for t in out if isinstance(t, torch.Tensor)]
+
+
+def make_inputs(vocab: int):
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, vocab, (B, S), generator=g)
+    return dict(input_ids=ids, attention_mask=torch.ones(B, S, dtype=torch.long), labels=ids.clone())
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+# ----------------------------------------------------------------------------------------------
+# One measured training step
+
+
+@functools.lru_cache(maxsize=None)
+def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
+    """Measure one Trainer-like step of (style, regime); cached in memory for the session."""
+    from accelerate.utils import convert_to_fp32
+
+    t0 = time.perf_counter()
+    with cuda_autocast_shim():
+        m, layers = build(style, regime, dropout, gc_on)
+        params = list(m.parameters())  # de-duplicated: tied weights appear once
+        trainable = [p for p in params if p.requires_grad]
+        res = dict(style=style, regime=regime, dropout=dropout, gc=gc_on, N=N,
+                   param_bytes=sum(_nbytes(p) for p in params),
+                   quant_state_bytes=sum(_nbytes(t) for t in _quant_state_tensors(m)),
+                   trainable_params=sum(p.numel() for p in trainable))
+        by_dtype = {}
+        for p in params:
+            k = f"{type(p).__name__}:{str(p.dtype).replace('torch.', '')}"
+            by_dtype[k] = by_dtype.get(k, 0) + _nbytes(p)
+        res["params_by_dtype"] = by_dtype
+
+        opt = torch.optim.AdamW(trainable, lr=1e-4, fused=True)  # optim="adamw_torch_fused"
+        inputs = make_inputs(MODEL_CONFIGS[style]["vocab_size"])
+        tracker = LiveMem()
+        for t in params + list(m.buffers()) + list(inputs.values()) + _quant_state_tensors(m):
+            tracker.add(t)
+        rec = None if gc_on else SavedRecorder(m, layers)
+        gc.collect()
+        base = tracker.cur
+        hooks = torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t) if rec else contextlib.nullcontext()
+        with tracker:
+            with hooks, torch.autocast("cpu", dtype=torch.bfloat16):  # accelerate mixed_precision="bf16"
+                out = m(**inputs)
+                out = convert_to_fp32(out)  # accelerate ConvertOutputsToFp32
+            loss = out.loss
+            del out
+            gc.collect()
+        res["retained_activation_bytes"] = tracker.cur - base
+        res["forward_peak_bytes"] = tracker.peak - base
+        if rec is not None:
+            sv = rec.by_label()
+            L = len(layers)
+            per_layer = [sv.get(f"L{i}", 0) for i in range(L)]
+            middle = per_layer[1:]
+            res["saved_by_layer"] = per_layer
+            res["saved_head_bytes"] = sv.get("head", 0)
+            res["layer_saved_bytes_per_token"] = sum(middle) / len(middle) / N
+            rec.remove()
+        else:
+            res["layer_saved_bytes_per_token"] = None
+
+        loss.backward()
+        del loss
+        res["gradient_bytes"] = sum(_nbytes(p.grad) for p in trainable if p.grad is not None)
+        res["grad_dtypes"] = sorted({str(p.grad.dtype) for p in trainable if p.grad is not None})
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        opt.step()
+        res["optimizer_state_bytes"] = sum(
+            _nbytes(v) for st in opt.state.values() for v in st.values()
+            if isinstance(v, torch.Tensor) and v.numel() > 1)
+        opt.zero_grad(set_to_none=True)
+    del m, opt, params, trainable, layers
+    gc.collect()
+    res["seconds"] = time.perf_counter() - t0
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def _row(r):
+    mib = 2 ** 20
+    ls = r["layer_saved_bytes_per_token"]
+    return (f"| {r['style']} | {r['regime']} | {r['dropout']} | {'on' if r['gc'] else 'off'} | {r['param_bytes']} | "
+            f"{r['trainable_params']} | {r['gradient_bytes']} | {r['optimizer_state_bytes']} | "
+            f"{'-' if ls is None else f'{ls:.1f}'} | {r['retained_activation_bytes']} "
+            f"({r['retained_activation_bytes'] / mib:.3f} MiB) | {r['seconds']:.1f} |")
+
+
+def main():
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="lora_dropout 0 only")
+    ap.add_argument("--style", action="append")
+    args = ap.parse_args()
+    import accelerate
+    import peft
+
+    print(f"torch {torch.__version__}  transformers {transformers.__version__}  peft {peft.__version__}  "
+          f"accelerate {accelerate.__version__}  threads {torch.get_num_threads()}")
+    ok, why = _bnb_available()
+    print("bitsandbytes 4-bit on CPU:", "yes" if ok else why)
+    print(f"B={B} S={S} N={N}  LoRA r={LORA_R} alpha={LORA_ALPHA} all-linear\n")
+    print("| style | regime | drop | ckpt | param B | trainable | grad B | optim B | layer saved B/tok | "
+          "retained B | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    t0 = time.perf_counter()
+    for c in cases(args.quick):
+        if args.style and c[0] not in args.style:
+            continue
+        r = measure(*c)
+        print(_row(r), flush=True)
+        if r["layer_saved_bytes_per_token"] is not None and len(set(r["saved_by_layer"][1:])) != 1:
+            print("   layers differ:", r["saved_by_layer"])
+    print(f"\ntotal {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers for the tests
+
+
+def case_id(case) -> str:
+    style, regime, dropout, gc_on = case
+    return f"{style}-{regime}-drop{dropout:g}-{'ckpt' if gc_on else 'nockpt'}"
+
+
+def static_cases():
+    """One case per (style, regime): weights, grads and optimizer states do not depend on
+    lora_dropout or checkpointing."""
+    seen, out = set(), []
+    for c in cases():
+        if (c[0], c[1]) not in seen and c[2] == 0.0 and not c[3]:
+            seen.add((c[0], c[1]))
+            out.append(c)
+    return out
+
+
+def compare(quantity: str, case, measured, estimated, rel_tol: float, holds: str = "") -> None:
+    """Assert |estimated - measured| <= rel_tol * measured (rel_tol 0: exact), with a message that
+    says what was compared."""
+    __tracebackhide__ = True
+    if estimated is None:
+        raise AssertionError(f"{case_id(case)}: engine detail has no {quantity!r} (measured {measured})")
+    diff = estimated - measured
+    rel = diff / measured if measured else float("inf")
+    ok = diff == 0 if rel_tol == 0 else abs(rel) <= rel_tol
+    if not ok:
+        raise AssertionError(
+            f"{case_id(case)}: {quantity} measured {measured:,.1f}, engine {estimated:,.1f} "
+            f"({diff:+,.1f}, {100 * rel:+.2f} %, allowed {100 * rel_tol:g} %)"
+            + (f"\n  tensors: {holds}" if holds else ""))
