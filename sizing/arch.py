@@ -120,8 +120,8 @@ _FAMILIES: dict[str, dict[str, Any]] = {
     "bloom": {"norm": "layer", "tie": True, "fused_qkv": True, "bias": True, "eager": True,
               "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",)},
 }
-_ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon", "yi": "llama",
-            "stablelm_epoch": "gpt_neox"}
+_ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
+            "yi": "llama", "stablelm_epoch": "gpt_neox"}
 
 
 _ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
