@@ -131,7 +131,7 @@ def main() -> int:
     out += table("Single GPU, by method", group(single, "method"))
     out += table("Single GPU, by metric", group(single, "metric"))
     out += table("Single GPU, overall", {"all": single})
-    out += table("Multi-GPU (per GPU; sharding not modelled yet, shown for reference)", {"all": multi})
+    out += table("Multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"all": multi})
     if args.rows:
         head = f"{'row':<6}{'src':<5}{'method':<7}{'metric':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
         out.append(f"\n  {head}{'err %':>8}")

@@ -17,6 +17,7 @@ from .memory.overhead import CUDA_CONTEXT, fragmentation, overhead
 from .memory.regime import Regime, resolve
 from .memory.timeline import COMPONENTS, Moment, StepInputs, moments, peak
 from .memory.weights import weights
+from .parallel import Totals, shares
 from .warnings import collect_warnings
 
 ALLOC_ROUND = 2 * 2**20  # the caching allocator rounds large blocks to 2 MiB
@@ -100,9 +101,18 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
     layer_backward = int(k * layer_tokens) + (ls.constant if reg.checkpointing else 0)
     hopper = gpu is not None and gpu.sm >= (9, 0)
     ov = overhead(cfg, reg, w.largest_linear_elems, n, hopper)
+    layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
+    totals = Totals(
+        base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
+        optimizer=opt.resident_bytes,
+        layer_unit=w.linear_bytes_per_layer + arch.norm_params_per_layer * reg.norm_weight + layer_adapter,
+        root_unit=arch.embedding_params * reg.embed + arch.lm_head_params * reg.lm_head_weight
+        + arch.hidden * reg.norm_weight,
+        layer_grads=(grads // arch.layers))
+    sh = shares(cfg, totals)
     inputs = StepInputs(
-        weights=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes,
-        gradients=grads, head_gradients=hd.head_grad_bytes, optimizer=opt.resident_bytes,
+        weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
+        gradients=sh.gradients, head_gradients=hd.head_grad_bytes, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
         optimizer_temp=opt.step_temporary_bytes, body=body, shared=shared, head_body=hd.body_side,
         loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
         layer_backward=layer_backward,
@@ -115,6 +125,7 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
         "layer_constant_bytes": ls.constant,
         "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
+        "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes,
     }
     return reg, moments(inputs), detail
 
@@ -151,11 +162,12 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
         return _round(alloc + int(f * max(alloc - static, 0)))
 
     reserved = reserved_of(allocated, frag[1])
-    device = reserved + CUDA_CONTEXT[1] + paged
+    outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
+    device = reserved + CUDA_CONTEXT[1] + outside
     alloc_lo, alloc_hi = int(lows * (1 - margin)), int(highs * (1 + margin))
     res_lo, res_hi = reserved_of(alloc_lo, frag[0]), reserved_of(alloc_hi, frag[2])
     ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
-              "device": (res_lo + CUDA_CONTEXT[0] + paged, res_hi + CUDA_CONTEXT[2] + paged)}
+              "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
                    allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
                    confidence=confidence, detail=detail)

@@ -27,6 +27,7 @@ class StepInputs:
     gradients: int
     head_gradients: int
     optimizer: int  # resident states
+    comm_buffers: int  # DDP buckets / sharded-gradient staging, live from backward to the step
     optimizer_temp: int
     body: int  # decoder activations retained at the end of forward
     shared: int  # cos/sin, padding mask
@@ -59,7 +60,7 @@ def moments(s: StepInputs) -> list[Moment]:
             "logits_and_loss": s.loss_saved + s.loss_backward_extra}))
         head_grads = carried or (0 if s.grads_freed_in_backward else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
-            **base, "gradients": head_grads, "activations": s.body + s.shared + s.layer_backward,
+            **base, "gradients": head_grads + s.comm_buffers, "activations": s.body + s.shared + s.layer_backward,
             "workspace": s.workspace + s.backward_transient}))
         if s.grads_freed_in_backward:
             # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.
@@ -67,7 +68,7 @@ def moments(s: StepInputs) -> list[Moment]:
         new_states = s.optimizer if step == 0 else 0
         out.append(Moment("optimizer", "optimizer.step(): first step allocates its states" if step == 0
                           else "optimizer.step()", step, {
-            **base, "gradients": s.gradients, "optimizer_states": opt + new_states,
+            **base, "gradients": s.gradients + s.comm_buffers, "optimizer_states": opt + new_states,
             "workspace": s.workspace + s.optimizer_temp}))
     return out
 

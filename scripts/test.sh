@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Every test, on a fresh machine or this one: install what is missing into .venv, then lint, type-check,
+# unit + physics tests, and the accuracy benchmark's summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# CPU physics tests: torch pinned to its CPU build (a bare `torch` would pull a multi-GB CUDA build).
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-physics.txt
+
+.venv/bin/ruff check sizing scripts tests
+.venv/bin/mypy sizing scripts
+.venv/bin/python -m pytest -q
+.venv/bin/python scripts/validate.py --summary

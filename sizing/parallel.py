@@ -1,0 +1,70 @@
+# Several GPUs: what each GPU holds under DDP, FSDP full-shard / ZeRO-3 and ZeRO-2, with optional CPU
+# offload (PyTorch FSDP and DeepSpeed ZeRO docs; memory-model.md covers the single-GPU step).
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import RunConfig
+
+# NCCL buffers seen by nvidia-smi, not by PyTorch: NVIDIA aiconfigurator misc.nccl_mem uses 342 MB
+# for 2 GPUs and 392 MB for 4-8 (gpus.md §2.1).
+NCCL_BYTES = {2: 342_000_000, 4: 392_000_000}
+# FSDP keeps the unit being computed and prefetches the next one (forward and backward prefetch).
+UNITS_IN_FLIGHT = 2
+
+
+@dataclass(frozen=True)
+class Shares:
+    weights: int  # base parameters resident on one GPU, gathered units included
+    quant_state: int
+    adapters: int
+    gradients: int  # resident after backward, per GPU
+    optimizer: int
+    comm_buffers: int  # allocated by PyTorch: DDP gradient buckets, reduce-scatter staging
+    nccl_bytes: int  # outside PyTorch's allocator (device memory only)
+    host_bytes: int  # CPU RAM for offloaded parameters and optimizer states
+
+
+@dataclass(frozen=True)
+class Totals:
+    base: int  # base parameter bytes of the whole model
+    quant_state: int
+    adapters: int
+    gradients: int
+    optimizer: int
+    layer_unit: int  # one decoder layer's parameters (an FSDP wrapping unit), adapters included
+    root_unit: int  # embeddings, final norm and LM head: FSDP's root unit
+    layer_grads: int  # one layer's trainable gradients
+
+
+def nccl_bytes(num_gpus: int) -> int:
+    if num_gpus <= 1:
+        return 0
+    return NCCL_BYTES[2] if num_gpus == 2 else NCCL_BYTES[4]
+
+
+def shares(cfg: RunConfig, t: Totals) -> Shares:
+    n = cfg.num_gpus
+    mode = "ddp" if cfg.parallelism == "none" and n > 1 else cfg.parallelism
+    if n == 1 or mode == "none":
+        return Shares(t.base, t.quant_state, t.adapters, t.gradients, t.optimizer, 0, 0, 0)
+    nccl = nccl_bytes(n)
+    if mode == "ddp":
+        # DDP copies every gradient into flat all-reduce buckets (gradient_as_bucket_view=False).
+        host = t.optimizer if cfg.cpu_offload else 0
+        return Shares(t.base, t.quant_state, t.adapters, t.gradients, 0 if cfg.cpu_offload else t.optimizer,
+                      t.gradients, nccl, host)
+    if mode == "zero2":
+        opt = 0 if cfg.cpu_offload else t.optimizer // n
+        # ZeRO-2 reduces into partitioned gradient buffers; one bucket of full gradients is staged.
+        return Shares(t.base, t.quant_state, t.adapters, t.gradients // n, opt, t.layer_grads, nccl,
+                      t.optimizer if cfg.cpu_offload else 0)
+    # FSDP FULL_SHARD / ZeRO-3: parameters, gradients and states sharded; gathered units in flight;
+    # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
+    gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
+    share = (t.base + t.adapters - t.root_unit) // n
+    if cfg.cpu_offload:
+        return Shares(gathered, t.quant_state // n, 0, t.layer_grads, 0, t.layer_grads, nccl,
+                      share + t.optimizer // n + t.gradients // n)
+    return Shares(share + gathered, t.quant_state // n, 0, t.gradients // n, t.optimizer // n,
+                  t.layer_grads, nccl, 0)
