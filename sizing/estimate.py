@@ -113,7 +113,8 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
     inputs = StepInputs(
         weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
         gradients=sh.gradients, head_gradients=hd.head_grad_bytes, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
-        optimizer_temp=opt.step_temporary_bytes, body=body, shared=shared, head_body=hd.body_side,
+        optimizer_temp=int(opt.step_temporary_bytes * sh.optimizer_fraction), body=body, shared=shared,
+        head_body=hd.body_side,
         loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
         layer_backward=layer_backward,
         forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward,
@@ -125,9 +126,16 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
         "layer_constant_bytes": ls.constant,
         "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
-        "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes,
+        "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
     return reg, moments(inputs), detail
+
+
+def static_bytes(pk: Moment, detail: dict[str, int]) -> int:
+    """Bytes allocated once and never freed during the step: they do not fragment the cache.
+    FSDP's gathered units come and go with every layer, so they count as dynamic."""
+    kept = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
+    return kept - detail["gathered_bytes"]
 
 
 def _round(n: int) -> int:
@@ -154,7 +162,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     confidence = _confidence(cfg, arch)
     margin = CONFIDENCE_MARGIN[confidence]
     allocated = pk.total
-    static = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
+    static = static_bytes(pk, detail)
     frag = fragmentation(cfg.expandable_segments)
     paged = detail["paged_optimizer_bytes"]
 

@@ -23,6 +23,8 @@ class Shares:
     comm_buffers: int  # allocated by PyTorch: DDP gradient buckets, reduce-scatter staging
     nccl_bytes: int  # outside PyTorch's allocator (device memory only)
     host_bytes: int  # CPU RAM for offloaded parameters and optimizer states
+    gathered: int = 0  # unsharded units inside `weights`: allocated and freed layer by layer
+    optimizer_fraction: float = 1.0  # the share of the optimizer's step temporaries on this GPU
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,13 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
         opt = 0 if cfg.cpu_offload else t.optimizer // n
         # ZeRO-2 reduces into partitioned gradient buffers; one bucket of full gradients is staged.
         return Shares(t.base, t.quant_state, t.adapters, t.gradients // n, opt, t.layer_grads, nccl,
-                      t.optimizer if cfg.cpu_offload else 0)
+                      t.optimizer if cfg.cpu_offload else 0, optimizer_fraction=1 / n)
     # FSDP FULL_SHARD / ZeRO-3: parameters, gradients and states sharded; gathered units in flight;
     # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
     gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
     share = (t.base + t.adapters - t.root_unit) // n
     if cfg.cpu_offload:
         return Shares(gathered, t.quant_state // n, 0, t.layer_grads, 0, t.layer_grads, nccl,
-                      share + t.optimizer // n + t.gradients // n)
+                      share + t.optimizer // n + t.gradients // n, gathered, 0.0)
     return Shares(share + gathered, t.quant_state // n, 0, t.gradients // n, t.optimizer // n,
-                  t.layer_grads, nccl, 0)
+                  t.layer_grads, nccl, 0, gathered, 1 / n)

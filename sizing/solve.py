@@ -13,15 +13,16 @@ MAX_SEQ = 1 << 20
 
 
 def _fits(cfg: RunConfig) -> bool:
-    from .estimate import _memory, _round, usable_bytes
+    from .estimate import _memory, _round, static_bytes, usable_bytes
     from .memory.overhead import fragmentation
     from .memory.timeline import peak
 
     assert cfg.gpu is not None
     gpu = find_gpu(cfg.gpu)
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-    pk = peak(_memory(cfg, arch, gpu, "cuda", 1)[1])
-    static = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
+    _, ms, detail = _memory(cfg, arch, gpu, "cuda", 1)
+    pk = peak(ms)
+    static = static_bytes(pk, detail)
     reserved = _round(pk.total + int(fragmentation(cfg.expandable_segments)[1] * max(pk.total - static, 0)))
     return reserved <= usable_bytes(gpu)
 
