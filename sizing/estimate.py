@@ -92,7 +92,7 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
     if reg.checkpointing:
         body = arch.layers * ls.checkpoint_per_token * n
     else:
-        body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n
+        body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n + ls.layer0_delta_constant
     if cfg.activation_offloading:
         body = min(body, 2 * ls.checkpoint_per_token * n)  # only the layers in flight stay on the GPU
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)

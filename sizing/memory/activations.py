@@ -20,6 +20,7 @@ class LayerSaved:
     per_token: int  # bytes saved by one middle decoder layer per token (B·S tokens)
     constant: int  # bytes per layer independent of tokens (autocast weight copies, DoRA norms)
     layer0_delta_per_token: int  # layer 0 of a PEFT model without input grads saves less
+    layer0_delta_constant: int  # ... and keeps no autocast copies of its q/k/v lora_A weights
     checkpoint_per_token: int  # what a checkpointed layer keeps: its input hidden state
     cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
 
@@ -168,17 +169,31 @@ class LayerWalker:
                     cached += size
         if reg.dora:
             const += sum(12 * lin.out_features for lin in self.arch.linears if lin.name in self.targets)
+        if self.arch.norm == "rms_gemma":
+            # Gemma's norm multiplies by (1.0 + weight.float()): that fp32 vector is saved per norm.
+            const += 4 * self.arch.hidden * (self.arch.pre_norms + self.arch.post_norms)
+            const += 4 * 2 * self.arch.head_dim if self.arch.qk_norm else 0
         return const, cached
+
+    def layer0_lora_a_copies(self) -> int:
+        """Autocast copies of fp32 lora_A weights fed by the layer input: not saved in layer 0 when
+        that input needs no gradient (lora_A's matmul then saves only its input)."""
+        reg = self.reg
+        if not (reg.autocast and reg.adapter != reg.compute):
+            return 0
+        return sum(2 * self.r * lin.in_features for lin in self.by_source(ATTN_IN) if lin.name in self.targets)
 
 
 def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> LayerSaved:
     layer = LayerWalker(arch, reg, trainable, r, seq)
     per_token = layer.walk()
     const, cached = layer.constants()
-    delta = 0
+    delta = delta_const = 0
     if not reg.full and not reg.checkpointing:
         # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its
         # input norm saves nothing and the q/k/v dropout masks are not kept.
         delta = -(layer.norm_saved(reg.resid, arch.hidden) + layer.mask_total)
+        delta_const = -layer.layer0_lora_a_copies()
     return LayerSaved(per_token=per_token, constant=const, layer0_delta_per_token=delta,
+                      layer0_delta_constant=delta_const,
                       checkpoint_per_token=reg.resid * arch.hidden, cached_weight_copies=cached * arch.layers)

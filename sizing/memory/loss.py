@@ -27,6 +27,8 @@ def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: 
     walker = LayerWalker(arch, reg, trainable, r, seq)
     head_trains = reg.full or trainable.lm_head
     body = walker.norm_saved(reg.resid, h) * n
+    if arch.norm == "rms_gemma":
+        body += 4 * h  # the final norm's fp32 (1 + weight) vector
     lm_head = Linear("lm_head", h, vocab, "head")
     if trainable.lm_head:
         walker.targets.add("lm_head")

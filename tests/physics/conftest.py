@@ -5,6 +5,7 @@ bitsandbytes). Each test module skips, with the reason printed, when torch/trans
 missing, so the engine's own unit tests run without torch. `sizing` itself is never skipped: if it
 does not import or lacks the API, every physics test fails.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,6 +22,7 @@ if str(_HERE) not in sys.path:  # `import harness`
 if importlib.util.find_spec("sizing") is None and str(_ROOT) not in sys.path:  # `import sizing` from the checkout
     sys.path.insert(0, str(_ROOT))
 
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -34,12 +36,13 @@ def engine():
     """The `sizing` package; a failure (not a skip) when it is missing or incomplete."""
     try:
         import sizing
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.fail(f"`import sizing` failed: {type(e).__name__}: {e}", pytrace=False)
     for name in ("load_config", "estimate"):
         if not hasattr(sizing, name):
-            pytest.fail(f"sizing.{name} is missing (sizing imported from {getattr(sizing, '__path__', '?')})",
-                        pytrace=False)
+            pytest.fail(
+                f"sizing.{name} is missing (sizing imported from {getattr(sizing, '__path__', '?')})", pytrace=False
+            )
     return sizing
 
 
@@ -58,3 +61,12 @@ def estimated(engine):
         return cache[case]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def measure():
+    """measure(case) -> the harness measurement of case (style, regime, lora_dropout, checkpointing);
+    each case is built and stepped once per session (kept in memory, nothing on disk)."""
+    import harness
+
+    return lambda case: harness.measure(*case)

@@ -24,8 +24,14 @@ What is measured (all in bytes unless said otherwise):
   retained_activation_bytes    live tensor bytes after forward+loss once the model outputs are
                                dropped, minus the live bytes at step start
 
+Checkpointing follows what the configured run really does: gradient_checkpointing=True is
+transformers' non-reentrant default; method qlora with prepare_model_for_kbit_training=true calls
+peft's function with its defaults, which switches on *reentrant* checkpointing by itself
+(memory-model.md section 2), so that run is checkpointed even with gradient_checkpointing=False.
+
 Run it alone to print the table:  .venv-physics/bin/python tests/physics/harness.py [--quick]
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -69,18 +75,48 @@ _COMMON = dict(
 
 MODEL_CONFIGS: dict[str, dict] = {
     # Llama: RMSNorm (weight * x.to(bf16)), SwiGLU, untied head, no biases
-    "llama": dict(model_type="llama", **_COMMON, head_dim=32, hidden_act="silu", rms_norm_eps=1e-5,
-                  tie_word_embeddings=False, attention_bias=False, mlp_bias=False),
+    "llama": dict(
+        model_type="llama",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        mlp_bias=False,
+    ),
     # Qwen2: q/k/v projections carry a bias (always, not a config switch), untied head
-    "qwen2": dict(model_type="qwen2", **_COMMON, head_dim=32, hidden_act="silu", rms_norm_eps=1e-6,
-                  tie_word_embeddings=False, use_sliding_window=False),
+    "qwen2": dict(
+        model_type="qwen2",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        use_sliding_window=False,
+    ),
     # Qwen3: q_norm / k_norm (RMSNorm over head_dim) on q and k, no biases, untied head
-    "qwen3": dict(model_type="qwen3", **_COMMON, head_dim=32, hidden_act="silu", rms_norm_eps=1e-6,
-                  tie_word_embeddings=False, attention_bias=False, use_sliding_window=False),
+    "qwen3": dict(
+        model_type="qwen3",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        use_sliding_window=False,
+    ),
     # Gemma (v1): tied embeddings, explicit head_dim (nh*d = 512 != hidden), GeGLU (gelu tanh),
     # (1 + w) RMSNorm computed in fp32, embeddings scaled by sqrt(hidden)
-    "gemma": dict(model_type="gemma", **_COMMON, head_dim=64, hidden_act="gelu_pytorch_tanh",
-                  rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False),
+    "gemma": dict(
+        model_type="gemma",
+        **_COMMON,
+        head_dim=64,
+        hidden_act="gelu_pytorch_tanh",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        attention_bias=False,
+    ),
 }
 
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
@@ -151,21 +187,25 @@ def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = F
         "framework": "transformers",
     }
     if method in ("lora", "qlora"):
-        cfg.update({
-            "r": LORA_R,
-            "lora_alpha": LORA_ALPHA,
-            "lora_dropout": dropout,
-            "target_modules": "all-linear",
-            "adapter_dtype": adapter_dtype,
-        })
+        cfg.update(
+            {
+                "r": LORA_R,
+                "lora_alpha": LORA_ALPHA,
+                "lora_dropout": dropout,
+                "target_modules": "all-linear",
+                "adapter_dtype": adapter_dtype,
+            }
+        )
     if method == "qlora":
-        cfg.update({
-            "load_in_4bit": True,
-            "bnb_4bit_quant_type": "nf4",
-            "bnb_4bit_use_double_quant": True,
-            "bnb_4bit_compute_dtype": "bfloat16",
-            "prepare_model_for_kbit_training": regime == "qlora_prep",
-        })
+        cfg.update(
+            {
+                "load_in_4bit": True,
+                "bnb_4bit_quant_type": "nf4",
+                "bnb_4bit_use_double_quant": True,
+                "bnb_4bit_compute_dtype": "bfloat16",
+                "prepare_model_for_kbit_training": regime == "qlora_prep",
+            }
+        )
     return cfg
 
 
@@ -283,36 +323,52 @@ class SavedRecorder:
 # Model building
 
 
-def _quantized_llama(style: str, prep: bool):
+def _quantized_llama(style: str, prep: bool, gc_mode: str | None):
     """NF4 + double-quant base loaded the way transformers does it (from_pretrained with a
     BitsAndBytesConfig); the bf16 checkpoint lives in a temporary directory deleted at once."""
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     torch.manual_seed(0)
-    q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                           bnb_4bit_compute_dtype=torch.bfloat16)
+    q = BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
     with tempfile.TemporaryDirectory(prefix="sizing_physics_") as d:
         transformers.AutoModelForCausalLM.from_config(hf_config(style)).to(torch.bfloat16).save_pretrained(d)
-        m = AutoModelForCausalLM.from_pretrained(d, quantization_config=q, device_map="cpu",
-                                                 dtype=torch.bfloat16, attn_implementation="sdpa")
+        m = AutoModelForCausalLM.from_pretrained(
+            d, quantization_config=q, device_map="cpu", dtype=torch.bfloat16, attn_implementation="sdpa"
+        )
     if prep:
         from peft import prepare_model_for_kbit_training
 
-        # Trainer(gradient_checkpointing=True) re-enables checkpointing non-reentrant below
-        m = prepare_model_for_kbit_training(m, use_gradient_checkpointing=False)
+        # Called with its defaults it switches on *reentrant* checkpointing (kwargs {} -> torch's
+        # use_reentrant=True); Trainer(gradient_checkpointing=True) later re-enables it non-reentrant.
+        # gc_mode None (GC really off) is only used to look inside the layers with saved_tensors_hooks.
+        m = prepare_model_for_kbit_training(m, use_gradient_checkpointing=gc_mode is not None)
     return m
 
 
-def build(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False):
+def checkpointing_mode(regime: str, gc_on: bool) -> str | None:
+    """Checkpointing that the configured run really has: TrainingArguments(gradient_checkpointing=True)
+    -> non-reentrant; prepare_model_for_kbit_training with its defaults (what method=qlora with
+    prepare_model_for_kbit_training=true means) -> reentrant even when the Trainer does not ask."""
+    if gc_on:
+        return "non_reentrant"
+    return "reentrant" if regime == "qlora_prep" else None
+
+
+def build(style: str, regime: str, dropout: float = 0.0, gc_mode: str | None = None):
     """Return (model, decoder layers)."""
     method, adapter_dtype, _ = REGIMES[regime]
     if method == "qlora":
-        m = _quantized_llama(style, regime == "qlora_prep")
+        m = _quantized_llama(style, regime == "qlora_prep", gc_mode)
     else:
         torch.manual_seed(0)
         m = transformers.AutoModelForCausalLM.from_config(hf_config(style), attn_implementation="sdpa")
         m = m.to(torch.bfloat16)  # a bf16 checkpoint loaded with dtype="auto"
-    if gc_on:
+    if gc_mode == "non_reentrant":
         # TrainingArguments(gradient_checkpointing=True): transformers 5 default kwargs; this also calls
         # enable_input_require_grads() (the embedding output requires grad)
         m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
@@ -321,7 +377,7 @@ def build(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False):
 
         lc = LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=dropout, target_modules="all-linear")
         m = get_peft_model(m, lc, autocast_adapter_dtype=(adapter_dtype == "float32"))
-        if gc_on:
+        if gc_mode is not None:
             m.enable_input_require_grads()  # what Trainer/TRL do for PEFT + checkpointing
     m.train()
     base = m.get_base_model() if hasattr(m, "get_base_model") else m
@@ -329,11 +385,14 @@ def build(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False):
 
 
 def _quant_state_tensors(m):
-    out = []
+    # de-duplicated: peft's LoRA wrapper exposes its base layer's `weight` (same quant_state), so a
+    # plain walk over modules would count every quant state twice
+    out, seen = [], set()
     for mod in m.modules():
         qs = getattr(getattr(mod, "weight", None), "quant_state", None)
-        if qs is None:
+        if qs is None or id(qs) in seen:
             continue
+        seen.add(id(qs))
         out += [qs.absmax, qs.code]
         if qs.nested:
             out += [qs.offset, qs.state2.absmax, qs.state2.code]
@@ -354,20 +413,57 @@ def _nbytes(t):
 # One measured training step
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
-    """Measure one Trainer-like step of (style, regime); cached in memory for the session."""
+    """Measure one Trainer-like step of the configured run; cached in memory for the session.
+
+    When the run is checkpointed although gradient_checkpointing is off (prepare_model_for_kbit_training
+    switches on reentrant checkpointing), layer_saved_bytes_per_token comes from a second run of the
+    same model with checkpointing really off (the engine reports it "without checkpointing")."""
+    mode = checkpointing_mode(regime, gc_on)
+    # One intra-op thread: these tiny matmuls gain little from two, and with two OpenMP threads a
+    # busy machine (another process on one of the 2 cores) makes the run 5x slower (spin-waiting).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _measure_case(style, regime, dropout, gc_on, mode)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure_case(style: str, regime: str, dropout: float, gc_on: bool, mode: str | None) -> dict:
+    res = _measure(style, regime, dropout, mode)
+    res["gc"] = gc_on
+    if not gc_on and mode is not None:
+        raw = _measure(style, regime, dropout, None)
+        res["layer_saved_bytes_per_token"] = raw["layer_saved_bytes_per_token"]
+        res["saved_by_layer"] = raw["saved_by_layer"]
+        res["retained_activation_bytes_really_no_checkpointing"] = raw["retained_activation_bytes"]
+        res["seconds"] += raw["seconds"]
+    return res
+
+
+def _measure(style: str, regime: str, dropout: float, gc_mode: str | None) -> dict:
     from accelerate.utils import convert_to_fp32
 
     t0 = time.perf_counter()
-    with cuda_autocast_shim():
-        m, layers = build(style, regime, dropout, gc_on)
+    # the project's pytest config turns warnings into errors; the deprecation/user warnings of
+    # transformers/peft/bitsandbytes/torch.utils.checkpoint say nothing about memory
+    with warnings.catch_warnings(), cuda_autocast_shim():
+        warnings.simplefilter("ignore")
+        m, layers = build(style, regime, dropout, gc_mode)
         params = list(m.parameters())  # de-duplicated: tied weights appear once
         trainable = [p for p in params if p.requires_grad]
-        res = dict(style=style, regime=regime, dropout=dropout, gc=gc_on, N=N,
-                   param_bytes=sum(_nbytes(p) for p in params),
-                   quant_state_bytes=sum(_nbytes(t) for t in _quant_state_tensors(m)),
-                   trainable_params=sum(p.numel() for p in trainable))
+        res = dict(
+            style=style,
+            regime=regime,
+            dropout=dropout,
+            checkpointing=gc_mode,
+            N=N,
+            param_bytes=sum(_nbytes(p) for p in params),
+            quant_state_bytes=sum(_nbytes(t) for t in _quant_state_tensors(m)),
+            trainable_params=sum(p.numel() for p in trainable),
+        )
         by_dtype = {}
         for p in params:
             k = f"{type(p).__name__}:{str(p.dtype).replace('torch.', '')}"
@@ -379,7 +475,7 @@ def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) 
         tracker = LiveMem()
         for t in params + list(m.buffers()) + list(inputs.values()) + _quant_state_tensors(m):
             tracker.add(t)
-        rec = None if gc_on else SavedRecorder(m, layers)
+        rec = None if gc_mode else SavedRecorder(m, layers)
         gc.collect()
         base = tracker.cur
         hooks = torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t) if rec else contextlib.nullcontext()
@@ -411,8 +507,11 @@ def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) 
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         opt.step()
         res["optimizer_state_bytes"] = sum(
-            _nbytes(v) for st in opt.state.values() for v in st.values()
-            if isinstance(v, torch.Tensor) and v.numel() > 1)
+            _nbytes(v)
+            for st in opt.state.values()
+            for v in st.values()
+            if isinstance(v, torch.Tensor) and v.numel() > 1
+        )
         opt.zero_grad(set_to_none=True)
     del m, opt, params, trainable, layers
     gc.collect()
@@ -424,12 +523,14 @@ def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) 
 
 
 def _row(r):
-    mib = 2 ** 20
+    mib = 2**20
     ls = r["layer_saved_bytes_per_token"]
-    return (f"| {r['style']} | {r['regime']} | {r['dropout']} | {'on' if r['gc'] else 'off'} | {r['param_bytes']} | "
-            f"{r['trainable_params']} | {r['gradient_bytes']} | {r['optimizer_state_bytes']} | "
-            f"{'-' if ls is None else f'{ls:.1f}'} | {r['retained_activation_bytes']} "
-            f"({r['retained_activation_bytes'] / mib:.3f} MiB) | {r['seconds']:.1f} |")
+    return (
+        f"| {r['style']} | {r['regime']} | {r['dropout']} | {r['checkpointing'] or 'off'} | {r['param_bytes']} | "
+        f"{r['trainable_params']} | {r['gradient_bytes']} | {r['optimizer_state_bytes']} | "
+        f"{'-' if ls is None else f'{ls:.1f}'} | {r['retained_activation_bytes']} "
+        f"({r['retained_activation_bytes'] / mib:.3f} MiB) | {r['seconds']:.1f} |"
+    )
 
 
 def main():
@@ -442,13 +543,16 @@ def main():
     import accelerate
     import peft
 
-    print(f"torch {torch.__version__}  transformers {transformers.__version__}  peft {peft.__version__}  "
-          f"accelerate {accelerate.__version__}  threads {torch.get_num_threads()}")
+    print(
+        f"torch {torch.__version__}  transformers {transformers.__version__}  peft {peft.__version__}  "
+        f"accelerate {accelerate.__version__}  (1 intra-op thread per measurement)"
+    )
     ok, why = _bnb_available()
     print("bitsandbytes 4-bit on CPU:", "yes" if ok else why)
     print(f"B={B} S={S} N={N}  LoRA r={LORA_R} alpha={LORA_ALPHA} all-linear\n")
-    print("| style | regime | drop | ckpt | param B | trainable | grad B | optim B | layer saved B/tok | "
-          "retained B | s |")
+    print(
+        "| style | regime | drop | ckpt | param B | trainable | grad B | optim B | layer saved B/tok | retained B | s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     t0 = time.perf_counter()
     for c in cases(args.quick):
@@ -471,7 +575,8 @@ if __name__ == "__main__":
 
 def case_id(case) -> str:
     style, regime, dropout, gc_on = case
-    return f"{style}-{regime}-drop{dropout:g}-{'ckpt' if gc_on else 'nockpt'}"
+    ck = "ckpt" if gc_on else ("nockpt(prepare:reentrant)" if checkpointing_mode(regime, gc_on) else "nockpt")
+    return f"{style}-{regime}-drop{dropout:g}-{ck}"
 
 
 def static_cases():
@@ -498,4 +603,5 @@ def compare(quantity: str, case, measured, estimated, rel_tol: float, holds: str
         raise AssertionError(
             f"{case_id(case)}: {quantity} measured {measured:,.1f}, engine {estimated:,.1f} "
             f"({diff:+,.1f}, {100 * rel:+.2f} %, allowed {100 * rel_tol:g} %)"
-            + (f"\n  tensors: {holds}" if holds else ""))
+            + (f"\n  tensors: {holds}" if holds else "")
+        )
