@@ -16,7 +16,9 @@ ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
               "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
 PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3")
-LOSSES = ("hf", "chunked_ce", "fused_linear_ce")
+# hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
+# fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
+LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class RunConfig:
     model: str | None = None
     model_config: Mapping[str, Any] | None = None
     framework: str = "transformers"
+    framework_version: str | None = None  # e.g. "0.1" for torchtune's first releases; None: current
     method: str = "lora"
     torch_dtype: str = "auto"
     bf16: bool | None = None  # None: the framework's default
@@ -158,7 +161,7 @@ def parse_config(data: Mapping[str, Any]) -> RunConfig:
         elif name == "model_config":
             if not isinstance(value, Mapping):
                 raise SizingError("wrong_type", "model_config must be a JSON object (a config.json)", field=name)
-        elif name in ("model", "gpu"):
+        elif name in ("model", "gpu", "framework_version"):
             if not isinstance(value, str) or not value.strip():
                 raise SizingError("wrong_type", f"{name} must be a non-empty string", field=name, value=value)
             value = value.strip()
@@ -214,8 +217,8 @@ def _with_defaults(cfg: RunConfig) -> RunConfig:
         # transformers + PEFT examples call it; TRL stopped calling it in 0.22.0 (memory-model.md §2).
         changes["prepare_model_for_kbit_training"] = cfg.method in ("qlora", "lora8") and cfg.framework in (
             "transformers", "custom")
-    if cfg.num_gpus == 1 and cfg.parallelism not in ("none", "ddp"):
-        changes["parallelism"] = "none"
+    if cfg.num_gpus == 1 and cfg.parallelism not in ("none", "ddp") and not cfg.cpu_offload:
+        changes["parallelism"] = "none"  # sharding over one GPU is a no-op; ZeRO-Offload on one GPU is not
     if cfg.use_dora and cfg.method == "full":
         raise SizingError("conflict", "use_dora applies to LoRA methods, not full fine-tuning", field="use_dora")
     return _replace(cfg, changes)

@@ -81,7 +81,7 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
             k_index: int) -> tuple[Regime, list[Moment], dict[str, int]]:
     reg = resolve(cfg, arch, backend)
     tr = trainable(cfg, arch)
-    w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0)
+    w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0, frozenset(lin.name for lin in tr.targets))
     grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
     grads = tr.params * grad_elem
     opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
@@ -93,14 +93,19 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
         body = arch.layers * ls.checkpoint_per_token * n
     else:
         body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n + ls.layer0_delta_constant
-    if cfg.activation_offloading:
-        body = min(body, 2 * ls.checkpoint_per_token * n)  # only the layers in flight stay on the GPU
+    if cfg.activation_offloading and reg.checkpointing:
+        body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
     k = LAYER_BACKWARD[reg.checkpointing][k_index]
     layer_backward = int(k * layer_tokens) + (ls.constant if reg.checkpointing else 0)
     hopper = gpu is not None and gpu.sm >= (9, 0)
-    ov = overhead(cfg, reg, w.largest_linear_elems, n, hopper)
+    ov = overhead(cfg, reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
+    # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
+    # 0.42 holds) until the next forward returns.
+    previous_graph = arch.layers * ls.held_per_token * n if reg.profile.previous_graph_alive else 0
+    # Tied embeddings trained in full: the embedding's dense gradient meets the head's at the end.
+    tied_grad = arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
     layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
@@ -117,7 +122,8 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
         head_body=hd.body_side,
         loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
         layer_backward=layer_backward,
-        forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward,
+        forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward + previous_graph,
+        tied_gradient=tied_grad,
         backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
         accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward)
     detail = {

@@ -48,7 +48,7 @@ def nccl_bytes(num_gpus: int) -> int:
 def shares(cfg: RunConfig, t: Totals) -> Shares:
     n = cfg.num_gpus
     mode = "ddp" if cfg.parallelism == "none" and n > 1 else cfg.parallelism
-    if n == 1 or mode == "none":
+    if mode == "none" or (n == 1 and mode == "ddp"):
         return Shares(t.base, t.quant_state, t.adapters, t.gradients, t.optimizer, 0, 0, 0)
     nccl = nccl_bytes(n)
     if mode == "ddp":

@@ -22,6 +22,7 @@ class LayerSaved:
     layer0_delta_per_token: int  # layer 0 of a PEFT model without input grads saves less
     layer0_delta_constant: int  # ... and keeps no autocast copies of its q/k/v lora_A weights
     checkpoint_per_token: int  # what a checkpointed layer keeps: its input hidden state
+    held_per_token: int  # inputs kept by bitsandbytes-0.42 4-bit matmuls (survive with the graph)
     cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
 
 
@@ -32,6 +33,7 @@ class LayerWalker:
         self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
         self.targets = {lin.name for lin in trainable.targets}
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
+        self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
 
     # -- dtypes ---------------------------------------------------------------------------------
     def norm_out(self, in_bytes: int) -> int:
@@ -51,6 +53,10 @@ class LayerWalker:
     # -- saved tensors --------------------------------------------------------------------------
     def norm_saved(self, in_bytes: int, width: int) -> int:
         trains = self.reg.full
+        if self.reg.compiled:
+            # AOT autograd keeps the norm's input as it is and the rsqrt; the fp32 copy and x_hat
+            # are recomputed in the backward.
+            return in_bytes * width + (8 if self.arch.norm == "layer" else 4)
         if self.arch.norm == "layer":
             # native_layer_norm keeps its input (an fp32 copy under autocast) and fp32 mean/rstd.
             return (4 if self.reg.autocast else in_bytes) * width + 8
@@ -63,6 +69,14 @@ class LayerWalker:
         reg, c = self.reg, self.reg.compute
         shared = False
         extra = 0
+        if reg.profile.holds_4bit_inputs and reg.quant == "4bit" and not reg.full and consumers:
+            shared = True  # MatMul4Bit (bitsandbytes 0.42) keeps A in ctx.tensors
+            self.held += tensor_bytes * width
+        if reg.profile.fused_lora_qkv:
+            qkv = [lin for lin in consumers if lin.name in self.targets and lin.name in ("q_proj", "k_proj", "v_proj")]
+            if qkv:
+                consumers = [lin for lin in consumers if lin not in qkv]
+                extra += self.fused_qkv_lora(tensor_bytes, width, qkv)
         for lin in consumers:
             if reg.full:
                 if reg.autocast and tensor_bytes != c:
@@ -92,6 +106,19 @@ class LayerWalker:
             extra += tensor_bytes * width
         return extra
 
+    def fused_qkv_lora(self, tensor_bytes: int, width: int, qkv: list[Linear]) -> int:
+        """LitGPT LoRAQKVLinear: one dropout output and one lora_A output for all adapted q/k/v;
+        with fewer than three adapted, zero_pad's index_copy saves the un-padded update."""
+        reg, c = self.reg, self.reg.compute
+        extra = len(qkv) * self.r * c
+        if reg.dropout > 0:
+            mask = reg.mask_bytes(tensor_bytes) * width
+            self.mask_total += mask
+            extra += mask + tensor_bytes * width
+        if len(qkv) < 3:
+            extra += c * sum(lin.out_features for lin in qkv)
+        return extra
+
     def by_source(self, source: str) -> list[Linear]:
         return [lin for lin in self.arch.linears if lin.feeds_from == source and lin.count == 1]
 
@@ -109,6 +136,9 @@ class LayerWalker:
             if reg.full:
                 total += (qb if arch.norm == "rms" else 4) * (q + kv)
         ab = c if reg.autocast else qb  # SDPA runs in the autocast dtype
+        prof = reg.profile
+        # A padding mask disables GQA-aware SDPA; LitGPT and torchtune expand k and v themselves.
+        expanded = reg.padded or (prof.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager":
             # q, repeat_kv'd k and v (nh heads), fp32 softmax output and its cast for the PV matmul.
             total += 3 * ab * q + (4 + (ab if ab != 4 else 0)) * nh * seq
@@ -116,13 +146,14 @@ class LayerWalker:
                 total += ab * nh * seq  # tanh output of the soft-capped scores
             out_saved = False
         else:
-            kv_saved = q if reg.padded else kv  # a padding mask disables GQA-aware SDPA: K/V at nh heads
+            kv_saved = q if expanded else kv
             total += ab * (q + 2 * kv_saved) + ab * q + 4 * nh  # q, k, v, out, logsumexp
             if reg.padded:
                 total += ab * seq  # SDPA's additive mask, one per layer
-            if arch.linears[0].name in ("query_key_value", "qkv_proj"):
-                total += qb * (q + kv)  # v is a view: the whole fused qkv output stays alive [APPROX]
-            out_saved = True
+            fused = arch.linears[0].name in ("query_key_value", "qkv_proj") or prof.keeps_fused_qkv
+            if fused and not expanded:
+                total += qb * (q + kv)  # v is a view: the whole fused qkv output stays alive
+            out_saved = not prof.out_proj_copy
         total += self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved)
         if arch.post_norms:
             total += self.norm_saved(self.linear_out(ab), h)
@@ -136,7 +167,8 @@ class LayerWalker:
         if arch.experts:
             total += self.experts(mlp_in, gb)
         else:
-            total += (3 if arch.gated_mlp else 1) * gb * inter  # g, act(g), u  |  fc1 output
+            # g, act(g), u | fc1 output; compiled graphs recompute act(g) in the backward
+            total += (2 if reg.compiled else 3 if arch.gated_mlp else 1) * gb * inter
             total += self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False)
         if arch.post_norms:
             total += self.norm_saved(gb, h)
@@ -196,4 +228,5 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
         delta_const = -layer.layer0_lora_a_copies()
     return LayerSaved(per_token=per_token, constant=const, layer0_delta_per_token=delta,
                       layer0_delta_constant=delta_const,
-                      checkpoint_per_token=reg.resid * arch.hidden, cached_weight_copies=cached * arch.layers)
+                      checkpoint_per_token=reg.resid * arch.hidden, held_per_token=layer.held,
+                      cached_weight_copies=cached * arch.layers)

@@ -10,6 +10,8 @@ from .regime import Regime
 
 FUSED_TOKEN_TILE = 4096  # trl kernels/chunked_logprob.py: rows per tile
 FUSED_VOCAB_TILE = 32768  # and vocabulary columns per tile
+LITGPT_CHUNK = 128  # litgpt finetune: model(..., lm_head_chunk_size=128), chunked_cross_entropy(chunk_size=128)
+TORCHTUNE_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: 
         walker.targets.add("lm_head")
     if head_trains:
         body += walker.consumers_saved(walker.norm_out(reg.resid), h, [lm_head], already_saved=False) * n
+    elif reg.profile.holds_4bit_inputs and reg.quant == "4bit" and reg.profile.quantize_lm_head:
+        body += walker.norm_out(reg.resid) * h * n  # the 4-bit lm_head (bitsandbytes 0.42) keeps its input
     if reg.autocast and reg.lm_head_weight != c:
         body += c * vocab * h  # the bf16 cast of an fp32 head weight is saved for backward
     logits = c if reg.autocast else reg.lm_head_weight
@@ -47,21 +51,25 @@ def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: 
         back = tile + cast + 4 * n * h + ((4 + c) * vocab * h if head_trains and reg.full else 0)
         return Head(body, saved, tile + cast + 7 * 4 * n, back, head_grad)
     softcap = logits * n * vocab if arch.final_logit_softcap else 0  # tanh output of capped logits
+    nv = n * vocab
+    if reg.loss == "chunked_ce" and reg.profile.name == "litgpt":
+        # bf16 chunks, no fp32 upcast (litgpt utils.chunked_cross_entropy). LoRA: the head itself runs
+        # in 128-token chunks; full FT: whole logits reshaped (a copy) then split.
+        chunk = (n // seq) * min(LITGPT_CHUNK, seq) * vocab if not reg.full else nv
+        return Head(body, 4 * nv + labels + softcap, 2 * chunk, 4 * chunk, head_grad)
     if reg.loss == "chunked_ce":
-        return _chunked(body, labels, softcap, logits, n, vocab, head_grad)
+        # torchtune CEWithChunkedOutputLoss: 8 bf16 chunks, each upcast inside the loss. Eager keeps
+        # the fp32 log-softmax outputs; compiled keeps the bf16 chunks and recomputes.
+        part = nv // TORCHTUNE_CHUNKS
+        if reg.compiled:
+            return Head(body, 2 * nv + labels + softcap, 4 * part, 2 * part, head_grad)
+        return Head(body, 4 * nv + labels + softcap, 2 * nv + 4 * part, 8 * part, head_grad)
+    if reg.loss == "fp32_logits":
+        # torchtune 0.1: fp32 logits, a sliced contiguous copy and CE on the transposed tensor
+        # (the CUDA softmax kernel makes one more contiguous copy): 12 NV forward, 16 NV backward.
+        return Head(body, 4 * nv + labels + softcap, 8 * nv, 12 * nv, head_grad)
     # HF ForCausalLMLoss: logits.float() (4NV, transient), log_softmax output saved (4NV);
     # backward: grad of log_softmax output + fp32 grad of logits = 8NV above what is saved.
     saved = 4 * n * vocab + labels + softcap
     upcast = 4 * n * vocab if logits != 4 else 0
     return Head(body, saved, logits * n * vocab + upcast, 8 * n * vocab, head_grad)
-
-
-CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
-
-
-def _chunked(body: int, labels: int, softcap: int, logits: int, n: int, vocab: int, head_grad: int) -> Head:
-    """Chunked cross-entropy (LitGPT, torchtune): logits kept in the compute dtype, upcast and
-    log_softmax one chunk at a time [APPROX until checked against the frameworks' code]."""
-    saved = logits * n * vocab + 4 * n * vocab + labels + softcap
-    chunk = n * vocab // CHUNKS
-    return Head(body, saved, 4 * chunk, 8 * chunk + logits * n * vocab, head_grad)

@@ -31,13 +31,20 @@ class Overhead:
     dequant_backward: int  # and in the backward (always: grad_input = grad_output @ W)
 
 
-def overhead(cfg: RunConfig, reg: Regime, largest_linear_elems: int, tokens: int, hopper: bool) -> Overhead:
+def overhead(cfg: RunConfig, reg: Regime, largest_linear_elems: int, tokens: int, hopper: bool,
+             head_elems: int) -> Overhead:
     ws = CUBLAS_WS_HOPPER if hopper else CUBLAS_WS_OLDER
     fwd = bwd = 0
+    prof = reg.profile
     if reg.quant == "4bit" and not reg.full:
-        b = BYTES[cfg.bnb_4bit_compute_dtype]
+        # torchao NF4: weight.to(bf16); bnb: dequantize to the compute dtype (bnb 0.42: fp16, then bf16).
+        b = 2 if prof.torchao_nf4 else BYTES[cfg.bnb_4bit_compute_dtype] * prof.dequant_copies
         bwd = largest_linear_elems * b
-        fwd = bwd if tokens > BNB_CUSTOM_GEMM_MAX_M else 0
+        # bnb >= 0.45 runs a custom 4-bit GEMM for small token counts; older bnb and torchao always dequantize.
+        always = prof.torchao_nf4 or prof.dequant_copies > 1
+        fwd = bwd if always or tokens > BNB_CUSTOM_GEMM_MAX_M else 0
+        if prof.quantize_lm_head:
+            fwd = max(fwd, head_elems * b)
     elif reg.quant == "8bit" and not reg.full:
         bwd = largest_linear_elems * 2  # CB.to(fp16) in MatMul8bitLt.backward
     return Overhead(ws, fwd, bwd)

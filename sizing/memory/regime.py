@@ -5,8 +5,10 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
+from ..frameworks import Profile, profile, version
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+HF_STACK = ("transformers", "trl", "custom")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class Regime:
     dropout: float
     dora: bool
     load_dtype: str
+    profile: Profile
+    compiled: bool  # torch.compile: AOT autograd recomputes cheap casts and activations
 
     @property
     def resid(self) -> int:
@@ -72,6 +76,8 @@ def default_loss(cfg: RunConfig) -> str:
         return cfg.loss_implementation
     if cfg.framework == "trl":
         return "fused_linear_ce"  # trl >= 1.15 fused LM head + chunked log-probs
+    if cfg.framework == "torchtune" and version(cfg) < (0, 2):
+        return "fp32_logits"
     if cfg.framework in ("litgpt", "torchtune"):
         return "chunked_ce"
     return "hf"
@@ -91,7 +97,9 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
         lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
         peft_casts_input=cfg.quantized is None or not autocast,
-        padded=not cfg.packing and attention != "flash_attention_2", attention=attention, loss=default_loss(cfg),
+        # LitGPT and torchtune train padded batches without a mask tensor (is_causal + ignore_index).
+        padded=not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK,
+        attention=attention, loss=default_loss(cfg),
         checkpointing=bool(cfg.gradient_checkpointing or kbit_prep), dropout=cfg.lora_dropout if cfg.is_peft else 0.0,
-        dora=cfg.use_dora, load_dtype=load,
+        dora=cfg.use_dora, load_dtype=load, profile=profile(cfg), compiled=cfg.torch_compile,
     )

@@ -39,6 +39,7 @@ class StepInputs:
     forward_transient: int  # autocast weight cache under checkpointing, dequantized weights
     backward_transient: int
     workspace: int
+    tied_gradient: int  # a tied embedding's dense gradient before it is added to the head's
     accumulating: bool  # gradient accumulation: grads stay resident across micro-batches
     grads_freed_in_backward: bool  # optimizer-in-backward
 
@@ -62,6 +63,9 @@ def moments(s: StepInputs) -> list[Moment]:
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
             **base, "gradients": head_grads + s.comm_buffers, "activations": s.body + s.shared + s.layer_backward,
             "workspace": s.workspace + s.backward_transient}))
+        if s.tied_gradient and not s.grads_freed_in_backward:
+            out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
+                **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers}))
         if s.grads_freed_in_backward:
             # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.
             continue

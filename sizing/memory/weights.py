@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
+from ..frameworks import TORCHAO_NF4_BYTES
 from .regime import Regime
 
 BLOCK_4BIT = 64  # Params4bit blocksize default (bitsandbytes functional.quantize_4bit)
@@ -49,17 +50,28 @@ class Weights:
         return self.base_param_bytes + self.adapter_param_bytes
 
 
-def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int) -> Weights:
+def bytes_torchao_nf4(n: int) -> tuple[int, int]:
+    """torchao NF4Tensor: always double-quantized, second-level factors in bf16 (0.515747 B/param)."""
+    data = _ceil_div(n, 2)
+    return data, int(n * TORCHAO_NF4_BYTES) - data
+
+
+def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int,
+            adapted: frozenset[str] = frozenset()) -> Weights:
     L = arch.layers
     per_layer = 0
     state_per_layer = 0
+    prof = reg.profile
     # Biases of quantized linears stay floating (they are not part of Params4bit / Int8Params).
     bias_bytes = reg.norm_weight if reg.quant else reg.weight
     for lin in arch.linears:
         n = lin.in_features * lin.out_features
-        if reg.quant == "4bit":
+        fmt = None if prof.quantize_only_adapted and lin.name not in adapted else reg.quant
+        if fmt and prof.torchao_nf4:
+            data, state = bytes_torchao_nf4(n)
+        elif fmt == "4bit":
             data, state = bytes_4bit(n, cfg.bnb_4bit_use_double_quant or cfg.quantization_backend == "torchao")
-        elif reg.quant == "8bit":
+        elif fmt == "8bit":
             data, state = bytes_int8(lin.in_features, lin.out_features)
         else:
             data, state = n * reg.weight, 0
@@ -68,9 +80,14 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
         per_layer += lin.count * data
         state_per_layer += lin.count * state
     norms = L * arch.norm_params_per_layer + arch.hidden * (2 if arch.norm_bias else 1)
-    # lm_head and embeddings are never quantized (replace_with_bnb_linear skips the output embedding).
-    other = arch.embedding_params * reg.embed + arch.lm_head_params * reg.lm_head_weight + norms * reg.norm_weight
+    # transformers never quantizes lm_head (replace_with_bnb_linear skips the output embedding); LitGPT's
+    # BitsandbytesPrecision replaces every nn.Linear, the head included.
+    head = arch.lm_head_params * reg.lm_head_weight
+    head_state = 0
+    if reg.quant == "4bit" and prof.quantize_lm_head and not arch.tied_embeddings:
+        head, head_state = bytes_4bit(arch.vocab * arch.hidden, cfg.bnb_4bit_use_double_quant)
+    other = arch.embedding_params * reg.embed + head + norms * reg.norm_weight
     largest = max(lin.in_features * lin.out_features for lin in arch.linears)
-    return Weights(base_param_bytes=L * per_layer + other, quant_state_bytes=L * state_per_layer,
+    return Weights(base_param_bytes=L * per_layer + other, quant_state_bytes=L * state_per_layer + head_state,
                    adapter_param_bytes=adapter_params * reg.adapter, linear_bytes_per_layer=per_layer,
                    largest_linear_elems=largest)

@@ -1,0 +1,54 @@
+# What a training framework's own model code changes in memory, relative to transformers + PEFT.
+# Derived from LitGPT 0.3.0 / torchtune 0.1.0 and 0.4.0 source and checked byte-exact on CPU with
+# tiny models (per-layer saved bytes); see the guide's sources for each item.
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import RunConfig
+
+TORCHAO_NF4_BYTES = 0.5 + 1 / 64 + 2 / (64 * 256)  # packed + int8 scalers + bf16 factor per 256 scalers
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    expand_kv: bool = False  # k and v repeated to nh heads before SDPA (GQA saved at nh heads)
+    keeps_fused_qkv: bool = False  # SDPA's v is a view of the fused qkv output, which stays alive
+    out_proj_copy: bool = False  # o_proj's input is a copy of the attention output, not the same storage
+    fused_lora_qkv: bool = False  # one dropout and one lora_A for all adapted q/k/v (LitGPT LoRAQKVLinear)
+    holds_4bit_inputs: bool = False  # bitsandbytes 0.42 MatMul4Bit keeps its input in ctx.tensors
+    previous_graph_alive: bool = False  # the `logits` variable keeps last micro-batch's graph to the next forward
+    quantize_lm_head: bool = False
+    quantize_only_adapted: bool = False  # torchtune 0.1: only LoRA bases are NF4
+    torchao_nf4: bool = False
+    dequant_copies: int = 1  # bnb 0.42 dequantizes to fp16 then casts to bf16: two copies
+
+
+HF = Profile("transformers")
+# LitGPT 2024 (config hub benchmarks): fused qkv, GQA expanded, out-proj input copied; QLoRA through
+# Fabric's BitsandbytesPrecision with bitsandbytes 0.42 (every nn.Linear, lm_head too, becomes 4-bit).
+LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=True, fused_lora_qkv=True,
+                 holds_4bit_inputs=True, previous_graph_alive=True, quantize_lm_head=True, dequant_copies=2)
+TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True)
+
+
+def version(cfg: RunConfig) -> tuple[int, ...]:
+    """framework_version as a tuple; an absent version means the current release."""
+    if not cfg.framework_version:
+        return (99,)
+    parts = []
+    for piece in cfg.framework_version.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def profile(cfg: RunConfig) -> Profile:
+    if cfg.framework == "litgpt":
+        return LITGPT
+    if cfg.framework == "torchtune":
+        if version(cfg) < (0, 2):  # 0.1: only the bases of LoRA layers were NF4
+            return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True)
+        return TORCHTUNE
+    return HF
