@@ -33,6 +33,24 @@ METRIC_FIELD = {"allocated": "allocated_bytes", "active": "allocated_bytes", "re
 
 
 @dataclass
+class Speed:
+    row_id: str
+    source: str
+    measured_tps: float
+    estimated_tps: float
+    utilization: float
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.estimated_tps - self.measured_tps) / self.measured_tps
+
+    @property
+    def implied_utilization(self) -> float:
+        """The utilization that would have reproduced the measured throughput."""
+        return self.utilization * self.measured_tps / self.estimated_tps
+
+
+@dataclass
 class Scored:
     row_id: str
     source: str
@@ -69,7 +87,16 @@ def to_config(case: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]]) -> tuple[list[Scored], list[tuple[str, str]]]:
+def measured_tps(row: dict[str, str]) -> float | None:
+    try:
+        value = float(row["tokens_per_s"])
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]],
+          speeds: list[Speed] | None = None) -> tuple[list[Scored], list[tuple[str, str]]]:
     scored: list[Scored] = []
     unmodelled: list[tuple[str, str]] = []
     for case in cases:
@@ -82,6 +109,10 @@ def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]]) -> tuple
         except SizingError as exc:
             unmodelled.append((rid, f"engine refuses it: {exc}"))
             continue
+        tps = measured_tps(rows[rid])
+        if speeds is not None and tps and est.time and case["config"].get("gpu"):
+            speeds.append(Speed(rid, rows[rid]["source_id"].split("_")[0], tps, est.time["tokens_per_second"],
+                                est.time["utilization"]))
         value = getattr(est, METRIC_FIELD[case["metric"]])
         oom = None
         if case.get("oom_capacity_gpu"):
@@ -109,6 +140,21 @@ def table(title: str, groups: dict[str, list[Scored]]) -> list[str]:
     return lines
 
 
+def speed_table(speeds: list[Speed]) -> list[str]:
+    lines = ["\nTokens per second (all GPUs of the run), estimated vs published, by source",
+             f"  {'source':<8} {'n':>3} {'median %':>9} {'worst %':>8} {'assumed util':>13}"
+             f" {'implied util (median)':>22}"]
+    by_source: dict[str, list[Speed]] = {}
+    for sp in speeds:
+        by_source.setdefault(sp.source, []).append(sp)
+    for name, items in sorted(by_source.items()):
+        errs = sorted(abs(x.error_pct) for x in items)
+        implied = statistics.median(x.implied_utilization for x in items)
+        lines.append(f"  {name:<8} {len(items):>3} {statistics.median(errs):>9.1f} {errs[-1]:>8.1f} "
+                     f"{items[0].utilization:>13.2f} {implied:>22.2f}")
+    return lines
+
+
 def group(items: list[Scored], key: str) -> dict[str, list[Scored]]:
     out: dict[str, list[Scored]] = {}
     for s in items:
@@ -122,7 +168,8 @@ def main() -> int:
     parser.add_argument("--summary", action="store_true", help="summary tables only")
     args = parser.parse_args()
     cases, rows = load_cases()
-    scored, unmodelled = score(cases, rows)
+    speeds: list[Speed] = []
+    scored, unmodelled = score(cases, rows, speeds)
     single = [s for s in scored if s.gpus == 1]
     multi = [s for s in scored if s.gpus > 1]
     out = [f"Scored {len(scored)} rows ({len(single)} single-GPU, {len(multi)} multi-GPU); "
@@ -132,6 +179,7 @@ def main() -> int:
     out += table("Single GPU, by metric", group(single, "metric"))
     out += table("Single GPU, overall", {"all": single})
     out += table("Multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"all": multi})
+    out += speed_table(speeds)
     if args.rows:
         head = f"{'row':<6}{'src':<5}{'method':<7}{'metric':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
         out.append(f"\n  {head}{'err %':>8}")

@@ -9,9 +9,11 @@ from typing import Any
 
 from . import catalog
 from .arch import from_hf_config
+from .config import parse_config as load_config
 from .errors import SizingError
 from .estimate import Estimate, estimate
 from .memory.timeline import COMPONENTS
+from .solve import fit_table
 
 GiB = 2**30
 # Flags that override configuration fields (the most used ones); --set covers every other field.
@@ -87,8 +89,16 @@ def format_estimate(est: Estimate) -> str:
         lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable, "
                   f"headroom {_gib(fit['headroom_bytes'])} GiB); largest micro-batch {fit['max_micro_batch']}, "
                   f"longest sequence {fit['max_seq_length']}"]
-    if est.time is None:
-        lines += ["", "Time and budget: not estimated yet"]
+    t = est.time
+    if t is None:
+        lines += ["", "Time: no throughput figures for this GPU"]
+    else:
+        lines += ["", f"Time: {t['step_seconds']:.2f} s per optimizer step, {t['tokens_per_second']:,.0f} tokens/s "
+                  f"(utilization {t['utilization']:.2f} of {t['peak_tflops']} TFLOPS)"]
+        if t["total_hours"] is not None:
+            cost = f", cost {t['cost']:,.2f}" if t["cost"] is not None else ""
+            lines.append(f"  {cfg.dataset_tokens:,} tokens x {cfg.num_train_epochs:g} epochs: "
+                         f"{t['total_hours']:.1f} h on {cfg.num_gpus} GPU(s){cost}")
     if est.warnings:
         lines += ["", "Warnings:"] + [f"  - {w['message']}" for w in est.warnings]
     return "\n".join(lines)
@@ -99,6 +109,29 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     data.update(_overrides(args))
     est = estimate(data)
     print(json.dumps(est.to_dict(), indent=2) if args.json else format_estimate(est))
+    return 0
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    data = _read_config(args.config)
+    data.update(_overrides(args))
+    rows = fit_table(load_config(data))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'GPU':<20} {'fits':<4} {'headroom':>9} {'max batch':>9} {'max seq':>8} {'fewest':>7} "
+          f"{'tokens/s':>9} {'hours':>8} {'cost':>10}")
+    for r in rows:
+        t = r["time"] or {}
+        hours = f"{t['total_hours']:.1f}" if t.get("total_hours") is not None else "-"
+        cost = f"{t['cost']:,.0f}" if t.get("cost") is not None else "-"
+        tps = f"{t['tokens_per_second']:,.0f}" if t else "-"
+        mode = r["fewest_gpus_parallelism"]
+        fewest = f"{r['fewest_gpus']}" + ("" if mode == "none" else f" {mode}")
+        print(f"{r['gpu']:<20} {'yes' if r['fits'] else 'no':<4} {_gib(r['headroom_bytes']):>9} "
+              f"{r['max_micro_batch']:>9} {r['max_seq_length']:>8} {fewest if r['fewest_gpus'] else '-':>7} "
+              f"{tps:>9} {hours:>8} {cost:>10}")
+    print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs")
     return 0
 
 
@@ -140,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, kind in _FLAGS.items():
         est.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
     est.set_defaults(func=_cmd_estimate)
+    fit = sub.add_parser("fit", help="every catalog GPU: fits, headroom, largest batch and sequence, fewest GPUs")
+    fit.add_argument("config")
+    fit.add_argument("--json", action="store_true")
+    fit.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
+    for name, kind in _FLAGS.items():
+        fit.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    fit.set_defaults(func=_cmd_fit)
     for name, func, text in (("models", _cmd_models, "list catalog models"), ("gpus", _cmd_gpus, "list catalog GPUs")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")

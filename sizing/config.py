@@ -65,6 +65,7 @@ class RunConfig:
     dataset_tokens: int | None = None
     num_train_epochs: float = 3.0
     price_per_gpu_hour: float | None = None
+    utilization: float | None = None  # share of the GPU's dense peak sustained; None: sizing's default
     expandable_segments: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -121,7 +122,7 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 _INTS = {"r": (1, 65536), "max_seq_length": (1, 10_000_000), "per_device_train_batch_size": (1, 65536),
          "gradient_accumulation_steps": (1, 1_000_000), "num_gpus": (1, 4096), "dataset_tokens": (1, 10**15)}
 _FLOATS = {"lora_alpha": (0.0, 1e6), "lora_dropout": (0.0, 0.99), "num_train_epochs": (0.0, 1e4),
-           "price_per_gpu_hour": (0.0, 1e6)}
+           "price_per_gpu_hour": (0.0, 1e6), "utilization": (0.01, 1.0)}
 _CHOICES = {"framework": FRAMEWORKS, "method": METHODS, "torch_dtype": (*DTYPES, "auto"),
             "bnb_4bit_quant_type": ("nf4", "fp4"), "bnb_4bit_compute_dtype": DTYPES,
             "bnb_4bit_quant_storage": ("uint8", *DTYPES), "quantization_backend": ("bitsandbytes", "torchao"),

@@ -18,6 +18,7 @@ from .memory.regime import Regime, resolve
 from .memory.timeline import COMPONENTS, Moment, StepInputs, moments, peak
 from .memory.weights import weights
 from .parallel import Totals, shares
+from .throughput import time_estimate
 from .warnings import collect_warnings
 
 ALLOC_ROUND = 2 * 2**20  # the caching allocator rounds large blocks to 2 MiB
@@ -188,6 +189,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail)
     if gpu is not None:
         est.fits = [fit_entry(est, gpu)]
+        est.time = time_estimate(cfg, arch, reg, trainable(cfg, arch), gpu)
     return est
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from .catalog import find_gpu, resolve_architecture
 from .config import RunConfig
@@ -55,3 +56,49 @@ def max_seq_length(cfg: RunConfig) -> int:
         return _largest(lambda s: _fits(replace(cfg, max_seq_length=s)), limit)
     except SizingError:
         return 0
+
+
+
+MAX_GPUS = 512
+
+
+def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
+    """Fewest GPUs of the configured kind whose per-GPU memory fits (0: none up to MAX_GPUS), and the
+    sharding used. Replicated data parallelism never lowers per-GPU memory, so a run that does not
+    fit one GPU is sized under FSDP full sharding unless the configuration already shards."""
+    if _fits(replace(cfg, num_gpus=1, parallelism="none", cpu_offload=False)):
+        return 1, "none"
+    mode = cfg.parallelism if cfg.parallelism in ("fsdp", "zero2", "zero3") else "fsdp"
+
+    def ok(k: int) -> bool:
+        return _fits(replace(cfg, num_gpus=k, parallelism=mode))
+
+    if not ok(MAX_GPUS):
+        return 0, mode
+    lo, hi = 1, MAX_GPUS  # invariant: ok(hi), not ok(lo); per-GPU memory falls as shards grow
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, mode
+
+
+def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
+    """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
+    time (and cost when a price is given) on that many GPUs."""
+    from .catalog import gpus
+    from .estimate import estimate
+
+    rows: list[dict[str, Any]] = []
+    for gpu in gpus().values():
+        run = replace(cfg, gpu=gpu.id)
+        fit = estimate(run).fits[0]
+        count, mode = fewest_gpus(run)
+        row: dict[str, Any] = {**fit, "name": gpu.name, "fewest_gpus": count, "fewest_gpus_parallelism": mode,
+                               "time": None}
+        if count:
+            row["time"] = estimate(replace(run, num_gpus=count, parallelism=mode if count > 1 else "none")).time
+        rows.append(row)
+    return rows

@@ -1,0 +1,76 @@
+# Several GPUs, the solvers and the time model.
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sizing import estimate, load_config
+from sizing.solve import _fits, fewest_gpus, max_micro_batch, max_seq_length
+
+RUN: dict[str, Any] = {"model": "meta-llama/Llama-3.1-8B", "method": "lora", "bf16": True, "r": 16,
+                       "target_modules": "all-linear", "max_seq_length": 2048, "per_device_train_batch_size": 2,
+                       "packing": True, "gradient_checkpointing": True, "gpu": "L40S-48GB"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(mode=st.sampled_from(["fsdp", "zero3", "zero2"]), n=st.integers(2, 63),
+       method=st.sampled_from(["full", "lora", "qlora"]), offload=st.booleans())
+def test_more_gpus_never_raise_per_gpu_memory_under_sharding(mode: str, n: int, method: str, offload: bool) -> None:
+    run = {**RUN, "method": method, "parallelism": mode, "cpu_offload": offload}
+    fewer = estimate({**run, "num_gpus": n}).allocated_bytes
+    more = estimate({**run, "num_gpus": n + 1}).allocated_bytes
+    assert more <= fewer
+
+
+def test_ddp_adds_a_bucket_copy_of_the_gradients() -> None:
+    one = estimate({**RUN, "method": "full", "gpu": "H200-SXM-141GB"})
+    two = estimate({**RUN, "method": "full", "gpu": "H200-SXM-141GB", "num_gpus": 2, "parallelism": "ddp"})
+    opt_one = max(m.total for m in one.moments if m.phase == "optimizer")
+    opt_two = max(m.total for m in two.moments if m.phase == "optimizer")
+    assert opt_two - opt_one == one.detail["gradient_bytes"]
+    assert two.device_bytes - one.device_bytes > one.detail["gradient_bytes"]  # plus NCCL buffers
+
+
+@pytest.mark.parametrize("gpu", ["RTX-4090-24GB", "A100-SXM-80GB"])
+def test_solver_answers_fit_and_one_more_does_not(gpu: str) -> None:
+    cfg = load_config({**RUN, "gpu": gpu})
+    b = max_micro_batch(cfg)
+    assert b >= 1 and _fits(replace(cfg, per_device_train_batch_size=b))
+    assert not _fits(replace(cfg, per_device_train_batch_size=b + 1))
+    s = max_seq_length(cfg)
+    assert _fits(replace(cfg, max_seq_length=s)) and not _fits(replace(cfg, max_seq_length=s + 1))
+
+
+def test_fewest_gpus_fit_and_one_fewer_does_not() -> None:
+    cfg = load_config({**RUN, "model": "meta-llama/Llama-3.1-70B", "method": "full", "gpu": "H100-SXM-80GB"})
+    n, mode = fewest_gpus(cfg)
+    assert mode == "fsdp" and n > 1
+    assert _fits(replace(cfg, num_gpus=n, parallelism=mode))
+    assert not _fits(replace(cfg, num_gpus=n - 1, parallelism=mode))
+
+
+def test_frozen_base_skips_weight_gradients() -> None:
+    # Without checkpointing a full step is ~6 FLOPs per matmul parameter per token, LoRA ~4 (no dW of
+    # the base). Matmul parameters: Llama-3.1-8B's 8.03 B minus the embedding table (a lookup).
+    base = {**RUN, "gradient_checkpointing": False, "max_seq_length": 128, "gpu": "H100-SXM-80GB"}
+    full = estimate({**base, "method": "full"}).time
+    lora = estimate({**base, "method": "lora"}).time
+    assert full is not None and lora is not None
+    params = 8.03e9 - 128256 * 4096
+    assert full["flops_per_token"] / params == pytest.approx(6, rel=0.03)
+    assert lora["flops_per_token"] / params == pytest.approx(4, rel=0.03)
+    ckpt = estimate({**base, "method": "lora", "gradient_checkpointing": True}).time
+    assert ckpt is not None and ckpt["flops_per_token"] / params == pytest.approx(6, rel=0.03)  # + recompute
+
+
+def test_hours_and_cost_follow_tokens_and_price() -> None:
+    est = estimate({**RUN, "dataset_tokens": 10_000_000, "num_train_epochs": 2, "price_per_gpu_hour": 1.5,
+                    "num_gpus": 2, "parallelism": "ddp"})
+    t = est.time
+    assert t is not None
+    assert t["total_hours"] == pytest.approx(2e7 / t["tokens_per_second"] / 3600)
+    assert t["cost"] == pytest.approx(t["total_hours"] * 2 * 1.5)
