@@ -81,6 +81,8 @@ def _confidence(cfg: RunConfig, arch: Architecture) -> str:
 def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
             k_index: int) -> tuple[Regime, list[Moment], dict[str, int]]:
     reg = resolve(cfg, arch, backend)
+    if reg.profile.separate_lm_head and arch.tied_embeddings:
+        arch = replace(arch, tied_embeddings=False)  # LitGPT 2024 holds the head as its own weight
     tr = trainable(cfg, arch)
     w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0, frozenset(lin.name for lin in tr.targets))
     grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype

@@ -23,13 +23,15 @@ class Profile:
     quantize_only_adapted: bool = False  # torchtune 0.1: only LoRA bases are NF4
     torchao_nf4: bool = False
     dequant_copies: int = 1  # bnb 0.42 dequantizes to fp16 then casts to bf16: two copies
+    separate_lm_head: bool = False  # the checkpoint converter copies a tied embedding into its own lm_head
 
 
 HF = Profile("transformers")
 # LitGPT 2024 (config hub benchmarks): fused qkv, GQA expanded, out-proj input copied; QLoRA through
 # Fabric's BitsandbytesPrecision with bitsandbytes 0.42 (every nn.Linear, lm_head too, becomes 4-bit).
 LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=True, fused_lora_qkv=True,
-                 holds_4bit_inputs=True, previous_graph_alive=True, quantize_lm_head=True, dequant_copies=2)
+                 holds_4bit_inputs=True, previous_graph_alive=True, quantize_lm_head=True, dequant_copies=2,
+                 separate_lm_head=True)
 TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True)
 
 
