@@ -1,0 +1,146 @@
+"""Write the GPU pages' Markdown sources (words and placeholders only; every number is computed by
+`sizing` when the site is built). Run `python scripts/site/gpu_pages.py` after changing the list."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from sizing.catalog import find_gpu  # noqa: E402
+
+PAGES = ("RTX-A5000-24GB", "RTX-4090-24GB", "L4-24GB", "A10G-24GB", "L40S-48GB", "A100-SXM-40GB", "A100-SXM-80GB",
+         "H100-SXM-80GB", "H100-NVL-94GB", "H200-SXM-141GB", "B200-180GB", "B300-288GB", "T4-16GB")
+DATE = "2026-11-29"
+
+TEXT = {
+    "ru": {
+        "title": "{name}: что помещается при LoRA и QLoRA",
+        "description": "Характеристики {name} с источниками и рассчитанные калькулятором таблицы: какие модели, "
+                       "контексты и микробатчи помещаются при LoRA и QLoRA.",
+        "intro": "Таблицы и график на этой странице посчитаны пакетом `sizing` при сборке сайта, тем же кодом, что "
+                 "работает в калькуляторе. Это иллюстрация метода для указанных настроек, а не обещание: перед "
+                 "арендой проведите короткий пробный запуск (см. [пробный запуск](../guides/trial-run.md)).",
+        "specs": "Характеристики", "fits": "Что помещается",
+        "fits_text": "Эталонные прогоны: LoRA (веса bf16) и QLoRA (NF4 с двойной квантизацией), ранг 16 на всех "
+                     "линейных слоях, контрольные точки градиента, упакованные последовательности, микробатч 1. "
+                     "Запас считается относительно памяти, доступной CUDA, за вычетом контекста CUDA.",
+        "chart": "Память в зависимости от длины контекста",
+        "chart_text": "Зарезервированная память (как `torch.cuda.max_memory_reserved`) для Llama 3.1 8B; "
+                      "пунктир — память, доступная процессу.",
+        "sources": "Источники раздела",
+        "src_method": "Как считается оценка и насколько она точна",
+        "src_memory": "Что занимает память",
+    },
+    "uz": {
+        "title": "{name}: LoRA va QLoRA uchun nimalar sig‘adi",
+        "description": "{name} xususiyatlari manbalari bilan va kalkulyator hisoblagan jadvallar: LoRA va QLoRA "
+                       "uchun qaysi modellar, kontekstlar va mikrobatchlar sig‘adi.",
+        "intro": "Bu sahifadagi jadval va grafik sayt yig‘ilayotganda `sizing` paketi tomonidan hisoblangan — "
+                 "kalkulyatorda ishlaydigan xuddi shu kod bilan. Bu ko‘rsatilgan sozlamalar uchun usulning "
+                 "namunasi, va’da emas: ijaradan oldin qisqa sinov ishga tushirishni o‘tkazing "
+                 "([sinov ishga tushirish](../guides/trial-run.md)).",
+        "specs": "Xususiyatlar", "fits": "Nimalar sig‘adi",
+        "fits_text": "Namunaviy ishga tushirishlar: LoRA (bf16 vaznlar) va QLoRA (ikki bosqichli kvantlashli NF4), "
+                     "barcha chiziqli qatlamlarda 16-rang, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar, "
+                     "mikrobatch 1. Zaxira CUDA uchun mavjud xotiradan CUDA konteksti ayirib hisoblanadi.",
+        "chart": "Kontekst uzunligiga qarab xotira",
+        "chart_text": "Llama 3.1 8B uchun zaxiralangan xotira (`torch.cuda.max_memory_reserved` kabi); "
+                      "uzuq chiziq — jarayon uchun mavjud xotira.",
+        "sources": "Bo‘lim manbalari",
+        "src_method": "Baho qanday hisoblanadi va qanchalik aniq",
+        "src_memory": "Xotirani nima egallaydi",
+    },
+    "en": {
+        "title": "{name}: what fits for LoRA and QLoRA",
+        "description": "{name} specifications with sources, and tables computed by the calculator: which models, "
+                       "contexts and micro-batches fit for LoRA and QLoRA.",
+        "intro": "The tables and the chart on this page are computed by the `sizing` package when the site is "
+                 "built, with the same code the calculator runs. They illustrate the method for the stated "
+                 "settings and are not a promise: run a short trial before you rent (see "
+                 "[the trial run](../guides/trial-run.md)).",
+        "specs": "Specifications", "fits": "What fits",
+        "fits_text": "Reference runs: LoRA (bf16 weights) and QLoRA (NF4 with double quantization), rank 16 on "
+                     "all linear layers, gradient checkpointing, packed sequences, micro-batch 1. Headroom is "
+                     "measured against the memory CUDA can allocate, minus the CUDA context.",
+        "chart": "Memory against context length",
+        "chart_text": "Reserved memory (as `torch.cuda.max_memory_reserved`) for Llama 3.1 8B; the dashed line is "
+                      "the memory available to the process.",
+        "sources": "Sources for this section",
+        "src_method": "How the estimate is made and how accurate it is",
+        "src_memory": "What takes memory",
+    },
+}
+
+
+def source_line(text: str) -> str:
+    """A catalog source as a list item; a URL inside it becomes an autolink."""
+    match = re.search(r"https?://[^\s)>]+", text)
+    if not match:
+        return f"- {text}"
+    url = match.group(0).rstrip(".,;")
+    return "- " + text.replace(url, f"<{url}>", 1)
+
+
+def page(gpu_id: str, lang: str) -> str:
+    gpu = find_gpu(gpu_id)
+    t = TEXT[lang]
+    title = t["title"].format(name=gpu.name)
+    srcs = "\n".join(source_line(s) for s in gpu.record.get("sources", []))
+    return f"""---
+title: "{title}"
+description: "{t['description'].format(name=gpu.name)}"
+date_published: {DATE}
+date_updated: {DATE}
+sources_checked: {DATE}
+---
+
+# {title}
+
+{t['intro']}
+
+## {t['specs']}
+
+[[sizing:gpu_specs gpu={gpu_id}]]
+
+### {t['sources']}
+
+{srcs}
+
+## {t['fits']}
+
+{t['fits_text']}
+
+[[sizing:gpu_fit_table gpu={gpu_id}]]
+
+### {t['sources']}
+
+- [{t['src_method']}](../accuracy.md)
+- [{t['src_memory']}](../guides/memory.md)
+
+## {t['chart']}
+
+{t['chart_text']}
+
+[[sizing:gpu_context_chart gpu={gpu_id}]]
+
+### {t['sources']}
+
+- [{t['src_method']}](../accuracy.md)
+"""
+
+
+def main() -> int:
+    out = ROOT / "docs" / "gpus"
+    out.mkdir(parents=True, exist_ok=True)
+    for gpu_id in PAGES:
+        for lang in TEXT:
+            (out / f"{gpu_id.lower()}.{lang}.md").write_text(page(gpu_id, lang), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""Words and number formats of the computed tables, per page language (ru, uz, en)."""
+
+from __future__ import annotations
+
+LABELS: dict[str, dict[str, str]] = {
+    "weights": {"ru": "Базовые веса", "uz": "Asosiy vaznlar", "en": "Base weights"},
+    "quantization_state": {"ru": "Состояние квантования", "uz": "Kvantlash holati", "en": "Quantization state"},
+    "adapters": {"ru": "Адаптеры", "uz": "Adapterlar", "en": "Adapters"},
+    "gradients": {"ru": "Градиенты", "uz": "Gradiyentlar", "en": "Gradients"},
+    "optimizer_states": {"ru": "Состояния оптимизатора", "uz": "Optimizator holatlari", "en": "Optimizer states"},
+    "master_weights": {"ru": "Мастер-копии весов", "uz": "Vaznlarning master nusxalari", "en": "Master weights"},
+    "activations": {"ru": "Активации", "uz": "Aktivatsiyalar", "en": "Activations"},
+    "logits_and_loss": {"ru": "Логиты и функция потерь", "uz": "Logitlar va yo‘qotish funksiyasi",
+                        "en": "Logits and loss"},
+    "workspace": {"ru": "Рабочие буферы", "uz": "Ishchi buferlar", "en": "Workspace"},
+    "allocated": {"ru": "Выделено (allocated)", "uz": "Ajratilgan (allocated)", "en": "Allocated"},
+    "reserved": {"ru": "Зарезервировано (reserved)", "uz": "Zaxiralangan (reserved)", "en": "Reserved"},
+    "device": {"ru": "На устройстве (nvidia-smi)", "uz": "Qurilmada (nvidia-smi)", "en": "Device (nvidia-smi)"},
+    "phase": {"ru": "Фаза пика", "uz": "Cho‘qqi bosqichi", "en": "Peak phase"},
+    "forward": {"ru": "прямой проход", "uz": "to‘g‘ri o‘tish", "en": "forward"},
+    "backward": {"ru": "обратный проход", "uz": "teskari o‘tish", "en": "backward"},
+    "optimizer": {"ru": "шаг оптимизатора", "uz": "optimizator qadami", "en": "optimizer step"},
+    "component": {"ru": "Компонент", "uz": "Komponent", "en": "Component"},
+    "gib": {"ru": "ГиБ", "uz": "GiB", "en": "GiB"},
+    "fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
+    "yes": {"ru": "да", "uz": "ha", "en": "yes"},
+    "no": {"ru": "нет", "uz": "yo‘q", "en": "no"},
+    "partial": {"ru": "частично", "uz": "qisman", "en": "partial"},
+    "tokens_per_second": {"ru": "Токенов/с", "uz": "Token/s", "en": "Tokens/s"},
+    "spec": {"ru": "Характеристика", "uz": "Xususiyat", "en": "Specification"},
+    "value": {"ru": "Значение", "uz": "Qiymat", "en": "Value"},
+    "reported_name": {"ru": "Имя в драйвере", "uz": "Drayverdagi nomi", "en": "Name reported by the driver"},
+    "architecture": {"ru": "Архитектура", "uz": "Arxitektura", "en": "Architecture"},
+    "memory_smi": {"ru": "Память по nvidia-smi", "uz": "nvidia-smi bo‘yicha xotira", "en": "Memory (nvidia-smi)"},
+    "memory_cuda": {"ru": "Память, доступная CUDA", "uz": "CUDA uchun mavjud xotira", "en": "Memory available to CUDA"},
+    "bandwidth": {"ru": "Пропускная способность памяти", "uz": "Xotira o‘tkazuvchanligi", "en": "Memory bandwidth"},
+    "bf16_tflops": {"ru": "BF16, плотные TFLOPS", "uz": "BF16, zich TFLOPS", "en": "BF16 dense TFLOPS"},
+    "interconnect": {"ru": "Связь между GPU", "uz": "GPUlararo aloqa", "en": "Interconnect"},
+    "bf16": {"ru": "Поддержка bf16", "uz": "bf16 qo‘llab-quvvatlanishi", "en": "bf16 support"},
+    "flash_attention_2": {"ru": "FlashAttention-2", "uz": "FlashAttention-2", "en": "FlashAttention-2"},
+    "bitsandbytes": {"ru": "bitsandbytes", "uz": "bitsandbytes", "en": "bitsandbytes"},
+    "spec_sources": {"ru": "Источники характеристик", "uz": "Xususiyatlar manbalari", "en": "Sources of the specs"},
+    "model": {"ru": "Модель", "uz": "Model", "en": "Model"},
+    "method": {"ru": "Метод", "uz": "Usul", "en": "Method"},
+    "context": {"ru": "Контекст", "uz": "Kontekst", "en": "Context"},
+    "gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
+    "capacity": {"ru": "Доступно CUDA", "uz": "CUDA uchun mavjud", "en": "Available to CUDA"},
+    "reserved_gib": {"ru": "Зарезервировано, ГиБ", "uz": "Zaxiralangan, GiB", "en": "Reserved, GiB"},
+    "fit_legend": {
+        "ru": "✓ — помещается: запас в ГиБ и наибольший микробатч; ✗ — не помещается: нехватка в ГиБ. "
+              "LoRA bf16 и QLoRA NF4, r = 16, all-linear, контрольные точки градиента, упакованные "
+              "последовательности.",
+        "uz": "✓ — sig‘adi: GiB dagi zaxira va eng katta mikrobatch; ✗ — sig‘maydi: GiB dagi yetishmovchilik. "
+              "LoRA bf16 va QLoRA NF4, r = 16, all-linear, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar.",
+        "en": "✓ fits: headroom in GiB and the largest micro-batch; ✗ does not fit: the shortfall in GiB. "
+              "LoRA in bf16 and QLoRA in NF4, r = 16, all-linear, gradient checkpointing, packed sequences.",
+    },
+    "compare_legend": {
+        "ru": "✓ ×N · T — помещается, наибольший микробатч N, оценка T токенов/с; ✗ — нехватка в ГиБ.",
+        "uz": "✓ ×N · T — sig‘adi, eng katta mikrobatch N, taxminan T token/s; ✗ — GiB dagi yetishmovchilik.",
+        "en": "✓ ×N · T fits, largest micro-batch N, an estimated T tokens/s; ✗ the shortfall in GiB.",
+    },
+    "all": {"ru": "Все", "uz": "Hammasi", "en": "All"},
+    "source": {"ru": "Источник", "uz": "Manba", "en": "Source"},
+    "metric": {"ru": "Метрика", "uz": "Metrika", "en": "Metric"},
+    "median_err": {"ru": "Медиана ошибки, %", "uz": "Xato medianasi, %", "en": "Median error, %"},
+    "p90_err": {"ru": "90-й перцентиль, %", "uz": "90-persentil, %", "en": "90th percentile, %"},
+    "worst_err": {"ru": "Худшая, %", "uz": "Eng yomoni, %", "en": "Worst, %"},
+    "by_source": {"ru": "Один GPU, по источникам", "uz": "Bitta GPU, manbalar bo‘yicha",
+                  "en": "One GPU, by source"},
+    "by_method": {"ru": "Один GPU, по методам", "uz": "Bitta GPU, usullar bo‘yicha", "en": "One GPU, by method"},
+    "by_metric": {"ru": "Один GPU, по метрикам", "uz": "Bitta GPU, metrikalar bo‘yicha",
+                  "en": "One GPU, by metric"},
+    "multi_gpu": {"ru": "Несколько GPU (на один GPU)", "uz": "Bir nechta GPU (bitta GPU uchun)",
+                  "en": "Several GPUs (per GPU)"},
+    "accuracy_chart": {"ru": "Оценка против измерений", "uz": "Baho va o‘lchovlar", "en": "Estimated vs measured"},
+    "measured_gib": {"ru": "Измерено, ГиБ", "uz": "O‘lchangan, GiB", "en": "Measured, GiB"},
+    "estimated_gib": {"ru": "Оценка, ГиБ", "uz": "Baho, GiB", "en": "Estimated, GiB"},
+}
+
+
+def label(key: str, lang: str) -> str:
+    return LABELS.get(key, {}).get(lang, key)
+
+
+def _group(digits: str, sep: str) -> str:
+    out: list[str] = []
+    while len(digits) > 3:
+        out.insert(0, digits[-3:])
+        digits = digits[:-3]
+    out.insert(0, digits)
+    return sep.join(out)
+
+
+def fmt_num(value: float, lang: str, decimals: int) -> str:
+    """Thousands and decimal separators of the language: 1 234,5 (ru, uz) or 1,234.5 (en)."""
+    text = f"{abs(value):.{decimals}f}"
+    whole, _, frac = text.partition(".")
+    thousands, point = (",", ".") if lang == "en" else ("\u00a0", ",")
+    out = _group(whole, thousands) + (point + frac if frac else "")
+    return ("−" if value < 0 else "") + out
+
+
+def fmt_int(value: int, lang: str) -> str:
+    return fmt_num(value, lang, 0)
+
+
+def fmt_gib(value: int | float, lang: str) -> str:
+    return fmt_num(value / 2**30, lang, 2)
+
+
+def fmt_bytes(value: int, lang: str) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            number = value / size
+            return fmt_num(number, lang, 0 if number == int(number) else 1) + " " + unit
+    return fmt_int(value, lang) + " B"

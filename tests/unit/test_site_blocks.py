@@ -1,0 +1,52 @@
+# The build-time placeholders print exactly what the engine computes, in the page's number format.
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "site"))
+
+import sizing_blocks
+from sizing_labels import fmt_num
+
+from sizing import estimate
+
+
+@pytest.mark.parametrize(("lang", "text"), [("ru", "131\u00a0072"), ("uz", "131\u00a0072"), ("en", "131,072")])
+def test_lora_example_in_each_language(lang: str, text: str) -> None:
+    assert sizing_blocks.render("[[sizing:lora_params in=4096 out=4096 r=16]]", lang) == text
+    assert sizing_blocks.render("[[sizing:lora_bytes in=4096 out=4096 r=16]]", lang) == "256 KiB"
+
+
+def test_estimate_placeholder_equals_the_engine() -> None:
+    run = {"model": "meta-llama/Llama-3.1-8B", "method": "qlora", "max_seq_length": 4096,
+           "per_device_train_batch_size": 1, "bf16": True}
+    est = estimate(run)
+    text = sizing_blocks.render("[[sizing:estimate allocated model=meta-llama/Llama-3.1-8B method=qlora "
+                                "max_seq_length=4096 per_device_train_batch_size=1 bf16=true]]", "en")
+    assert text == fmt_num(est.allocated_bytes / 2**30, "en", 2)
+
+
+def test_gpu_fit_table_cells_match_the_engine() -> None:
+    table = sizing_blocks.render("[[sizing:gpu_fit_table gpu=H100-SXM-80GB]]", "en")
+    run = sizing_blocks._reference_run("meta-llama/Llama-3.1-8B", "qlora", 2048, "H100-SXM-80GB")
+    fit = estimate(run).fits[0]
+    row = next(line for line in table.splitlines() if "Llama-3.1-8B" in line and "QLoRA" in line)
+    first = row.split("|")[3].strip()
+    assert first == f"✓ {fmt_num(fit['headroom_bytes'] / 2**30, 'en', 2)} · ×{fit['max_micro_batch']}"
+
+
+def test_unknown_or_broken_placeholders_stop_the_build() -> None:
+    with pytest.raises(sizing_blocks.PlaceholderError):
+        sizing_blocks.render("[[sizing:nothing]]", "en")
+    with pytest.raises(sizing_blocks.PlaceholderError):
+        sizing_blocks.render("[[sizing:estimate allocated model=no/such-model]]", "en")
+
+
+def test_charts_are_self_contained_svg() -> None:
+    svg = sizing_blocks.render("[[sizing:gpu_context_chart gpu=L40S-48GB]]", "ru")
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert not re.search(r"(href|src)=\"https?://", svg)
