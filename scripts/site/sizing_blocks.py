@@ -29,7 +29,8 @@ from sizing.catalog import find_gpu, gpus  # noqa: E402
 from sizing.memory.adapters import lora_params  # noqa: E402
 from sizing.memory.timeline import COMPONENTS  # noqa: E402
 
-PLACEHOLDER = re.compile(r"\[\[sizing:(\w+)((?:[ \t]+[^\]\s]+)*)[ \t]*\]\]")
+# Arguments may hold JSON lists: target_modules=["q_proj","v_proj"]
+PLACEHOLDER = re.compile(r"\[\[sizing:(\w+)((?:[ \t]+(?:[^\[\]\s]|\[[^\]\s]*\])+)*)[ \t]*\]\]")
 GiB = 2**30
 # Reference runs of the GPU pages: widely fine-tuned models, LoRA in bf16 and QLoRA in NF4, all-linear
 # r = 16, checkpointing on, packed sequences: the setup most rental questions are about.

@@ -50,3 +50,11 @@ def test_charts_are_self_contained_svg() -> None:
     svg = sizing_blocks.render("[[sizing:gpu_context_chart gpu=L40S-48GB]]", "ru")
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     assert not re.search(r"(href|src)=\"https?://", svg)
+
+
+def test_json_list_arguments() -> None:
+    text = sizing_blocks.render('[[sizing:estimate adapters model=meta-llama/Llama-3.1-8B method=lora '
+                                'target_modules=["q_proj","v_proj"] r=16]]', "en")
+    est = estimate({"model": "meta-llama/Llama-3.1-8B", "method": "lora", "target_modules": ["q_proj", "v_proj"],
+                    "r": 16})
+    assert text == fmt_num(est.components["adapters"] / 2**30, "en", 2)
