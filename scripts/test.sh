@@ -9,6 +9,8 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 # CPU physics tests: torch pinned to its CPU build (a bare `torch` would pull a multi-GB CUDA build).
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-physics.txt
+# Site: mkdocs + Material + static-i18n (pinned); tests/site builds it once with --strict
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt
 
 .venv/bin/ruff check sizing scripts tests
 .venv/bin/mypy sizing scripts

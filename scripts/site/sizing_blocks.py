@@ -48,6 +48,17 @@ CONTEXTS = (2048, 8192, 32768)
 CHART_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
+@functools.lru_cache(maxsize=4096)
+def _cached(key: str) -> Any:
+    return estimate(json.loads(key))
+
+
+def _estimate_of(config: dict[str, Any]) -> Any:
+    """estimate() for a configuration, computed once per build: the same runs recur across the three
+    languages and across tables."""
+    return _cached(json.dumps(config, sort_keys=True))
+
+
 def parse_args(text: str) -> tuple[list[str], dict[str, Any]]:
     words: list[str] = []
     kwargs: dict[str, Any] = {}
@@ -75,7 +86,7 @@ def _lora_bytes(_: list[str], kw: dict[str, Any], lang: str) -> str:
 
 def _estimate(words: list[str], kw: dict[str, Any], lang: str) -> str:
     field = words[0]
-    est = estimate(kw)
+    est = _estimate_of(kw)
     if field in ("tokens_per_second", "step_seconds"):
         if est.time is None:
             raise SizingError("no_time", f"no throughput figures for {kw.get('gpu')}")
@@ -95,7 +106,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _breakdown(_: list[str], kw: dict[str, Any], lang: str) -> str:
-    est = estimate(kw)
+    est = _estimate_of(kw)
     rows = [[label(c, lang), fmt_gib(est.components[c], lang)] for c in COMPONENTS]
     rows += [[f"**{label(k, lang)}**", f"**{fmt_gib(getattr(est, k + '_bytes'), lang)}**"]
              for k in ("allocated", "reserved", "device")]
@@ -111,7 +122,7 @@ def _compare(_: list[str], kw: dict[str, Any], lang: str) -> str:
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
-        est = estimate({**kw, field: value})
+        est = _estimate_of({**kw, field: value})
         fit = est.fits[0] if est.fits else None
         tps = fmt_num(est.time["tokens_per_second"], lang, 0) if est.time else "—"
         rows.append([f"`{raw}`", fmt_gib(est.allocated_bytes, lang), fmt_gib(est.reserved_bytes, lang),
@@ -151,7 +162,7 @@ def _gpu_fit_table(_: list[str], kw: dict[str, Any], lang: str) -> str:
             cells = [f"`{model}`", method.upper().replace("QLORA", "QLoRA").replace("LORA", "LoRA")]
             for seq in CONTEXTS:
                 try:
-                    fit = estimate(_reference_run(model, method, seq, gpu_id)).fits[0]
+                    fit = _estimate_of(_reference_run(model, method, seq, gpu_id)).fits[0]
                 except SizingError:
                     cells.append("—")
                     continue
@@ -173,7 +184,7 @@ def _gpu_context_chart(_: list[str], kw: dict[str, Any], lang: str) -> str:
         points = []
         for seq in CHART_CONTEXTS:
             try:
-                points.append((seq, estimate(_reference_run(model, method, seq, gpu.id)).reserved_bytes / GiB))
+                points.append((seq, _estimate_of(_reference_run(model, method, seq, gpu.id)).reserved_bytes / GiB))
             except SizingError:
                 break
         series[method] = points
@@ -206,7 +217,7 @@ def _compare_gpus(_: list[str], kw: dict[str, Any], lang: str) -> str:
                 cells = [f"`{model}`", method, fmt_int(seq, lang)]
                 for gpu_id in ids:
                     try:
-                        est = estimate(_reference_run(model, method, seq, gpu_id))
+                        est = _estimate_of(_reference_run(model, method, seq, gpu_id))
                     except SizingError:
                         cells.append("—")
                         continue
@@ -222,7 +233,7 @@ def _compare_gpus(_: list[str], kw: dict[str, Any], lang: str) -> str:
 @functools.cache
 def _validation() -> tuple[Any, list[Any]]:
     sys.path.insert(0, str(ROOT / "scripts"))
-    import validate  # type: ignore[import-not-found]  # scripts/validate.py, put on the path above
+    import validate  # scripts/validate.py, put on the path above
 
     cases, rows = validate.load_cases()
     scored, _ = validate.score(cases, rows)

@@ -1,0 +1,342 @@
+# MkDocs hooks: wire build events to the small pure functions in scripts/site/.
+"""Thin glue between MkDocs events and scripts/site/*.py.
+
+mkdocs-static-i18n builds every language in turn with the same config object, so each event here runs
+once per language (on_config, on_pre_build, page events and on_post_build three times). Page events
+collect one record per page and language; the outputs that span languages (Markdown copies, llms.txt,
+llms-full.txt, sitemap.xml, the OpenGraph image) are written once, after the last language is built.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from mkdocs.plugins import event_priority, get_plugin_logger
+
+SITE_HELPERS = Path(__file__).resolve().parent / "site"
+if str(SITE_HELPERS) not in sys.path:
+    sys.path.insert(0, str(SITE_HELPERS))
+
+try:
+    from sizing_blocks import render  # `[[sizing:...]]` placeholders -> Markdown computed by `sizing`
+except ModuleNotFoundError as exc:  # only while scripts/site/sizing_blocks.py does not exist yet
+    if exc.name != "sizing_blocks":
+        raise
+
+    def render(markdown: str, lang: str) -> str:
+        """Identity stand-in for sizing_blocks.render."""
+        return markdown
+
+
+import hreflang  # noqa: E402
+import jsonld  # noqa: E402
+import llmstxt  # noqa: E402
+import mdcopy  # noqa: E402
+import navtree  # noqa: E402
+import ogimage  # noqa: E402
+import pagemeta  # noqa: E402
+import sitemap  # noqa: E402
+import urls  # noqa: E402
+from site_text import OG_LOCALES, text  # noqa: E402
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.nav import Navigation
+    from mkdocs.structure.pages import Page
+    from mkdocs.utils.templates import TemplateContext
+
+log = get_plugin_logger("site")
+
+OG_IMAGE = "assets/images/og.png"
+GPU_SECTION, GPU_FOLDER = "GPUs", "gpus"
+SECTION_FOLDERS = {"Guides": "guides", GPU_SECTION: GPU_FOLDER}  # nav section -> folder with an index page
+
+
+@dataclass(frozen=True)
+class _Language:
+    site_name: str
+    description: str
+    label: str  # the language's own name, for the links between llms.txt files
+
+
+@dataclass
+class _State:
+    """What the page events of every language build leave for the final on_post_build."""
+
+    records: dict[tuple[str, str], pagemeta.PageRecord] = field(default_factory=dict)  # (lang, url) -> record
+    languages: dict[str, _Language] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)  # src_uri -> position in the current nav
+    not_found_page: str | None = None  # the default language's 404.html (each language build rewrites it)
+
+
+_state = _State()
+
+
+# --- which language is being built --------------------------------------------------------------------
+
+
+def _i18n(config: MkDocsConfig) -> Any:
+    return config.plugins.get("i18n")
+
+
+def _default(config: MkDocsConfig) -> str:
+    i18n = _i18n(config)
+    return str(i18n.default_language) if i18n else str(config.theme["language"])
+
+
+def _lang(config: MkDocsConfig) -> str:
+    i18n = _i18n(config)
+    return str(i18n.current_language or i18n.default_language) if i18n else _default(config)
+
+
+def _langs(config: MkDocsConfig) -> list[str]:
+    i18n = _i18n(config)
+    return [str(lang) for lang in i18n.build_languages] if i18n else [_default(config)]
+
+
+def _site_url(config: MkDocsConfig) -> str:
+    return config.site_url or "http://127.0.0.1:8000/"
+
+
+# --- events --------------------------------------------------------------------------------------------
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Start a fresh collection on the outer build; add the GPU pages and section index pages to the nav."""
+    i18n = _i18n(config)
+    if not (i18n and i18n.building):
+        _state.records.clear()
+        _state.languages.clear()
+        _state.not_found_page = None
+    if config.nav:
+        docs, default = Path(config.docs_dir), _default(config)
+        config.nav = navtree.extend_section(config.nav, GPU_SECTION, navtree.discover(docs, GPU_FOLDER, default))
+        for title, folder in SECTION_FOLDERS.items():
+            if (docs / folder / f"index.{default}.md").is_file():
+                config.nav = navtree.ensure_first(config.nav, title, f"{folder}/index.md")
+    return config
+
+
+def on_pre_build(config: MkDocsConfig) -> None:
+    """Remember this language's site name and description (static-i18n swaps them per language)."""
+    lang = _lang(config)
+    i18n = _i18n(config)
+    label = i18n.get_language_config(lang).name if i18n else lang
+    _state.languages[lang] = _Language(config.site_name, config.site_description or "", str(label))
+
+
+@event_priority(-150)  # after static-i18n (-100) has built this language's navigation
+def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
+    """Remember the nav order of the pages, for llms.txt."""
+    _state.order = {page.file.src_uri: i for i, page in enumerate(nav.pages)}
+    return nav
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Fill in the computed tables, then keep what the Markdown copy and llms.txt need."""
+    lang, default = _lang(config), _default(config)
+    markdown = render(markdown, lang)
+    problems = pagemeta.problems(page.meta)
+    for problem in problems:
+        log.warning(f"{page.file.src_uri}: {problem}")
+    if problems:
+        return markdown
+    site_url = _site_url(config)
+    prefix = urls.lang_prefix(lang, default)
+    src_dir = posixpath.dirname(getattr(page.file, "norm_src_uri", page.file.src_uri))
+
+    def resolve(target: str) -> str | None:
+        found = urls.doc_target(src_dir, target)
+        file = files.get_file_from_path(found[0]) if found else None
+        if found is None or file is None:
+            return None
+        url = urls.md_copy_url(file.url, prefix) if file.is_documentation_page() else file.url
+        return urls.absolute(site_url, url) + found[1]
+
+    ancestors = list(page.ancestors)
+    top = ancestors[-1] if ancestors else None
+    _state.records[(lang, page.url)] = pagemeta.PageRecord(
+        lang=lang,
+        url=page.url,
+        base=urls.base_path(page.url, lang, default),
+        title=str(page.meta["title"]),
+        description=str(page.meta["description"]),
+        dates=pagemeta.dates(page.meta),
+        section=str(top.title) if top is not None and top.title else "",
+        order=_state.order.get(page.file.src_uri, len(_state.order)),
+        body=mdcopy.rewrite_links(markdown, resolve),
+        fallback=getattr(page.file, "locale", lang) != lang,
+    )
+    return markdown
+
+
+def on_page_context(context: TemplateContext, page: Page, config: MkDocsConfig,
+                    nav: Navigation) -> TemplateContext:
+    """Head data of the page: absolute hreflang links, OpenGraph, the Markdown copy, one JSON-LD graph."""
+    lang, default, langs = _lang(config), _default(config), _langs(config)
+    record = _state.records.get((lang, page.url))
+    if record is None:  # front matter problems, already reported
+        return context
+    site_url = _site_url(config)
+    prefix = urls.lang_prefix(lang, default)
+    canonical = urls.absolute(site_url, page.url)
+    links = hreflang.alternates(site_url, record.base, langs, default)
+    # static-i18n sets extra.alternate per page (priority 50, before this hook) with relative links.
+    entries = getattr(config.extra, "alternate", None) or config.extra.get("alternate") or []
+    if entries:
+        setattr(config.extra, "alternate", hreflang.switcher(entries, links))  # noqa: B010
+
+    home = nav.homepage
+    home_crumb = (str(home.title), urls.absolute(site_url, home.url)) if home else (config.site_name, site_url)
+    sections = [(str(s.title), urls.absolute(site_url, navtree.first_url(s))) for s in reversed(list(page.ancestors))]
+    crumbs = jsonld.trail(home_crumb, sections, (record.title, canonical))
+    org = jsonld.organization(config.site_name, urls.absolute(site_url, prefix))
+    image = urls.absolute(site_url, OG_IMAGE)
+    data = jsonld.graph(
+        jsonld.breadcrumb_list(canonical, crumbs),
+        jsonld.article(url=canonical, headline=record.title, description=record.description, lang=lang,
+                       published=record.dates.published, modified=record.dates.updated, org=org, image=image),
+    )
+    record.jsonld = jsonld.pretty(data)
+    cast("dict[str, Any]", context)["seo"] = {
+        "canonical": canonical,
+        "title": record.title,
+        "description": record.description,
+        "x_default": links[hreflang.X_DEFAULT],
+        "md_url": urls.absolute(site_url, urls.md_copy_url(page.url, prefix)),
+        "llms_url": urls.absolute(site_url, prefix + "llms.txt"),
+        "image": image,
+        "image_width": jsonld.IMAGE_WIDTH,
+        "image_height": jsonld.IMAGE_HEIGHT,
+        "og_locale": OG_LOCALES.get(lang, lang),
+        "og_locale_alternates": [OG_LOCALES.get(other, other) for other in langs if other != lang],
+        "jsonld": jsonld.script_text(data),
+        "noindex": record.fallback,
+        "dates_label": text(lang, "dates"),
+        "dates": [
+            (text(lang, "published"), record.dates.published),
+            (text(lang, "updated"), record.dates.updated),
+            (text(lang, "sources_checked"), record.dates.sources_checked),
+        ],
+    }
+    return context
+
+
+def on_post_template(output_content: str, template_name: str, config: MkDocsConfig) -> str:
+    """Keep the default language's 404 page: the root 404.html must not be the last language built."""
+    if template_name == "404.html" and _lang(config) == _default(config):
+        _state.not_found_page = output_content
+    return output_content
+
+
+@event_priority(-200)  # after static-i18n (-100) has built the other languages
+def on_post_build(config: MkDocsConfig) -> None:
+    """Once every language is built: Markdown copies, llms.txt, llms-full.txt, sitemap, image."""
+    i18n = _i18n(config)
+    if i18n and i18n.building:
+        return
+    site_dir = Path(config.site_dir)
+    site_url = _site_url(config)
+    default, langs = _default(config), _langs(config)
+    _write(site_dir / OG_IMAGE, ogimage.image())
+    if _state.not_found_page is not None:
+        _write(site_dir / "404.html", _state.not_found_page.encode("utf-8"))
+
+    for lang in langs:
+        prefix = urls.lang_prefix(lang, default)
+        info = _state.languages.get(lang, _Language(config.site_name, config.site_description or "", lang))
+        records = sorted((r for r in _state.records.values() if r.lang == lang), key=lambda r: r.order)
+        copies: list[str] = []
+        for record in records:
+            copy = _markdown_copy(record, site_url, langs, default)
+            _write(site_dir / urls.md_copy_url(record.url, prefix), copy.encode("utf-8"))
+            if not record.fallback:
+                copies.append(copy)
+        others = _language_links(lang, langs, default, site_url)
+        full_link = llmstxt.Link(text(lang, "full"), urls.absolute(site_url, prefix + "llms-full.txt"),
+                                 text(lang, "full_note"))
+        sections = _llms_sections(records, site_url, prefix, text(lang, "main"))
+        sections += [(text(lang, "languages"), others), (text(lang, "optional"), [full_link])]
+        _write(site_dir / prefix / "llms.txt", llmstxt.render(info.site_name, info.description, sections).encode())
+        _write(site_dir / prefix / "llms-full.txt", llmstxt.full(info.site_name, info.description, copies).encode())
+
+    xml = sitemap.render(_sitemap_entries(site_url, langs, default))
+    _write(site_dir / "sitemap.xml", xml.encode("utf-8"))
+    _write(site_dir / "sitemap.xml.gz", sitemap.gzipped(xml))
+
+
+# --- helpers of on_post_build ---------------------------------------------------------------------------
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _markdown_copy(record: pagemeta.PageRecord, site_url: str, langs: list[str], default: str) -> str:
+    prefix = urls.lang_prefix(record.lang, default)
+    alternates = {
+        lang: urls.absolute(site_url, urls.md_copy_url(urls.localized_url(record.base, lang, default),
+                                                       urls.lang_prefix(lang, default)))
+        for lang in langs
+    }
+    front: dict[str, str | dict[str, str]] = {
+        "title": record.title,
+        "description": record.description,
+        "url": urls.absolute(site_url, record.url),
+        "lang": record.lang,
+        "image": urls.absolute(site_url, OG_IMAGE),
+        "alternates": alternates,
+    }
+    llms_line = text(record.lang, "llms_line", url=urls.absolute(site_url, prefix + "llms.txt"))
+    return mdcopy.compose(front, llms_line, record.body, record.title, record.jsonld)
+
+
+def _llms_sections(records: list[pagemeta.PageRecord], site_url: str, prefix: str,
+                   main: str) -> list[tuple[str, list[llmstxt.Link]]]:
+    """Top-level pages first, then one H2 per nav section, in nav order; untranslated pages left out."""
+    sections: dict[str, list[llmstxt.Link]] = {main: []}
+    for record in records:
+        if record.fallback:
+            continue
+        link = llmstxt.Link(record.title, urls.absolute(site_url, urls.md_copy_url(record.url, prefix)),
+                            record.description)
+        sections.setdefault(record.section or main, []).append(link)
+    return list(sections.items())
+
+
+def _language_links(lang: str, langs: list[str], default: str, site_url: str) -> list[llmstxt.Link]:
+    """Links from one language's llms.txt to the others'."""
+    links = []
+    for other in langs:
+        if other == lang:
+            continue
+        label = _state.languages[other].label if other in _state.languages else other
+        url = urls.absolute(site_url, urls.lang_prefix(other, default) + "llms.txt")
+        links.append(llmstxt.Link(label, url, text(lang, "lang_note", name=label)))
+    return links
+
+
+def _translated(base: str, lang: str, default: str) -> bool:
+    other = _state.records.get((lang, urls.localized_url(base, lang, default)))
+    return other is not None and not other.fallback
+
+
+def _sitemap_entries(site_url: str, langs: list[str], default: str) -> list[sitemap.Entry]:
+    """Every translated page of every language, with the alternates that really exist."""
+    entries: list[sitemap.Entry] = []
+    for lang in langs:
+        records = sorted((r for r in _state.records.values() if r.lang == lang), key=lambda r: r.order)
+        for record in records:
+            if record.fallback:
+                continue
+            links = hreflang.alternates(site_url, record.base, langs, default)
+            present = {key: url for key, url in links.items()
+                       if _translated(record.base, default if key == hreflang.X_DEFAULT else key, default)}
+            entries.append(sitemap.Entry(urls.absolute(site_url, record.url), record.dates.updated, present))
+    return entries

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Build the site with `mkdocs build --strict` and serve it at http://127.0.0.1:8000/ (Ctrl-C stops it).
+# Installs what it needs into .venv: requirements-site.txt and the `sizing` package the pages compute with.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt -e .
+
+export NO_MKDOCS_2_WARNING=1
+export SITE_URL="http://127.0.0.1:8000/"   # absolute links (hreflang, JSON-LD, llms.txt) point where it is served
+.venv/bin/mkdocs build --strict
+echo "Serving site/ at $SITE_URL"
+exec .venv/bin/python -m http.server --bind 127.0.0.1 8000 --directory site
