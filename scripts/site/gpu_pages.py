@@ -76,13 +76,19 @@ TEXT = {
 }
 
 
+def _escape(text: str) -> str:
+    """Source notes hold file globs (gls/*_smi.py): keep Markdown from reading them as emphasis."""
+    return re.sub(r"([*_`\[\]])", r"\\\1", text)
+
+
 def source_line(text: str) -> str:
     """A catalog source as a list item; a URL inside it becomes an autolink."""
     match = re.search(r"https?://[^\s)>]+", text)
     if not match:
-        return f"- {text}"
+        return f"- {_escape(text)}"
     url = match.group(0).rstrip(".,;")
-    return "- " + text.replace(url, f"<{url}>", 1)
+    head, _, tail = text.partition(url)
+    return f"- {_escape(head)}<{url}>{_escape(tail)}"
 
 
 def page(gpu_id: str, lang: str) -> str:
