@@ -75,14 +75,8 @@ def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
 
     if not ok(MAX_GPUS):
         return 0, mode
-    lo, hi = 1, MAX_GPUS  # invariant: ok(hi), not ok(lo); per-GPU memory falls as shards grow
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi, mode
+    # per-GPU memory falls as shards grow: one more than the largest count that still does not fit
+    return _largest(lambda k: not ok(k), MAX_GPUS - 1) + 1, mode
 
 
 def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
