@@ -196,3 +196,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SizingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `sizing fit ... | head`: the reader left, nothing is wrong
+        sys.stderr.close()
+        return 0
