@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import catalog
+from . import report as trial_report
 from .arch import from_hf_config
 from .config import parse_config as load_config
 from .errors import SizingError
@@ -163,6 +164,12 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    cmp = trial_report.compare(trial_report.read_report(args.report))
+    print(json.dumps(cmp, indent=2) if args.json else trial_report.format_comparison(cmp))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sizing", description="GPU memory of LoRA / QLoRA / full fine-tuning")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -184,6 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
+    rep = sub.add_parser("report", help="compare a trial report (docs/recipes/trial.py) with the estimate of its run")
+    rep.add_argument("report")
+    rep.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    rep.set_defaults(func=_cmd_report)
     return parser
 
 

@@ -1,0 +1,193 @@
+# A trial report (docs/recipes/trial.py, schema docs/recipes/report.schema.json) against the estimate of its run.
+# Standard library only: this also runs in the browser (Pyodide), where the page imports a report.
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SizingError
+from .estimate import Estimate, estimate
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "oom", "error")
+# report peak key -> (estimate attribute, what it is comparable with)
+FIGURES = (
+    ("allocated", "max_memory_allocated_bytes", "torch.cuda.max_memory_allocated"),
+    ("reserved", "max_memory_reserved_bytes", "torch.cuda.max_memory_reserved"),
+    ("device", "device_used_bytes", "nvidia-smi / pynvml"),
+)
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "schema_version": int, "status": str, "message": str, "config": dict, "measurements": dict, "checks": dict,
+    "rank": int, "world_size": int,
+}
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    """The parts of a trial report the comparison needs; `data` keeps the whole document."""
+
+    status: str
+    message: str
+    config: Mapping[str, Any]
+    peaks: Mapping[str, Any]
+    steps: list[Mapping[str, Any]]
+    checks: Mapping[str, Any]
+    rank: int
+    world_size: int
+    failure: Mapping[str, Any] | None
+    data: Mapping[str, Any]
+
+
+def _malformed(message: str, field: str | None) -> SizingError:
+    return SizingError("report_malformed", message, field=field)
+
+
+def _is_bytes(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def parse_report(data: Any) -> TrialReport:
+    """Check the structure a comparison relies on; refuse anything else with code `report_malformed`."""
+    if not isinstance(data, Mapping):
+        raise _malformed("a trial report must be a JSON object", None)
+    for key, kind in _REQUIRED.items():
+        if key not in data:
+            raise _malformed(f"the report lacks '{key}'", key)
+        value = data[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise _malformed(f"'{key}' has the wrong type", key)
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise SizingError("report_version", f"report schema_version {data['schema_version']} is not supported "
+                          f"(this version reads {SCHEMA_VERSION})", field="schema_version",
+                          version=data["schema_version"])
+    if data["status"] not in STATUSES:
+        raise _malformed(f"status must be one of {', '.join(STATUSES)}", "status")
+    meas = data["measurements"]
+    steps = meas.get("steps")
+    if not isinstance(steps, list) or not all(isinstance(s, Mapping) for s in steps):
+        raise _malformed("measurements.steps must be a list of objects", "measurements.steps")
+    peaks = meas.get("peaks")
+    if peaks is None:
+        peaks = {}
+    if not isinstance(peaks, Mapping):
+        raise _malformed("measurements.peaks must be an object or null", "measurements.peaks")
+    for _, key, _ in FIGURES:
+        peak = peaks.get(key)
+        if peak is None:
+            continue
+        if not isinstance(peak, Mapping) or not _is_bytes(peak.get("value")):
+            raise _malformed(f"measurements.peaks.{key} must be an object with a byte count or null 'value'",
+                             f"measurements.peaks.{key}")
+    for i, step in enumerate(steps):
+        for _, key, _ in FIGURES:
+            if not _is_bytes(step.get(key)):
+                raise _malformed(f"measurements.steps[{i}].{key} must be a byte count or null",
+                                 f"measurements.steps.{key}")
+    failure = data.get("failure")
+    if failure is not None and not isinstance(failure, Mapping):
+        raise _malformed("failure must be an object or null", "failure")
+    return TrialReport(status=data["status"], message=data["message"], config=data["config"], peaks=peaks,
+                       steps=list(steps), checks=data["checks"], rank=data["rank"], world_size=data["world_size"],
+                       failure=failure, data=data)
+
+
+def load_report(source: str | bytes | Mapping[str, Any]) -> TrialReport:
+    """A report from its JSON text (or the decoded object)."""
+    if isinstance(source, str | bytes):
+        try:
+            data = json.loads(source)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            line = getattr(exc, "lineno", None)
+            raise SizingError("bad_json", "the report is not valid JSON" + (f" (line {line})" if line else ""),
+                              field=None, line=line) from None
+        return parse_report(data)
+    return parse_report(source)
+
+
+def read_report(path: str) -> TrialReport:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise SizingError("report_unreadable", f"cannot read {path}: {exc.strerror}", field=None, path=path) from None
+    return load_report(raw)
+
+
+def _measured(rep: TrialReport, key: str) -> tuple[int | None, int | None, str | None]:
+    """(value, step, reason): the peak over steps; a null peak keeps the report's reason."""
+    peak = rep.peaks.get(key)
+    if isinstance(peak, Mapping) and peak.get("value") is not None:
+        return int(peak["value"]), peak.get("step"), None
+    values = [(int(s[key]), s.get("step")) for s in rep.steps if s.get(key) is not None]
+    if values:
+        value, step = max(values, key=lambda v: v[0])
+        return value, step, None
+    reason = peak.get("reason") if isinstance(peak, Mapping) else None
+    if reason is None:
+        reason = next((s.get("reason") for s in rep.steps if s.get("reason")), None)
+    return None, None, str(reason) if reason else "not measured"
+
+
+def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
+    """Measured peaks against the estimate of the report's configuration.
+
+    `difference_percent` is (estimate - measured) / measured * 100: positive when the estimate is above
+    what the trial measured. `within_range` says whether the measurement lies in the estimate's range.
+    """
+    if est is None:
+        est = estimate(rep.config)
+    ranges = est.range_bytes
+    figures: dict[str, Any] = {}
+    for name, key, what in FIGURES:
+        estimated = int(getattr(est, f"{name}_bytes"))
+        low, high = ranges[name]
+        measured, step, reason = _measured(rep, key)
+        diff = None if not measured else round((estimated - measured) / measured * 100, 2)
+        figures[name] = {"what": what, "estimated_bytes": estimated, "range_bytes": [low, high],
+                         "measured_bytes": measured, "measured_step": step, "difference_bytes":
+                         None if measured is None else estimated - measured, "difference_percent": diff,
+                         "within_range": None if measured is None else low <= measured <= high,
+                         "reason": reason}
+    checks = rep.checks
+    return {
+        "status": rep.status, "message": rep.message, "rank": rep.rank, "world_size": rep.world_size,
+        "failure": dict(rep.failure) if rep.failure is not None else None,
+        "steps": len(rep.steps), "peak_phase": est.peak_moment.phase, "confidence": est.confidence,
+        "figures": figures,
+        "checks": {k: checks.get(k) for k in ("reload_matches", "eval_loss_before", "eval_loss_after")},
+    }
+
+
+def _gib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**30:.2f}"
+
+
+def format_comparison(cmp: Mapping[str, Any]) -> str:
+    where = f" (rank {cmp['rank']} of {cmp['world_size']})" if cmp["world_size"] > 1 else ""
+    lines = [f"Trial{where}: {cmp['status']}, {cmp['steps']} step(s) recorded: {cmp['message']}"]
+    failure = cmp.get("failure")
+    if cmp["status"] == "oom" and failure:
+        lines.append(f"  out of memory at step {failure.get('step') or '-'} ({failure.get('phase')}); "
+                     f"peak allocated in that step {_gib(failure.get('peak_allocated_bytes'))} GiB")
+    lines += ["", f"{'GiB':<10} {'estimate':>9} {'range':>15} {'measured':>9} {'diff %':>8}  comparable with"]
+    notes: list[str] = []
+    for name, fig in cmp["figures"].items():
+        low, high = fig["range_bytes"]
+        diff = "-" if fig["difference_percent"] is None else f"{fig['difference_percent']:+.1f}"
+        lines.append(f"{name:<10} {_gib(fig['estimated_bytes']):>9} {_gib(low) + '-' + _gib(high):>15} "
+                     f"{_gib(fig['measured_bytes']):>9} {diff:>8}  {fig['what']}")
+        if fig["reason"] and fig["reason"] not in notes:
+            notes.append(fig["reason"])
+    lines.append(f"\ndiff % = (estimate - measured) / measured; estimated peak in the {cmp['peak_phase']} phase, "
+                 f"confidence {cmp['confidence']}")
+    lines += [f"not measured: {n}" for n in notes]
+    c = cmp["checks"]
+
+    def num(v: Any) -> str:
+        return "-" if v is None else f"{v:.4f}"
+
+    lines.append(f"checks: reload matches {c['reload_matches'] if c['reload_matches'] is not None else '-'}, "
+                 f"eval loss {num(c['eval_loss_before'])} -> {num(c['eval_loss_after'])}")
+    return "\n".join(lines)

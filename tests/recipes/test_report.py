@@ -1,0 +1,92 @@
+"""sizing/report.py: a trial report against the estimate of its run (standard library only, no torch)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from sizing import SizingError, estimate
+from sizing.cli import main
+from sizing.report import compare, format_comparison, load_report, parse_report
+
+CONFIG: dict[str, Any] = {
+    "model": "meta-llama/Llama-3.1-8B", "method": "qlora", "torch_dtype": "bfloat16", "bf16": True,
+    "load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+    "bnb_4bit_compute_dtype": "bfloat16", "r": 16, "lora_alpha": 32, "max_seq_length": 2048,
+    "per_device_train_batch_size": 1, "gradient_checkpointing": True, "gpu": "H100-SXM-80GB",
+}
+GiB = 2**30
+
+
+def _step(n: int, alloc: int | None, reserved: int | None, device: int | None) -> dict[str, Any]:
+    return {"step": n, "completed": True, "seconds": 1.0, "tokens": 2048, "micro_batches": 1, "loss": 1.0,
+            "host_max_rss_bytes": GiB, "max_memory_allocated_bytes": alloc, "max_memory_reserved_bytes": reserved,
+            "device_used_bytes": device, "device_source": "pynvml: this process" if device else None,
+            "reason": None if alloc else "CUDA is not available (CPU run): GPU memory is not measured"}
+
+
+def report(steps: list[dict[str, Any]], status: str = "ok") -> dict[str, Any]:
+    return {"schema_version": 1, "status": status, "message": "trial completed", "failure": None, "rank": 0,
+            "world_size": 1, "config": CONFIG, "measurements": {"steps": steps, "peaks": None},
+            "checks": {"reload_matches": True, "eval_loss_before": 2.0, "eval_loss_after": 1.5}}
+
+
+def test_percentages_against_the_estimate() -> None:
+    est = estimate(CONFIG)
+    measured = est.allocated_bytes // 2
+    rep = load_report(json.dumps(report([_step(1, measured // 2, GiB, 2 * GiB), _step(2, measured, 3 * GiB, None)])))
+    cmp = compare(rep)
+    alloc = cmp["figures"]["allocated"]
+    assert alloc["measured_bytes"] == measured and alloc["measured_step"] == 2
+    assert alloc["difference_percent"] == pytest.approx((est.allocated_bytes - measured) / measured * 100, abs=0.01)
+    assert cmp["figures"]["reserved"]["measured_bytes"] == 3 * GiB
+    assert cmp["figures"]["device"]["measured_bytes"] == 2 * GiB
+    assert "allocated" in format_comparison(cmp)
+
+
+def test_cpu_report_keeps_the_reason_and_has_no_percentages() -> None:
+    cmp = compare(parse_report(report([_step(1, None, None, None)])))
+    for fig in cmp["figures"].values():
+        assert fig["measured_bytes"] is None and fig["difference_percent"] is None
+        assert "CUDA is not available" in fig["reason"]
+    assert "not measured: CUDA" in format_comparison(cmp)
+
+
+@pytest.mark.parametrize(("mutate", "code"), [
+    (lambda r: r.pop("config"), "report_malformed"),
+    (lambda r: r.update(status="fine"), "report_malformed"),
+    (lambda r: r.update(schema_version=2), "report_version"),
+    (lambda r: r["measurements"].update(steps={}), "report_malformed"),
+    (lambda r: r["measurements"]["steps"].append(_step(1, -5, None, None)), "report_malformed"),
+    (lambda r: r["measurements"].update(peaks={"max_memory_allocated_bytes": {"value": "big"}}), "report_malformed"),
+])
+def test_malformed_reports_are_refused(mutate: Any, code: str) -> None:
+    data = copy.deepcopy(report([]))
+    mutate(data)
+    with pytest.raises(SizingError) as err:
+        parse_report(data)
+    assert err.value.code == code
+
+
+def test_not_json_and_not_an_object() -> None:
+    with pytest.raises(SizingError) as err:
+        load_report("{nope")
+    assert err.value.code == "bad_json"
+    with pytest.raises(SizingError) as err:
+        load_report("[]")
+    assert err.value.code == "report_malformed"
+
+
+def test_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report([_step(1, GiB, 2 * GiB, 3 * GiB)])), encoding="utf-8")
+    assert main(["report", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["figures"]["device"]["measured_bytes"] == 3 * GiB
+    path.write_text("{}", encoding="utf-8")
+    assert main(["report", str(path)]) == 2
+    assert "report_malformed" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
+    assert "report_unreadable" in capsys.readouterr().err
