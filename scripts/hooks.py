@@ -39,6 +39,7 @@ import mdcopy  # noqa: E402
 import navtree  # noqa: E402
 import ogimage  # noqa: E402
 import pagemeta  # noqa: E402
+import pyodide_build  # noqa: E402  # calculator: Pyodide runtime, wheel, CSP, its placeholders
 import sitemap  # noqa: E402
 import urls  # noqa: E402
 from site_text import OG_LOCALES, text  # noqa: E402
@@ -244,6 +245,8 @@ def on_post_build(config: MkDocsConfig) -> None:
     site_url = _site_url(config)
     default, langs = _default(config), _langs(config)
     _write(site_dir / OG_IMAGE, ogimage.image())
+    pyodide_build.install_runtime(site_dir, warn=log.info)  # no node_modules: a clear note, not a failure
+    pyodide_build.add_csp(site_dir)
     if _state.not_found_page is not None:
         _write(site_dir / "404.html", _state.not_found_page.encode("utf-8"))
 

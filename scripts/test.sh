@@ -11,6 +11,15 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-physics.txt
 # Site: mkdocs + Material + static-i18n (pinned); tests/site builds it once with --strict
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt
+# Calculator: self-hosted Pyodide from npm (exact version in package.json / package-lock.json; the build copies
+# it into the site) and Playwright (pinned) driving Debian's /usr/bin/chromium (no browser download).
+# Without npm or chromium, tests/pyodide and tests/browser skip and say why.
+if command -v npm >/dev/null; then
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  echo "npm not found: the calculator runtime is not installed; tests/pyodide and tests/browser will skip" >&2
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check playwright==1.65.2
 
 .venv/bin/ruff check sizing scripts tests
 .venv/bin/mypy sizing scripts

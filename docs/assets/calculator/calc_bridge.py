@@ -1,0 +1,97 @@
+"""The calculator's Python side: the same file runs under CPython (the site build renders the default
+configuration with it) and under Pyodide in the page's Web Worker, so both show the same numbers.
+
+Input and output are JSON text, so nothing but strings crosses the JS/Python boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sizing import SizingError, estimate, load_config
+from sizing.catalog import gpus, model_records
+from sizing.config import config_to_dict
+from sizing.solve import fit_table
+
+
+def _finite(value: Any) -> Any:
+    """JSON that JavaScript's JSON.parse accepts: no NaN or Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return str(value)
+
+
+def catalog() -> dict[str, Any]:
+    """Models and GPUs for the form's select boxes."""
+    return {
+        "models": [{"id": r["id"], "name": r.get("name", r["id"])} for r in model_records()],
+        "gpus": [{"id": g.id, "name": g.name, "memory_bytes": g.memory_bytes} for g in gpus().values()],
+    }
+
+
+def _py(value: Any) -> str:
+    return repr(tuple(value) and list(value)) if isinstance(value, (list, tuple)) else repr(value)
+
+
+def snippet(cfg: dict[str, Any]) -> str:
+    """BitsAndBytesConfig, LoraConfig and TrainingArguments for a normalised configuration."""
+    dtype = {"bfloat16": "torch.bfloat16", "float16": "torch.float16", "float32": "torch.float32"}
+    lines = ["import torch", "from peft import LoraConfig", "from transformers import BitsAndBytesConfig, TrainingArguments",
+             ""]
+    if cfg.get("load_in_4bit"):
+        lines += ["bnb_config = BitsAndBytesConfig(", "    load_in_4bit=True,",
+                  f"    bnb_4bit_quant_type={_py(cfg.get('bnb_4bit_quant_type'))},",
+                  f"    bnb_4bit_use_double_quant={_py(bool(cfg.get('bnb_4bit_use_double_quant')))},",
+                  f"    bnb_4bit_compute_dtype={dtype.get(str(cfg.get('bnb_4bit_compute_dtype')), 'torch.float32')},",
+                  ")", ""]
+    elif cfg.get("load_in_8bit"):
+        lines += ["bnb_config = BitsAndBytesConfig(load_in_8bit=True)", ""]
+    if cfg.get("method") != "full":
+        lines += ["lora_config = LoraConfig(", f"    r={_py(cfg.get('r'))},", f"    lora_alpha={_py(cfg.get('lora_alpha'))},",
+                  f"    lora_dropout={_py(cfg.get('lora_dropout'))},",
+                  f"    target_modules={_py(cfg.get('target_modules'))},",
+                  f"    use_dora={_py(bool(cfg.get('use_dora')))},", '    task_type="CAUSAL_LM",', ")", ""]
+    lines += ["training_args = TrainingArguments(", '    output_dir="out",',
+              f"    per_device_train_batch_size={_py(cfg.get('per_device_train_batch_size'))},",
+              f"    gradient_accumulation_steps={_py(cfg.get('gradient_accumulation_steps'))},",
+              f"    num_train_epochs={_py(cfg.get('num_train_epochs'))},",
+              f"    bf16={_py(bool(cfg.get('bf16')))},", f"    fp16={_py(bool(cfg.get('fp16')))},",
+              f"    gradient_checkpointing={_py(bool(cfg.get('gradient_checkpointing')))},",
+              f"    optim={_py(cfg.get('optim'))},", ")", ""]
+    return "\n".join(lines)
+
+
+def compute(data: Any, table: bool = True) -> dict[str, Any]:
+    """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
+    peak first, the table about half a second later) and the snippet; or the SizingError as data."""
+    try:
+        cfg = load_config(data)
+        est = estimate(cfg)
+        rows = fit_table(cfg) if table else None
+        normal = config_to_dict(cfg)
+        out = {"ok": True, "estimate": est.to_dict(), "fit_table": rows, "snippet": snippet(normal)}
+    except SizingError as err:
+        out = {"ok": False, "error": err.to_dict()}
+    except (RecursionError, MemoryError, OverflowError, TypeError, ValueError, KeyError) as err:
+        out = {"ok": False, "error": {"code": "internal", "field": None, "message": f"{type(err).__name__}: {err}",
+                                      "params": {}}}
+    return _finite(out)  # type: ignore[no-any-return]
+
+
+def compute_json(text: str, table: bool = True) -> str:
+    """compute() over JSON text (what the worker sends)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        result = {"ok": False, "error": {"code": "bad_json", "field": "model_config", "message": str(err)[:200],
+                                         "params": {}}}
+        return json.dumps(result)
+    return json.dumps(compute(data, table), allow_nan=False)

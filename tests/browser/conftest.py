@@ -1,0 +1,131 @@
+"""Browser tests of the calculator: one strict build, a local HTTP server on a free port, Debian chromium.
+
+Playwright (pip, pinned in scripts/test.sh) drives /usr/bin/chromium; no browser is downloaded. Without
+chromium, or without node_modules/pyodide (the page could not compute), the tests skip with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript", ".json": "application/json",
+        ".whl": "application/zip", ".zip": "application/zip", ".py": "text/plain", ".md": "text/markdown"}
+
+
+def _skip(reason: str) -> None:
+    print(f"SKIP: {reason}")
+    pytest.skip(reason)
+
+
+class Handler(SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+
+class BadWasmHandler(Handler):
+    extensions_map: ClassVar[dict[str, str]] = {**Handler.extensions_map, ".wasm": "application/octet-stream"}
+
+
+def _server(directory: Path, handler: type[Handler]) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _url(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.fixture(scope="session")
+def site_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A server on a free port, then the strict build with that address as SITE_URL (the page's absolute
+    hreflang links, from which Material fetches sitemap.xml, must stay on this origin)."""
+    if not Path(CHROMIUM).is_file():
+        _skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    if not (ROOT / "node_modules" / "pyodide" / "pyodide.mjs").is_file():
+        _skip("node_modules/pyodide missing (run `npm ci`)")
+    out = tmp_path_factory.mktemp("site")
+    server = _server(out, Handler)
+    try:
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": _url(server)}
+        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f",
+                               str(ROOT / "mkdocs.yml"), "-d", str(out)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+        if proc.returncode != 0:
+            pytest.fail(f"mkdocs build failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
+        yield out, _url(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def base_url(site_server: tuple[Path, str]) -> str:
+    return site_server[1]
+
+
+@pytest.fixture(scope="session")
+def bad_wasm_url(site_server: tuple[Path, str]) -> Iterator[str]:
+    server = _server(site_server[0], BadWasmHandler)
+    try:
+        yield _url(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class NotInstalledHandler(Handler):
+    """What a build without node_modules serves: runtime.json says the runtime is not installed."""
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0].endswith("/assets/calculator/runtime.json"):
+            body = b'{"installed": false, "message": "calculator runtime not installed"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+
+@pytest.fixture(scope="session")
+def not_installed_url(site_server: tuple[Path, str]) -> Iterator[str]:
+    server = _server(site_server[0], NotInstalledHandler)
+    try:
+        yield _url(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).is_file():
+        _skip(f"no chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip("playwright is not installed (pip install playwright==1.65.2)")
+    assert shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"])
+        yield browser
+        browser.close()

@@ -1,0 +1,202 @@
+"""The calculator in Chromium: first-paint numbers, the Pyodide runtime, recomputation, shared URLs,
+hostile input, no foreign requests, no console errors. Each page load boots Pyodide (5-9 s on 2 cores),
+so the tests are few and each does several checks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE_HELPERS = ROOT / "scripts" / "site"
+if str(SITE_HELPERS) not in sys.path:
+    sys.path.insert(0, str(SITE_HELPERS))
+
+import pyodide_build  # noqa: E402
+
+from sizing.memory.timeline import COMPONENTS  # noqa: E402
+
+READY = 90_000  # ms: a cold Pyodide boot on a loaded 2-core machine
+
+
+class Watched:
+    """A page plus what it did: requests to other origins, console errors, uncaught errors."""
+
+    def __init__(self, page: Any, base_url: str) -> None:
+        self.page = page
+        self.origin = urlsplit(base_url).netloc
+        self.foreign: list[str] = []
+        self.errors: list[str] = []
+        page.on("request", self._request)
+        page.on("console", self._console)
+        page.on("pageerror", lambda err: self.errors.append(f"pageerror: {err}"))
+
+    def _request(self, request: Any) -> None:
+        parts = urlsplit(request.url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != self.origin:
+            self.foreign.append(request.url)
+
+    def _console(self, msg: Any) -> None:
+        # Material fetches sitemap.xml next to each hreflang alternate: harmless 404s (design/site.md).
+        if msg.type == "error" and "sitemap.xml" not in (msg.location or {}).get("url", "") \
+                and "404" not in msg.text:
+            self.errors.append(f"console: {msg.text}")
+
+
+@pytest.fixture
+def watched(browser: Any, base_url: str) -> Iterator[Watched]:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(READY)
+    yield Watched(page, base_url)
+    context.close()
+
+
+def expected(config: dict[str, Any]) -> dict[str, Any]:
+    result = pyodide_build.bridge().compute(json.loads(json.dumps(config)))
+    assert result["ok"], result
+    return dict(result)
+
+
+def shown(page: Any) -> dict[str, int]:
+    values = {key: int(page.get_attribute(f"[data-testid=peak-{key}]", "data-bytes"))
+              for key in ("allocated", "reserved", "device")}
+    for name in COMPONENTS:
+        values[name] = int(page.get_attribute(f"[data-testid=component-{name}]", "data-bytes"))
+    return values
+
+
+def want(result: dict[str, Any]) -> dict[str, int]:
+    est = result["estimate"]
+    values = {key: est["peak"][f"{key}_bytes"] for key in ("allocated", "reserved", "device")}
+    values.update({name: est["components"][name] for name in COMPONENTS})
+    return values
+
+
+def wait_ready(page: Any) -> None:
+    page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
+
+
+def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    default = pyodide_build.default_config()
+    page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
+    assert shown(page) == want(expected(default))  # build-time numbers, before the runtime answers
+    wait_ready(page)
+    assert shown(page) == want(expected(default))
+    rows = page.locator("[data-testid=fit-table] tbody tr").count()
+    assert rows == len(expected(default)["fit_table"])
+
+    page.fill("#calc-r", "64")
+    page.fill("#calc-max_seq_length", "2048")
+    page.select_option("#calc-optim", "paged_adamw_8bit")
+    wait_ready(page)
+    changed = {**default, "r": 64, "max_seq_length": 2048, "optim": "paged_adamw_8bit"}
+    assert shown(page) == want(expected(changed))
+    query = urlsplit(page.url).query
+    assert "r=64" in query and "max_seq_length=2048" in query and "target_modules=all-linear" in query
+    with page.expect_download() as download:
+        page.click("#calc-download")
+    assert json.loads(Path(download.value.path()).read_text("utf-8")) == changed
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("#calc-copy-snippet")
+    page.wait_for_selector("#calc-copied:not(:empty)")
+    snippet = page.evaluate("navigator.clipboard.readText()")
+    assert "LoraConfig(" in snippet and "r=64," in snippet and "bnb_4bit_quant_type='nf4'" in snippet
+    assert "optim='paged_adamw_8bit'" in snippet and "BitsAndBytesConfig(" in snippet
+    page.click("#calc-copy-trial")
+    assert page.evaluate("navigator.clipboard.readText()") == (
+        "python trial.py CONFIG.json --data DATA.jsonl --out DIR --max-steps 20")
+    assert not watched.foreign, watched.foreign
+    assert not watched.errors, watched.errors
+
+
+def test_shared_url_reproduces_the_result(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    config = {**pyodide_build.default_config(), "model": "Qwen/Qwen2.5-14B", "method": "lora",
+              "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "per_device_train_batch_size": 2,
+              "num_gpus": 2, "parallelism": "fsdp", "price_per_gpu_hour": 3.5}
+    query = {k: ("true" if v is True else "false" if v is False else ",".join(v) if isinstance(v, list)
+                 else "" if v is None else str(v)) for k, v in config.items()}
+    page.goto(base_url + "calculator/?" + urlencode(query), wait_until="domcontentloaded")
+    wait_ready(page)
+    assert page.input_value("#calc-target_modules") == "q_proj,k_proj,v_proj,o_proj"
+    result = expected(config)
+    assert shown(page) == want(result)
+    assert page.text_content("[data-testid=cost]") != "—"
+    assert not watched.foreign, watched.foreign
+    assert not watched.errors, watched.errors
+
+
+def test_hostile_input_shows_errors_and_injects_nothing(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "uz/calculator/", wait_until="domcontentloaded")
+    wait_ready(page)
+    before = shown(page)
+    hostile = json.dumps({"model_type": "<img src=x onerror=\"window.__pwned=1\">", "hidden_size": "<b>4096</b>",
+                          "num_hidden_layers": 1e308, "architectures": ["<script>window.__pwned=2</script>"]})
+    page.fill("#calc-model_config", hostile)
+    wait_ready(page)
+    assert page.text_content("[data-testid=error-model_config]") or page.text_content("[data-testid=error-general]")
+    page.fill("#calc-model_config", "{\"hidden_size\": ")  # not JSON
+    wait_ready(page)
+    assert page.text_content("[data-testid=error-model_config]")
+    page.fill("#calc-model_config", "")
+    page.fill("#calc-r", "1e999")
+    wait_ready(page)
+    assert page.text_content("[data-testid=error-r]")
+    page.fill("#calc-r", "16")
+    page.fill("#calc-target_modules", "<svg onload=window.__pwned=4>,q_proj")
+    wait_ready(page)
+    assert page.text_content("[data-testid=error-target_modules]")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#calc img, #calc svg[onload], #calc script:not([type])").count() == 0
+    assert shown(page) == before  # the last good result stays (marked stale)
+    assert not watched.foreign, watched.foreign
+    assert not watched.errors, watched.errors
+
+
+@pytest.mark.parametrize(("server", "message"), [("bad_wasm_url", "application/wasm"),
+                                                  ("not_installed_url", "calculator runtime not installed")])
+def test_a_runtime_that_cannot_load_fails_clearly(browser: Any, server: str, message: str,
+                                                  request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue(server)
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(url + "en/calculator/", wait_until="domcontentloaded")
+        page.wait_for_selector("html[data-runtime=failed]", timeout=READY)
+        assert message in page.text_content("[data-testid=runtime-status]")
+        assert int(page.get_attribute("[data-testid=peak-allocated]", "data-bytes")) > 0  # first paint stays
+    finally:
+        context.close()
+
+
+def test_rental_request_from_the_calculator_refuses_secrets(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
+    page.fill("#calc-r", "32")
+    with page.expect_navigation(url="**/en/calculator/request/**"):
+        page.click("[data-testid=request-link]")
+    page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
+    assert "r=32" in urlsplit(page.url).query and page.url.split("?")[0].endswith("/en/calculator/request/")
+    text = page.text_content("[data-testid=request-text]")
+    assert "r=32" in text and "meta-llama/Llama-3.1-8B" in text and "GiB" in text
+    page.fill("#req-model_revision", "0e9e39f")
+    assert "0e9e39f" in page.text_content("[data-testid=request-text]")
+    page.fill("#req-notes", "HF token: hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN")
+    assert page.text_content("[data-testid=error-notes]")
+    shown_text = page.text_content("[data-testid=request-text]")
+    assert "hf_a1B2" not in shown_text and page.get_attribute("[data-testid=request-text]", "data-refused") == "true"
+    assert page.is_disabled("#req-copy")
+    page.fill("#req-notes", "<img src=x onerror=window.__pwned=1> needs NVLink")
+    assert "<img src=x" in page.text_content("[data-testid=request-text]")  # shown as text
+    assert page.evaluate("window.__pwned") is None and page.locator("#req img").count() == 0
+    assert not watched.foreign, watched.foreign
+    assert not watched.errors, watched.errors

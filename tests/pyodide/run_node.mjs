@@ -1,0 +1,21 @@
+// Runs calc_bridge.compute_json under Pyodide in Node for each configuration of a JSON list and prints
+// the answers as one JSON list. Usage: node run_node.mjs WHEEL BRIDGE CONFIGS.json
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+
+const [wheel, bridge, configs] = process.argv.slice(2);
+const require = createRequire(path.resolve("package.json"));
+const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.sep;
+const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
+const t0 = performance.now();
+const py = await loadPyodide({ indexURL, stdout: () => {}, stderr: () => {} });
+const site = py.runPython("import site; site.getsitepackages()[0]");
+py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: site });
+py.FS.mkdirTree("/home/pyodide/calc");
+py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", readFileSync(bridge, "utf8"));
+py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
+const calc = py.pyimport("calc_bridge");
+const version = py.runPython("import sys, importlib.metadata as m; f'{sys.version_info[0]}.{sys.version_info[1]} ' + m.version('sizing')");
+const answers = JSON.parse(readFileSync(configs, "utf8")).map((text) => calc.compute_json(text));
+process.stdout.write(JSON.stringify({ version, boot_ms: performance.now() - t0, answers }));

@@ -1,0 +1,89 @@
+"""scripts/site/pyodide_build.py without Node: the wheel, the runtime copy, the CSP, the form defaults."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE_HELPERS = ROOT / "scripts" / "site"
+if str(SITE_HELPERS) not in sys.path:
+    sys.path.insert(0, str(SITE_HELPERS))
+
+import pyodide_build  # noqa: E402
+
+
+def test_wheel_is_reproducible_pure_python_with_the_data() -> None:
+    name, data = pyodide_build.build_wheel()
+    assert name == f"sizing-{pyodide_build.package_version()}-py3-none-any.whl"
+    assert data == pyodide_build.build_wheel()[1]
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert "sizing/__init__.py" in names and "sizing/data/models.json" in names and "sizing/data/gpus.json" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert "Tag: py3-none-any" in zipfile.ZipFile(io.BytesIO(data)).read(
+        "sizing-0.1.0.dist-info/WHEEL").decode()
+
+
+def test_missing_node_modules_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    notes: list[str] = []
+    manifest = pyodide_build.install_runtime(tmp_path / "site", tmp_path / "no-node-modules", warn=notes.append)
+    assert manifest["installed"] is False
+    assert notes and "npm ci" in notes[0] and "not installed" in notes[0]
+    written = json.loads((tmp_path / "site" / "assets" / "calculator" / "runtime.json").read_text("utf-8"))
+    assert written == manifest
+
+
+def test_runtime_files_and_wheel_are_copied(tmp_path: Path) -> None:
+    node = tmp_path / "pyodide"
+    node.mkdir()
+    (node / "package.json").write_text('{"version": "314.0.7"}', "utf-8")
+    for name in pyodide_build.RUNTIME_FILES:
+        (node / name).write_bytes(name.encode())
+    manifest = pyodide_build.install_runtime(tmp_path / "site", node, warn=lambda _: None)
+    target = tmp_path / "site" / "assets" / "pyodide"
+    assert manifest["installed"] and manifest["pyodide"] == "314.0.7"
+    assert (target / manifest["wheel"]).is_file()
+    assert all((target / name).read_bytes() == name.encode() for name in pyodide_build.RUNTIME_FILES)
+
+
+def test_package_json_pins_pyodide_exactly() -> None:
+    pkg = json.loads((ROOT / "package.json").read_text("utf-8"))
+    lock = json.loads((ROOT / "package-lock.json").read_text("utf-8"))
+    assert pkg["dependencies"]["pyodide"] == "314.0.7"
+    assert lock["packages"]["node_modules/pyodide"]["version"] == "314.0.7"
+
+
+def test_csp_hashes_inline_scripts_only() -> None:
+    page = ("<html><head><script>var a=1</script><script type=\"application/ld+json\">{}</script>"
+            "<script src=\"x.js\"></script></head><body></body></html>")
+    out = html.unescape(pyodide_build.with_csp(page))
+    digest = base64.b64encode(hashlib.sha256(b"var a=1").digest()).decode()
+    assert f"'sha256-{digest}'" in out
+    assert out.count("sha256-") == 1
+    assert "'wasm-unsafe-eval'" in out and "Content-Security-Policy" in out.split("<script>")[0]
+
+
+def test_default_config_is_valid_and_matches_the_example() -> None:
+    config = pyodide_build.default_config()
+    result = pyodide_build.bridge().compute(config)
+    assert result["ok"], result
+    example = json.loads(pyodide_build.EXAMPLE.read_text("utf-8"))
+    assert all(config[k] == example[k] for k in config)
+
+
+def test_slots_become_the_form_and_the_first_paint_results() -> None:
+    page = ('<p>x</p><div data-calc-slot="results" data-lang="en"><table><tr><td>md</td></tr></table></div>'
+            '<div data-calc-slot="form" data-lang="en"></div>')
+    out = pyodide_build.fill_slots(page)
+    assert "data-calc-slot" not in out and "<td>md</td>" not in out
+    peak = pyodide_build.default_result()["estimate"]["peak"]["allocated_bytes"]
+    assert f'data-testid="peak-allocated" data-bytes="{peak}"' in out
+    assert 'name="r"' in out and 'type="module"' in out
+    markdown = pyodide_build.results_markdown(pyodide_build.default_result(), "ru")
+    assert "<" not in markdown and markdown.count("\n|") > 20

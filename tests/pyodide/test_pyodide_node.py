@@ -1,0 +1,82 @@
+"""The `sizing` wheel imported under Pyodide (Node) answers exactly what CPython answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE_HELPERS = ROOT / "scripts" / "site"
+if str(SITE_HELPERS) not in sys.path:
+    sys.path.insert(0, str(SITE_HELPERS))
+
+import pyodide_build  # noqa: E402
+
+NODE = shutil.which("node")
+PYODIDE = ROOT / "node_modules" / "pyodide"
+
+
+def configs() -> list[str]:
+    """JSON texts as the page sends them: the default, variations, and refusals."""
+    base = pyodide_build.default_config()
+    tiny = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 4,
+            "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 32000,
+            "max_position_embeddings": 4096, "tie_word_embeddings": False}
+    variants: list[Any] = [
+        base,
+        {**base, "method": "lora", "r": 64, "lora_alpha": 128, "target_modules": ["q_proj", "v_proj"]},
+        {**base, "method": "full", "torch_dtype": "float32", "optim": "adamw_bnb_8bit", "max_seq_length": 2048},
+        {**base, "num_gpus": 4, "parallelism": "fsdp", "price_per_gpu_hour": 2.5, "model": "Qwen/Qwen2.5-14B"},
+        {**base, "model": None, "model_config": tiny, "per_device_train_batch_size": 4},
+        {**base, "r": "<b>16</b>"},
+        {**base, "max_seq_length": 10**30},
+        {**base, "model_config": {"model_type": "<script>alert(1)</script>", "hidden_size": "x"}},
+        [1, 2, 3],
+    ]
+    return [json.dumps(v) for v in variants] + ['{"model": ', '{"model": "' + "[" * 50]
+
+
+@pytest.fixture(scope="module")
+def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if NODE is None or not (PYODIDE / "pyodide.mjs").is_file():
+        reason = "node or node_modules/pyodide missing (run `npm ci`)"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp("pyodide")
+    name, data = pyodide_build.build_wheel()
+    (tmp / name).write_bytes(data)
+    (tmp / "configs.json").write_text(json.dumps(configs()), "utf-8")
+    proc = subprocess.run([NODE, str(Path(__file__).parent / "run_node.mjs"), str(tmp / name),
+                           str(pyodide_build.BRIDGE), str(tmp / "configs.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"node exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout))
+
+
+def test_runs_python_314_with_the_wheel(pyodide_answers: dict[str, Any]) -> None:
+    assert pyodide_answers["version"].startswith("3.14 "), pyodide_answers["version"]
+    assert pyodide_answers["version"].endswith(pyodide_build.package_version())
+
+
+def test_pyodide_answers_equal_cpython(pyodide_answers: dict[str, Any]) -> None:
+    bridge = pyodide_build.bridge()
+    texts = configs()
+    assert len(pyodide_answers["answers"]) == len(texts)
+    for text, answer in zip(texts, pyodide_answers["answers"], strict=True):
+        assert json.loads(answer) == json.loads(bridge.compute_json(text)), text[:200]
+
+
+def test_some_answers_are_refusals_with_a_field(pyodide_answers: dict[str, Any]) -> None:
+    answers = [json.loads(a) for a in pyodide_answers["answers"]]
+    assert answers[0]["ok"] and answers[4]["ok"]
+    assert answers[0]["estimate"]["peak"]["allocated_bytes"] > 0
+    refused = [a["error"] for a in answers if not a["ok"]]
+    assert {"r", "max_seq_length"} <= {e["field"] for e in refused}
+
