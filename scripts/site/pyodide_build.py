@@ -1,4 +1,5 @@
-"""The calculator page: its self-hosted Pyodide runtime, the `sizing` wheel, and its first-paint numbers.
+"""The calculator page: its self-hosted Pyodide runtime (pyodide_runtime.py), the `sizing` wheel, and its
+first-paint numbers; its words are in calculator_text.py.
 
 * `install_runtime(site_dir)` (on_post_build, once): copies the five Pyodide files the browser fetches from
   node_modules/pyodide (npm pyodide, pinned in package.json) to site/assets/pyodide/, writes the
@@ -15,17 +16,11 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import importlib.util
-import io
 import json
 import re
-import shutil
-import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -37,180 +32,29 @@ for _path in (ROOT, Path(__file__).resolve().parent):
         sys.path.insert(0, str(_path))
 
 import sizing_blocks  # noqa: E402
+from calculator_text import TEXT, T  # noqa: E402
+from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use them from here)
+    CALC_DIR,
+    NODE_PYODIDE,
+    NOT_INSTALLED,
+    PYODIDE_DIR,
+    RUNTIME_FILES,
+    build_wheel,
+    csp,
+    install_runtime,
+    package_version,
+    pyodide_version,
+    stdlib_pyc,
+    with_csp,
+)
 from sizing_labels import fmt_gib, fmt_int, fmt_num, label  # noqa: E402
 
 from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM  # noqa: E402
 from sizing.memory.timeline import COMPONENTS  # noqa: E402
 
-NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
-# What the browser fetches from the npm package (pyodide.asm.js no longer exists in 314.x).
-RUNTIME_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
-PYODIDE_DIR = "assets/pyodide"
-CALC_DIR = "assets/calculator"
 BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
-NOT_INSTALLED = ("calculator runtime not installed: node_modules/pyodide is missing. Run `npm ci` in the "
-                 "repository root and build again; the calculator page shows the build-time numbers only.")
 CALC_PAGE = re.compile(r"(^|/)calculator/(request/)?index\.html$")
-
-# --- the runtime ---------------------------------------------------------------------------------------
-
-
-def package_version() -> str:
-    text = (ROOT / "pyproject.toml").read_text("utf-8")
-    found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
-    if not found:
-        raise ValueError("pyproject.toml has no version")
-    return found.group(1)
-
-
-def pyodide_version(node_dir: Path = NODE_PYODIDE) -> str | None:
-    meta = node_dir / "package.json"
-    return str(json.loads(meta.read_text("utf-8"))["version"]) if meta.is_file() else None
-
-
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def build_wheel(root: Path = ROOT) -> tuple[str, bytes]:
-    """The `sizing` py3-none-any wheel, byte-for-byte reproducible (sorted entries, fixed timestamps).
-
-    Written directly (a wheel is a zip with a dist-info) rather than with `pip wheel --no-deps .`: the
-    same files, no build isolation download, no build/ or egg-info left behind, well under a second.
-    """
-    version = package_version()
-    dist = f"sizing-{version}.dist-info"
-    files: list[tuple[str, bytes]] = []
-    package = root / "sizing"
-    for path in sorted(package.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and "__pycache__" not in rel and (path.suffix == ".py" or
-                                                             (path.suffix == ".json" and "/data/" in rel)):
-            files.append((rel, path.read_bytes()))
-    metadata = f"Metadata-Version: 2.1\nName: sizing\nVersion: {version}\nRequires-Python: >=3.11\n".encode()
-    wheel = b"Wheel-Version: 1.0\nGenerator: scripts/site/pyodide_build.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    files += [(f"{dist}/METADATA", metadata), (f"{dist}/WHEEL", wheel), (f"{dist}/top_level.txt", b"sizing\n")]
-    record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in files) + f"{dist}/RECORD,,\n"
-    files.append((f"{dist}/RECORD", record.encode()))
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files:
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, data)
-    return f"sizing-{version}-py3-none-any.whl", buf.getvalue()
-
-
-# Runs inside Pyodide under Node: the stock stdlib zip (.py sources) recompiled to sourceless unchecked-hash
-# .pyc with Pyodide's own CPython 3.14, so the browser does not compile ~125 stdlib modules at every load
-# (cold load about 4 s -> about 2 s, design/pyodide-load.md section 4).
-STDLIB_PYC_JS = r"""
-import { writeFileSync } from "node:fs";
-import path from "node:path";
-import { createRequire } from "node:module";
-const [out] = process.argv.slice(2);
-const require = createRequire(path.resolve("package.json"));
-const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.sep;
-const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
-const py = await loadPyodide({ indexURL, stdout: () => {} });
-py.runPython(`
-import importlib.util, sys, zipfile
-from importlib._bootstrap_external import _code_to_hash_pyc
-src = zipfile.ZipFile(sys.path[[p.endswith('.zip') for p in sys.path].index(True)])
-with zipfile.ZipFile('/tmp/stdlib-pyc.zip', 'w', zipfile.ZIP_DEFLATED) as out:
-    for info in sorted(src.infolist(), key=lambda i: i.filename):
-        data, name = src.read(info), info.filename
-        if name.endswith('.py'):
-            try:
-                code = compile(data, src.filename + '/' + name, 'exec', dont_inherit=True)
-            except SyntaxError:
-                pass
-            else:
-                data, name = _code_to_hash_pyc(code, importlib.util.source_hash(data), False), name + 'c'
-        zi = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-        zi.compress_type = zipfile.ZIP_DEFLATED
-        out.writestr(zi, data)
-`);
-writeFileSync(out, py.FS.readFile("/tmp/stdlib-pyc.zip"));
-"""
-STDLIB_PYC = "python_stdlib_pyc.zip"
-STDLIB_CACHE = ROOT / "build" / "pyodide-stdlib"  # survives `npm ci`; /build/ is git-ignored
-
-
-def stdlib_pyc(version: str, warn: Callable[[str], None] = print) -> Path | None:
-    """The precompiled stdlib zip for this Pyodide version (cached), or None when Node cannot make it."""
-    cached = STDLIB_CACHE / f"python_stdlib_pyc-{version}.zip"
-    if cached.is_file():
-        return cached
-    node = shutil.which("node")
-    if node is None:
-        warn("node not found: the calculator uses the stock (.py) stdlib, about 2 s slower to load")
-        return None
-    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
-    script = STDLIB_CACHE / "make_stdlib_pyc.mjs"
-    script.write_text(STDLIB_PYC_JS, "utf-8")
-    partial = cached.with_suffix(".part")
-    proc = subprocess.run([node, str(script), str(partial)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
-    if proc.returncode != 0 or not partial.is_file():
-        warn(f"precompiling the Pyodide stdlib failed (stock stdlib used): {proc.stderr[-500:]}")
-        return None
-    partial.replace(cached)
-    return cached
-
-
-def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
-                    warn: Callable[[str], None] = print) -> dict[str, Any]:
-    """Copy Pyodide and the wheel into the built site; return what runtime.json says."""
-    target = site_dir / PYODIDE_DIR
-    version = pyodide_version(node_dir)
-    missing = [name for name in RUNTIME_FILES if not (node_dir / name).is_file()]
-    if version is None or missing:
-        warn(NOT_INSTALLED)
-        manifest: dict[str, Any] = {"installed": False, "message": NOT_INSTALLED}
-    else:
-        target.mkdir(parents=True, exist_ok=True)
-        for name in RUNTIME_FILES:
-            shutil.copyfile(node_dir / name, target / name)
-        wheel_name, wheel = build_wheel()
-        (target / wheel_name).write_bytes(wheel)
-        manifest = {"installed": True, "pyodide": version, "wheel": wheel_name, "files": list(RUNTIME_FILES)}
-        pyc = stdlib_pyc(version, warn) if node_dir == NODE_PYODIDE else None
-        if pyc is not None:
-            shutil.copyfile(pyc, target / STDLIB_PYC)
-            manifest["stdlib"] = STDLIB_PYC
-    out = site_dir / CALC_DIR / "runtime.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
-    return manifest
-
-
-# --- Content-Security-Policy of the calculator pages ----------------------------------------------------
-
-INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
-DATA_TYPES = ("application/json", "application/ld+json")
-
-
-def csp(html_text: str) -> str:
-    """The policy for one page: 'self' only, wasm compilation, and the hashes of its inline scripts."""
-    hashes = []
-    for match in INLINE_SCRIPT.finditer(html_text):
-        attrs, body = match.group("attrs"), match.group("body")
-        if "src=" in attrs or any(kind in attrs for kind in DATA_TYPES) or not body.strip():
-            continue
-        digest = base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
-        hashes.append(f"'sha256-{digest}'")
-    script = " ".join(["'self'", "'wasm-unsafe-eval'", *sorted(set(hashes))])
-    return ("default-src 'self'; " f"script-src {script}; worker-src 'self'; connect-src 'self'; "
-            "img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; object-src 'none'; "
-            "base-uri 'self'; form-action 'self'")
-
-
-def with_csp(html_text: str) -> str:
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(html_text))}">'
-    return re.sub(r"<head>", lambda _: "<head>\n  " + meta, html_text, count=1)
 
 
 def add_csp(site_dir: Path) -> list[Path]:
@@ -509,200 +353,6 @@ def request_html(lang: str) -> str:
     ])
 
 
-# --- words --------------------------------------------------------------------------------------------
-
-
-def T(lang: str, key: str) -> str:
-    values = TEXT.get(key)
-    if values is None:
-        return key
-    return values.get(lang, values["en"])
-
-
-TEXT: dict[str, dict[str, str]] = {
-    "group_model": {"ru": "Модель", "uz": "Model", "en": "Model"},
-    "group_precision": {"ru": "Метод и точность", "uz": "Usul va aniqlik", "en": "Method and precision"},
-    "group_lora": {"ru": "Адаптер LoRA", "uz": "LoRA adapteri", "en": "LoRA adapter"},
-    "group_batch": {"ru": "Батч и шаг", "uz": "Batch va qadam", "en": "Batch and step"},
-    "group_gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "group_time": {"ru": "Время и стоимость", "uz": "Vaqt va narx", "en": "Time and cost"},
-    "f_model": {"ru": "Модель из каталога", "uz": "Katalogdagi model", "en": "Catalog model"},
-    "f_model_config": {"ru": "Или config.json модели", "uz": "Yoki modelning config.json fayli",
-                       "en": "Or the model's config.json"},
-    "paste_config": {"ru": "Вставьте содержимое config.json", "uz": "config.json mazmunini qo‘ying",
-                     "en": "Paste the contents of config.json"},
-    "f_framework": {"ru": "Фреймворк", "uz": "Freymvork", "en": "Framework"},
-    "f_method": {"ru": "Метод", "uz": "Usul", "en": "Method"},
-    "f_torch_dtype": {"ru": "Тип весов при загрузке", "uz": "Yuklashdagi vazn turi", "en": "Load dtype"},
-    "f_bf16": {"ru": "Смешанная точность bf16", "uz": "bf16 aralash aniqlik", "en": "bf16 mixed precision"},
-    "f_fp16": {"ru": "Смешанная точность fp16", "uz": "fp16 aralash aniqlik", "en": "fp16 mixed precision"},
-    "f_bnb_4bit_quant_type": {"ru": "4-битный формат", "uz": "4-bit format", "en": "4-bit format"},
-    "f_bnb_4bit_use_double_quant": {"ru": "Двойное квантование", "uz": "Ikki marta kvantlash",
-                                    "en": "Double quantization"},
-    "f_bnb_4bit_compute_dtype": {"ru": "Тип вычислений 4-битных слоёв", "uz": "4-bit qatlamlar hisoblash turi",
-                                 "en": "4-bit compute dtype"},
-    "f_r": {"ru": "Ранг", "uz": "Rang", "en": "Rank"},
-    "f_lora_alpha": {"ru": "Альфа", "uz": "Alfa", "en": "Alpha"},
-    "f_lora_dropout": {"ru": "Dropout", "uz": "Dropout", "en": "Dropout"},
-    "f_target_modules": {"ru": "Целевые модули (all-linear или через запятую)",
-                         "uz": "Maqsadli modullar (all-linear yoki vergul bilan)",
-                         "en": "Target modules (all-linear or comma-separated)"},
-    "f_use_dora": {"ru": "DoRA", "uz": "DoRA", "en": "DoRA"},
-    "f_max_seq_length": {"ru": "Длина последовательности", "uz": "Ketma-ketlik uzunligi",
-                         "en": "Sequence length"},
-    "f_per_device_train_batch_size": {"ru": "Микробатч на GPU", "uz": "GPU uchun mikrobatch",
-                                      "en": "Micro-batch per GPU"},
-    "f_gradient_accumulation_steps": {"ru": "Накопление градиента", "uz": "Gradiyent yig‘ish",
-                                      "en": "Gradient accumulation"},
-    "f_packing": {"ru": "Упаковка последовательностей", "uz": "Ketma-ketliklarni zichlash", "en": "Packing"},
-    "f_gradient_checkpointing": {"ru": "Контрольные точки градиента", "uz": "Gradiyent nazorat nuqtalari",
-                                 "en": "Gradient checkpointing"},
-    "f_attn_implementation": {"ru": "Внимание", "uz": "Attention", "en": "Attention"},
-    "f_optim": {"ru": "Оптимизатор", "uz": "Optimizator", "en": "Optimizer"},
-    "f_gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "f_num_gpus": {"ru": "Число GPU", "uz": "GPU soni", "en": "Number of GPUs"},
-    "f_parallelism": {"ru": "Параллелизм", "uz": "Parallellik", "en": "Parallelism"},
-    "f_dataset_tokens": {"ru": "Токенов в датасете", "uz": "Datasetdagi tokenlar", "en": "Dataset tokens"},
-    "f_num_train_epochs": {"ru": "Эпох", "uz": "Epoxalar", "en": "Epochs"},
-    "f_price_per_gpu_hour": {"ru": "Цена GPU-часа", "uz": "GPU-soat narxi", "en": "Price per GPU-hour"},
-    "status_static": {"ru": "Показан расчёт для настроек по умолчанию; калькулятор загружается…",
-                      "uz": "Standart sozlamalar uchun hisob ko‘rsatilgan; kalkulyator yuklanmoqda…",
-                      "en": "Showing the default configuration; the calculator is loading…"},
-    "status_ready": {"ru": "Калькулятор готов: числа пересчитываются при изменении полей.",
-                     "uz": "Kalkulyator tayyor: maydonlar o‘zgarganda raqamlar qayta hisoblanadi.",
-                     "en": "The calculator is ready: numbers update as you edit the fields."},
-    "status_busy": {"ru": "Пересчёт…", "uz": "Qayta hisoblanmoqda…", "en": "Recomputing…"},
-    "status_failed": {"ru": "Калькулятор не загрузился: ", "uz": "Kalkulyator yuklanmadi: ",
-                      "en": "The calculator failed to load: "},
-    "not_installed": {"ru": "среда выполнения калькулятора не установлена (calculator runtime not installed)",
-                      "uz": "kalkulyator muhiti o‘rnatilmagan (calculator runtime not installed)",
-                      "en": "calculator runtime not installed"},
-    "bad_mime": {"ru": "сервер отдаёт .wasm не как application/wasm", "uz": "server .wasm ni application/wasm "
-                 "sifatida bermayapti", "en": "the server does not serve .wasm as application/wasm"},
-    "timeout": {"ru": "Pyodide не ответил за 60 с", "uz": "Pyodide 60 s ichida javob bermadi",
-                "en": "Pyodide did not answer within 60 s"},
-    "no_worker": {"ru": "браузер не поддерживает модульные Web Worker", "uz": "brauzer modul Web Workerni "
-                  "qo‘llamaydi", "en": "this browser has no module Web Workers"},
-    "download": {"ru": "Скачать конфигурацию JSON", "uz": "Konfiguratsiyani JSON qilib yuklash",
-                 "en": "Download the config JSON"},
-    "copy_snippet": {"ru": "Копировать код Python", "uz": "Python kodini nusxalash", "en": "Copy the Python snippet"},
-    "copy_trial": {"ru": "Копировать команду пробного запуска", "uz": "Sinov buyrug‘ini nusxalash",
-                   "en": "Copy the trial command"},
-    "copied": {"ru": "Скопировано", "uz": "Nusxalandi", "en": "Copied"},
-    "components": {"ru": "Состав пика памяти", "uz": "Xotira cho‘qqisi tarkibi", "en": "What the peak is made of"},
-    "time_line": {"ru": "Время обучения:", "uz": "O‘qitish vaqti:", "en": "Training time:"},
-    "hours": {"ru": "ч", "uz": "soat", "en": "h"},
-    "step": {"ru": "шаг оптимизатора", "uz": "optimizator qadami", "en": "optimizer step"},
-    "tps": {"ru": "токенов/с", "uz": "token/s", "en": "tokens/s"},
-    "cost": {"ru": "стоимость", "uz": "narx", "en": "cost"},
-    "th_gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "th_fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
-    "th_headroom": {"ru": "Запас, ГиБ", "uz": "Zaxira, GiB", "en": "Headroom, GiB"},
-    "th_batch": {"ru": "Макс. микробатч", "uz": "Maks. mikrobatch", "en": "Max micro-batch"},
-    "th_seq": {"ru": "Макс. длина", "uz": "Maks. uzunlik", "en": "Max length"},
-    "th_gpus": {"ru": "Мин. число GPU", "uz": "Min. GPU soni", "en": "Fewest GPUs"},
-    "th_hours": {"ru": "Часы", "uz": "Soat", "en": "Hours"},
-    "th_cost": {"ru": "Стоимость", "uz": "Narx", "en": "Cost"},
-    # errors from sizing, by SizingError.code ({field} and the params are filled in by calculator.js)
-    "e_wrong_type": {"ru": "Неверный тип значения поля {field}", "uz": "{field} maydoni qiymat turi noto‘g‘ri",
-                     "en": "{field} has the wrong type"},
-    "e_out_of_range": {"ru": "{field}: допустимо от {min} до {max}", "uz": "{field}: {min} dan {max} gacha bo‘lishi "
-                       "kerak", "en": "{field} must be between {min} and {max}"},
-    "e_invalid_value": {"ru": "{field}: недопустимое значение", "uz": "{field}: yaroqsiz qiymat",
-                        "en": "{field}: not an allowed value"},
-    "e_missing_field": {"ru": "Выберите модель или вставьте config.json", "uz": "Model tanlang yoki config.json "
-                        "qo‘ying", "en": "Choose a model or paste a config.json"},
-    "e_conflict": {"ru": "Несовместимые параметры ({field})", "uz": "Mos kelmaydigan parametrlar ({field})",
-                   "en": "Conflicting settings ({field})"},
-    "e_rank_too_large": {"ru": "Ранг больше ширины слоя", "uz": "Rang qatlam kengligidan katta",
-                         "en": "The rank exceeds the layer width"},
-    "e_seq_too_long": {"ru": "Последовательность длиннее, чем поддерживает модель", "uz": "Ketma-ketlik model "
-                       "qo‘llaydigandan uzun", "en": "The sequence is longer than the model supports"},
-    "e_unknown_field": {"ru": "Неизвестное поле {field}", "uz": "Noma’lum maydon {field}",
-                        "en": "Unknown field {field}"},
-    "e_unknown_gpu": {"ru": "GPU нет в каталоге", "uz": "GPU katalogda yo‘q", "en": "The GPU is not in the catalog"},
-    "e_unknown_model": {"ru": "Модели нет в каталоге", "uz": "Model katalogda yo‘q",
-                        "en": "The model is not in the catalog"},
-    "e_unknown_target_module": {"ru": "В модели нет такого модуля", "uz": "Modelda bunday modul yo‘q",
-                                "en": "The model has no such module"},
-    "e_unsupported_architecture": {"ru": "Эта архитектура не поддерживается", "uz": "Bu arxitektura "
-                                   "qo‘llab-quvvatlanmaydi", "en": "This architecture is not supported"},
-    "e_model_config_invalid": {"ru": "config.json не описывает поддерживаемую модель", "uz": "config.json "
-                               "qo‘llanadigan modelni tavsiflamaydi",
-                               "en": "The config.json does not describe a supported model"},
-    "e_bad_json": {"ru": "Это не JSON", "uz": "Bu JSON emas", "en": "This is not JSON"},
-    "e_invalid_config": {"ru": "Конфигурация должна быть объектом JSON", "uz": "Konfiguratsiya JSON obyekti "
-                         "bo‘lishi kerak", "en": "The configuration must be a JSON object"},
-    "e_internal": {"ru": "Расчёт не удался", "uz": "Hisoblash muvaffaqiyatsiz", "en": "The computation failed"},
-    "e_other": {"ru": "Ошибка", "uz": "Xato", "en": "Error"},
-    "to_request": {"ru": "Составить запрос на аренду GPU с этой конфигурацией →",
-                   "uz": "Ushbu konfiguratsiya bilan GPU ijarasi so‘rovini tuzish →",
-                   "en": "Write a GPU rental request with this configuration →"},
-    # the rental request page: r_* label the form, rq_* are the words request.js writes
-    "r_legend": {"ru": "Что ещё нужно провайдеру", "uz": "Provayderga yana nima kerak",
-                 "en": "What else the provider needs"},
-    "r_model_revision": {"ru": "Ревизия модели (хеш коммита)", "uz": "Model reviziyasi (commit xeshi)",
-                         "en": "Model revision (commit hash)"},
-    "r_gated": {"ru": "Модель с ограниченным доступом (gated)", "uz": "Cheklangan kirishli model (gated)",
-                "en": "The model is gated"},
-    "r_examples": {"ru": "Число примеров", "uz": "Misollar soni", "en": "Number of examples"},
-    "r_term": {"ru": "Срок аренды", "uz": "Ijara muddati", "en": "Rental term"},
-    "r_interruptible": {"ru": "Допустимы прерывания (spot)", "uz": "Uzilishlar mumkin (spot)",
-                        "en": "Interruptions are acceptable (spot)"},
-    "r_storage_gb": {"ru": "Локальный диск, ГБ", "uz": "Mahalliy disk, GB", "en": "Local disk, GB"},
-    "r_host_ram_gb": {"ru": "Оперативная память хоста, ГБ", "uz": "Xost operativ xotirasi, GB", "en": "Host RAM, GB"},
-    "r_region": {"ru": "Регион", "uz": "Mintaqa", "en": "Region"},
-    "r_notes": {"ru": "Примечания (без токенов и паролей)", "uz": "Izohlar (tokenlar va parollarsiz)",
-                "en": "Notes (no tokens or passwords)"},
-    "r_back": {"ru": "← Вернуться в калькулятор с этой конфигурацией", "uz": "← Ushbu konfiguratsiya bilan "
-               "kalkulyatorga qaytish", "en": "← Back to the calculator with this configuration"},
-    "r_copy": {"ru": "Копировать запрос", "uz": "So‘rovni nusxalash", "en": "Copy the request"},
-    "r_download": {"ru": "Скачать запрос (.txt)", "uz": "So‘rovni yuklash (.txt)", "en": "Download the request (.txt)"},
-    "rq_title": {"ru": "# Запрос на аренду GPU для дообучения", "uz": "# Qayta o‘qitish uchun GPU ijarasi so‘rovi",
-                 "en": "# GPU rental request for fine-tuning"},
-    "rq_s_model": {"ru": "Модель", "uz": "Model", "en": "Model"},
-    "rq_s_method": {"ru": "Метод и настройки обучения", "uz": "Usul va o‘qitish sozlamalari",
-                    "en": "Method and training settings"},
-    "rq_s_data": {"ru": "Данные и срок", "uz": "Maʼlumotlar va muddat", "en": "Data and term"},
-    "rq_s_gpu": {"ru": "GPU и хост", "uz": "GPU va xost", "en": "GPU and host"},
-    "rq_s_estimate": {"ru": "Оценка (не измерение; sizing)", "uz": "Baho (o‘lchov emas; sizing)",
-                      "en": "Estimate (not a measurement; sizing)"},
-    "rq_s_notes": {"ru": "Примечания", "uz": "Izohlar", "en": "Notes"},
-    "rq_model": {"ru": "Модель", "uz": "Model", "en": "Model"},
-    "rq_custom_model": {"ru": "своя (config.json приложен)", "uz": "o‘zimizniki (config.json ilova qilingan)",
-                        "en": "custom (config.json attached)"},
-    "rq_revision": {"ru": "Ревизия", "uz": "Reviziya", "en": "Revision"},
-    "rq_gated": {"ru": "Ограниченный доступ", "uz": "Cheklangan kirish", "en": "Gated"},
-    "rq_yes": {"ru": "да", "uz": "ha", "en": "yes"},
-    "rq_no": {"ru": "нет", "uz": "yo‘q", "en": "no"},
-    "rq_tokens": {"ru": "Токенов в датасете", "uz": "Datasetdagi tokenlar", "en": "Dataset tokens"},
-    "rq_examples": {"ru": "Примеров", "uz": "Misollar", "en": "Examples"},
-    "rq_epochs": {"ru": "Эпох", "uz": "Epoxalar", "en": "Epochs"},
-    "rq_term": {"ru": "Срок", "uz": "Muddat", "en": "Term"},
-    "rq_interruptible": {"ru": "Прерывания допустимы", "uz": "Uzilishlar mumkin", "en": "Interruptible"},
-    "rq_storage": {"ru": "Диск", "uz": "Disk", "en": "Disk"},
-    "rq_gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "rq_count": {"ru": "Число GPU", "uz": "GPU soni", "en": "GPU count"},
-    "rq_host_ram": {"ru": "ОЗУ хоста", "uz": "Xost xotirasi", "en": "Host RAM"},
-    "rq_region": {"ru": "Регион", "uz": "Mintaqa", "en": "Region"},
-    "rq_peak_device": {"ru": "Пик по nvidia-smi", "uz": "nvidia-smi bo‘yicha cho‘qqi", "en": "Peak (nvidia-smi)"},
-    "rq_peak_reserved": {"ru": "Пик reserved", "uz": "reserved cho‘qqisi", "en": "Peak reserved"},
-    "rq_fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
-    "rq_headroom": {"ru": "запас", "uz": "zaxira", "en": "headroom"},
-    "rq_throughput": {"ru": "Пропускная способность", "uz": "O‘tkazuvchanlik", "en": "Throughput"},
-    "rq_hours": {"ru": "Часов обучения", "uz": "O‘qitish soatlari", "en": "Training hours"},
-    "rq_no_estimate": {"ru": "оценка не получена", "uz": "baho olinmadi", "en": "no estimate"},
-    "rq_footer": {"ru": "Токены, ключи и пароли в запрос не входят: доступ настраиваю сам после получения машины.",
-                  "uz": "Tokenlar, kalitlar va parollar so‘rovga kirmaydi: kirishni mashinani olgach o‘zim sozlayman.",
-                  "en": "No tokens, keys or passwords are included: I set up access myself once the machine is mine."},
-    "rq_secret": {"ru": "Похоже на секрет (токен, ключ или пароль): в запрос не включается. Удалите его.",
-                  "uz": "Maxfiy maʼlumotga o‘xshaydi (token, kalit yoki parol): so‘rovga kiritilmaydi. Uni o‘chiring.",
-                  "en": "This looks like a secret (token, key or password): it is refused. Remove it."},
-    "rq_refused": {"ru": "Запрос не составлен: уберите секреты из полей:", "uz": "So‘rov tuzilmadi: maydonlardan "
-                   "maxfiy maʼlumotlarni olib tashlang:", "en": "No request: remove the secrets from these fields:"},
-    "rq_runtime_failed": {"ru": "Оценка недоступна: ", "uz": "Baho mavjud emas: ", "en": "No estimate: "},
-}
-
 # --- placeholders -> slots -> HTML ------------------------------------------------------------------------
 # The Markdown (and so the page's Markdown copy, llms-full.txt and the search index) gets a slot: empty
 # for the forms, the default results as Markdown tables for the results. fill_slots() puts the real HTML
@@ -754,3 +404,10 @@ def fill_slots(page: str) -> str:
 sizing_blocks.HANDLERS.setdefault("calculator_form", _form_slot)
 sizing_blocks.HANDLERS.setdefault("calculator_results", _results_slot)
 sizing_blocks.HANDLERS.setdefault("calculator_request", _request_slot)
+
+__all__ = [
+    "BRIDGE", "CALC_DIR", "EXAMPLE", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES", "TEXT", "T",
+    "add_csp", "bridge", "build_wheel", "csp", "default_config", "default_result", "fill_slots", "form_html",
+    "install_runtime", "package_version", "pyodide_version", "request_html", "results_markdown", "stdlib_pyc",
+    "with_csp",
+]

@@ -1,0 +1,186 @@
+"""The calculator's runtime: the self-hosted Pyodide files, the `sizing` wheel, a precompiled standard
+library, and the Content-Security-Policy of the calculator pages (see pyodide_build.py for the page)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import json
+import re
+import shutil
+import subprocess
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
+# What the browser fetches from the npm package (pyodide.asm.js no longer exists in 314.x).
+RUNTIME_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+PYODIDE_DIR = "assets/pyodide"
+CALC_DIR = "assets/calculator"
+NOT_INSTALLED = ("calculator runtime not installed: node_modules/pyodide is missing. Run `npm ci` in the "
+                 "repository root and build again; the calculator page shows the build-time numbers only.")
+
+
+# --- the runtime ---------------------------------------------------------------------------------------
+
+
+def package_version() -> str:
+    text = (ROOT / "pyproject.toml").read_text("utf-8")
+    found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    if not found:
+        raise ValueError("pyproject.toml has no version")
+    return found.group(1)
+
+
+def pyodide_version(node_dir: Path = NODE_PYODIDE) -> str | None:
+    meta = node_dir / "package.json"
+    return str(json.loads(meta.read_text("utf-8"))["version"]) if meta.is_file() else None
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def build_wheel(root: Path = ROOT) -> tuple[str, bytes]:
+    """The `sizing` py3-none-any wheel, byte-for-byte reproducible (sorted entries, fixed timestamps).
+
+    Written directly (a wheel is a zip with a dist-info) rather than with `pip wheel --no-deps .`: the
+    same files, no build isolation download, no build/ or egg-info left behind, well under a second.
+    """
+    version = package_version()
+    dist = f"sizing-{version}.dist-info"
+    files: list[tuple[str, bytes]] = []
+    package = root / "sizing"
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and "__pycache__" not in rel and (path.suffix == ".py" or
+                                                             (path.suffix == ".json" and "/data/" in rel)):
+            files.append((rel, path.read_bytes()))
+    metadata = f"Metadata-Version: 2.1\nName: sizing\nVersion: {version}\nRequires-Python: >=3.11\n".encode()
+    wheel = b"Wheel-Version: 1.0\nGenerator: scripts/site/pyodide_build.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files += [(f"{dist}/METADATA", metadata), (f"{dist}/WHEEL", wheel), (f"{dist}/top_level.txt", b"sizing\n")]
+    record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in files) + f"{dist}/RECORD,,\n"
+    files.append((f"{dist}/RECORD", record.encode()))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, data)
+    return f"sizing-{version}-py3-none-any.whl", buf.getvalue()
+
+
+# Runs inside Pyodide under Node: the stock stdlib zip (.py sources) recompiled to sourceless unchecked-hash
+# .pyc with Pyodide's own CPython 3.14, so the browser does not compile ~125 stdlib modules at every load
+# (cold load about 4 s -> about 2 s, design/pyodide-load.md section 4).
+STDLIB_PYC_JS = r"""
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+const [out] = process.argv.slice(2);
+const require = createRequire(path.resolve("package.json"));
+const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.sep;
+const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
+const py = await loadPyodide({ indexURL, stdout: () => {} });
+py.runPython(`
+import importlib.util, sys, zipfile
+from importlib._bootstrap_external import _code_to_hash_pyc
+src = zipfile.ZipFile(sys.path[[p.endswith('.zip') for p in sys.path].index(True)])
+with zipfile.ZipFile('/tmp/stdlib-pyc.zip', 'w', zipfile.ZIP_DEFLATED) as out:
+    for info in sorted(src.infolist(), key=lambda i: i.filename):
+        data, name = src.read(info), info.filename
+        if name.endswith('.py'):
+            try:
+                code = compile(data, src.filename + '/' + name, 'exec', dont_inherit=True)
+            except SyntaxError:
+                pass
+            else:
+                data, name = _code_to_hash_pyc(code, importlib.util.source_hash(data), False), name + 'c'
+        zi = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+        zi.compress_type = zipfile.ZIP_DEFLATED
+        out.writestr(zi, data)
+`);
+writeFileSync(out, py.FS.readFile("/tmp/stdlib-pyc.zip"));
+"""
+STDLIB_PYC = "python_stdlib_pyc.zip"
+STDLIB_CACHE = ROOT / "build" / "pyodide-stdlib"  # survives `npm ci`; /build/ is git-ignored
+
+
+def stdlib_pyc(version: str, warn: Callable[[str], None] = print) -> Path | None:
+    """The precompiled stdlib zip for this Pyodide version (cached), or None when Node cannot make it."""
+    cached = STDLIB_CACHE / f"python_stdlib_pyc-{version}.zip"
+    if cached.is_file():
+        return cached
+    node = shutil.which("node")
+    if node is None:
+        warn("node not found: the calculator uses the stock (.py) stdlib, about 2 s slower to load")
+        return None
+    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
+    script = STDLIB_CACHE / "make_stdlib_pyc.mjs"
+    script.write_text(STDLIB_PYC_JS, "utf-8")
+    partial = cached.with_suffix(".part")
+    proc = subprocess.run([node, str(script), str(partial)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    if proc.returncode != 0 or not partial.is_file():
+        warn(f"precompiling the Pyodide stdlib failed (stock stdlib used): {proc.stderr[-500:]}")
+        return None
+    partial.replace(cached)
+    return cached
+
+
+def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
+                    warn: Callable[[str], None] = print) -> dict[str, Any]:
+    """Copy Pyodide and the wheel into the built site; return what runtime.json says."""
+    target = site_dir / PYODIDE_DIR
+    version = pyodide_version(node_dir)
+    missing = [name for name in RUNTIME_FILES if not (node_dir / name).is_file()]
+    if version is None or missing:
+        warn(NOT_INSTALLED)
+        manifest: dict[str, Any] = {"installed": False, "message": NOT_INSTALLED}
+    else:
+        target.mkdir(parents=True, exist_ok=True)
+        for name in RUNTIME_FILES:
+            shutil.copyfile(node_dir / name, target / name)
+        wheel_name, wheel = build_wheel()
+        (target / wheel_name).write_bytes(wheel)
+        manifest = {"installed": True, "pyodide": version, "wheel": wheel_name, "files": list(RUNTIME_FILES)}
+        pyc = stdlib_pyc(version, warn) if node_dir == NODE_PYODIDE else None
+        if pyc is not None:
+            shutil.copyfile(pyc, target / STDLIB_PYC)
+            manifest["stdlib"] = STDLIB_PYC
+    out = site_dir / CALC_DIR / "runtime.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
+    return manifest
+
+
+# --- Content-Security-Policy of the calculator pages ----------------------------------------------------
+
+INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
+DATA_TYPES = ("application/json", "application/ld+json")
+
+
+def csp(html_text: str) -> str:
+    """The policy for one page: 'self' only, wasm compilation, and the hashes of its inline scripts."""
+    hashes = []
+    for match in INLINE_SCRIPT.finditer(html_text):
+        attrs, body = match.group("attrs"), match.group("body")
+        if "src=" in attrs or any(kind in attrs for kind in DATA_TYPES) or not body.strip():
+            continue
+        digest = base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
+        hashes.append(f"'sha256-{digest}'")
+    script = " ".join(["'self'", "'wasm-unsafe-eval'", *sorted(set(hashes))])
+    return ("default-src 'self'; " f"script-src {script}; worker-src 'self'; connect-src 'self'; "
+            "img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; object-src 'none'; "
+            "base-uri 'self'; form-action 'self'")
+
+
+def with_csp(html_text: str) -> str:
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(html_text))}">'
+    return re.sub(r"<head>", lambda _: "<head>\n  " + meta, html_text, count=1)
