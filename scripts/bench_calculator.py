@@ -5,8 +5,9 @@
 Builds the site (strict) into a temporary folder, serves it on a free port with the right MIME types, and
 prints, per run: time to first numbers (the build-time results are in the HTML), time to runtime ready
 (<html data-runtime="ready">: Pyodide booted, the wheel installed, the current configuration computed)
-and time to a recomputed result after changing the rank. "cold" is a fresh browser context (empty HTTP
-cache), "warm" a second navigation in the same context.
+and time to a recomputed result after changing the rank, and the megabytes received over the network for
+the load (headers + bodies of every response the page and its worker got; cache hits count 0). "cold" is a
+fresh browser context (empty HTTP cache), "warm" a second navigation in the same context.
 """
 
 from __future__ import annotations
@@ -37,7 +38,21 @@ class Handler(SimpleHTTPRequestHandler):
 
 
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
-COLUMNS = ("first numbers", "runtime ready", "new peak", "new table")
+COLUMNS = ("first numbers", "runtime ready", "new peak", "new table", "MB received")
+
+
+def transferred(requests: list[Any]) -> int:
+    """Bytes the browser received for these requests (headers + encoded body; 0 for a cache hit), as
+    Playwright reports them for the page and its worker."""
+    total = 0
+    for request in requests:
+        try:
+            sizes = request.sizes()
+        except Exception:  # a request whose sizes are gone counts 0
+            continue
+        if request.response() is not None and not request.response().from_service_worker:
+            total += max(0, sizes["responseBodySize"]) + max(0, sizes["responseHeadersSize"])
+    return total
 
 
 def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
@@ -81,16 +96,24 @@ def main() -> int:
             browser = p.chromium.launch(executable_path=args.chromium, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            seen: list[Any] = []
+
+            def record(request: Any) -> None:
+                seen.append(request)
+
             for i in range(args.runs):
                 context = browser.new_context()
+                context.on("requestfinished", record)
                 page = context.new_page()
-                rows["cold"].append(measure(page, url, str(32 + i)))
-                rows["warm"].append(measure(page, url, str(64 + i)))
+                for kind, rank in (("cold", 32 + i), ("warm", 64 + i)):
+                    seen.clear()
+                    times = measure(page, url, str(rank))
+                    rows[kind].append((*times, transferred(seen) / 1e6))
                 context.close()
             browser.close()
         server.shutdown()
         server.server_close()
-    print(f"{'':6}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds, median of {args.runs})")
+    print(f"{'':6}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds and MB, median of {args.runs})")
     for kind, values in rows.items():
         print(f"{kind:6}" + "".join(f"{statistics.median(v[i] for v in values):15.2f}" for i in range(len(COLUMNS))))
     return 0

@@ -41,12 +41,12 @@ from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use t
     RUNTIME_FILES,
     build_wheel,
     csp,
-    install_runtime,
     package_version,
     pyodide_version,
     stdlib_pyc,
     with_csp,
 )
+from pyodide_runtime import install_runtime as _install_runtime  # noqa: E402
 from sizing_labels import fmt_gib, fmt_int, fmt_num, label  # noqa: E402
 
 from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM  # noqa: E402
@@ -169,6 +169,12 @@ def _field_html(name: str, kind: str, choices: tuple[str, ...], value: Any, lang
             f'min="0" value="{e(_text(value))}">{err}</div>')
 
 
+def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
+                    warn: Callable[[str], None] = print) -> dict[str, Any]:
+    """pyodide_runtime.install_runtime, with the form's default configuration computed into the snapshot."""
+    return _install_runtime(site_dir, node_dir, warn, defaults=default_config())
+
+
 def _script_src(lang: str, name: str, depth: int = 1) -> str:
     depth += 0 if lang == "ru" else 1  # /calculator/ or /uz/calculator/
     return "../" * depth + f"{CALC_DIR}/{name}"
@@ -189,7 +195,14 @@ def form_html(lang: str) -> str:
                                                  "reserved", "device", "phase", "component")})
     data = json.dumps({"lang": lang, "text": i18n, "defaults": defaults}, ensure_ascii=False)
     data = data.replace("</", "<\\/")
+    # Pyodide boots in the worker while the rest of the page (theme scripts, calculator.js) loads: a classic
+    # inline script (hashed into the CSP) starts it as soon as the parser gets here and keeps its messages
+    # until calculator.js takes the worker over.
+    boot = ("try{var w=new Worker(" + json.dumps(_script_src(lang, "worker.js")) + ',{type:"module"}),q=[];'
+            "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q}}"
+            "catch(e){window.calcBoot={error:e}}")
     return "\n".join([
+        f"<script>{boot}</script>",
         f'<div id="calc" class="calc" data-lang="{lang}">',
         f'<script type="application/json" id="calc-data">{data}</script>',
         *parts,

@@ -25,6 +25,19 @@ function main() {
   const doc = document.documentElement;
   const t = (key) => (key in L ? L[key] : key);
 
+  // The worker was started by the page's inline script (window.calcBoot, with the messages it sent so far);
+  // without it, start it here, before anything else is wired.
+  const early = window.calcBoot || {};
+  let worker = early.worker || null;
+  let workerError = early.error || null;
+  if (!worker && !workerError) {
+    try {
+      worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
+    } catch (err) {
+      workerError = err;
+    }
+  }
+
   // --- numbers as the build formats them (sizing_labels.fmt_num) --------------------------------------
   function fmtNum(value, decimals) {
     const text = Math.abs(value).toFixed(decimals);
@@ -212,11 +225,8 @@ function main() {
     status.textContent = t("status_failed") + (reason in L ? t(reason) : reason) + (detail ? ` (${detail})` : "");
   }
 
-  let worker;
-  try {
-    worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
-  } catch (err) {
-    fail("no_worker", String(err));
+  if (!worker) {
+    fail("no_worker", String(workerError));
     return;
   }
   worker.onerror = (event) => fail("error", event.message || "worker error");
@@ -304,4 +314,9 @@ function main() {
   form.addEventListener("change", schedule);
   form.addEventListener("submit", (event) => event.preventDefault());
   compute();
+  // What the early-started worker said before this script took it over (a failure, "ready").
+  for (const event of (early.queue || []).splice(0)) {
+    if (event.type === "message") worker.onmessage(event);
+    else worker.onerror(event);
+  }
 }

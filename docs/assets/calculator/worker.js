@@ -15,26 +15,68 @@ async function fetchOk(url) {
   return response;
 }
 
+// The snapshot is stored gzip-compressed; a server that decoded it already hands over the raw heap.
+async function inflate(buffer) {
+  const head = new Uint8Array(buffer, 0, Math.min(2, buffer.byteLength));
+  if (head[0] !== 0x1f || head[1] !== 0x8b) return buffer;
+  const stream = new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).arrayBuffer();
+}
+
 async function boot() {
   const t0 = performance.now();
+  // The manifest, the MIME check and pyodide.mjs in parallel (each waits for the one before it only here).
+  const headP = fetch(BASE + "pyodide.asm.wasm", { method: "HEAD" });
+  const moduleP = import(BASE + "pyodide.mjs");
+  headP.catch(() => {});
+  moduleP.catch(() => {});
   const manifest = await (await fetchOk(new URL("runtime.json", HERE))).json();
   if (!manifest.installed) throw new BootError("not_installed", manifest.message || "");
   // A wrong .wasm MIME type makes loadPyodide hang forever: check it first.
-  const head = await fetch(BASE + "pyodide.asm.wasm", { method: "HEAD" });
+  const head = await headP;
   const type = (head.headers.get("content-type") || "").split(";")[0].trim();
   if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
   if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
   const wheelP = fetchOk(new URL(manifest.wheel, BASE)).then((r) => r.arrayBuffer());
   const bridgeP = fetchOk(new URL("calc_bridge.py", HERE)).then((r) => r.text());
-  const { loadPyodide } = await import(BASE + "pyodide.mjs");
+  // The memory snapshot (made at build time with sizing and calc_bridge imported) skips Python's start-up;
+  // fetched here, in parallel with pyodide.mjs. Without it (or if it fails to restore) boot from scratch.
+  const snapshotP = manifest.snapshot && manifest.stdlib
+    ? fetchOk(BASE + manifest.snapshot).then((r) => r.arrayBuffer()).then(inflate) : null;
+  if (snapshotP) snapshotP.catch(() => {});
+  if (manifest.wasm_gzip) {
+    // Pyodide fetches pyodide.asm.wasm itself: hand it the gzip copy, inflated as it streams in.
+    const wasmURL = BASE + "pyodide.asm.wasm";
+    const plainFetch = self.fetch.bind(self);
+    self.fetch = async (input, init) => {
+      if (String(input instanceof Request ? input.url : input) !== wasmURL) return plainFetch(input, init);
+      self.fetch = plainFetch;
+      const packed = await plainFetch(BASE + manifest.wasm_gzip).catch(() => null);
+      if (!packed || !packed.ok || !packed.body) return plainFetch(input, init);
+      const body = packed.body.pipeThrough(new DecompressionStream("gzip"));
+      return new Response(body, { headers: { "Content-Type": "application/wasm" } });
+    };
+  }
+  const { loadPyodide } = await moduleP;
   const options = { indexURL: BASE, stdout: () => {}, stderr: () => {} };
+  if (manifest.lock_info) options.lockFileContents = { info: manifest.lock_info, packages: {} };
   if (manifest.stdlib) options.stdLibURL = BASE + manifest.stdlib; // precompiled .pyc: about 2 s faster
-  const py = await loadPyodide(options);
+  let py = null;
+  if (snapshotP) {
+    try {
+      py = await loadPyodide({ ...options, _loadSnapshot: snapshotP });
+    } catch (err) {
+      py = null; // a stale or unreadable snapshot: the plain boot below still answers
+    }
+  }
+  const restored = py !== null;
+  if (!restored) py = await loadPyodide(options);
+  // The snapshot holds the heap, not the file system: put the package files back for anything read lazily.
   const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
   py.unpackArchive(new Uint8Array(await wheelP), "wheel", { extractDir: sitePackages });
   py.FS.mkdirTree("/home/pyodide/calc");
   py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", await bridgeP);
-  py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
+  if (!restored) py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
   const bridge = py.pyimport("calc_bridge");
   return { bridge, ms: performance.now() - t0 };
 }
