@@ -21,17 +21,8 @@ SITE_HELPERS = Path(__file__).resolve().parent / "site"
 if str(SITE_HELPERS) not in sys.path:
     sys.path.insert(0, str(SITE_HELPERS))
 
-try:
-    from sizing_blocks import render  # `[[sizing:...]]` placeholders -> Markdown computed by `sizing`
-except ModuleNotFoundError as exc:  # only while scripts/site/sizing_blocks.py does not exist yet
-    if exc.name != "sizing_blocks":
-        raise
-
-    def render(markdown: str, lang: str) -> str:
-        """Identity stand-in for sizing_blocks.render."""
-        return markdown
-
-
+# `[[sizing:...]]` placeholders -> Markdown computed by `sizing`. No stand-in: a page whose numbers
+# cannot be computed must stop the build, not be published with its placeholders.
 import hreflang  # noqa: E402
 import jsonld  # noqa: E402
 import llmstxt  # noqa: E402
@@ -43,6 +34,7 @@ import pyodide_build  # noqa: E402  # calculator: Pyodide runtime, wheel, CSP, i
 import sitemap  # noqa: E402
 import urls  # noqa: E402
 from site_text import OG_LOCALES, text  # noqa: E402
+from sizing_blocks import render  # noqa: E402
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
