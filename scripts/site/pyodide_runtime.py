@@ -114,26 +114,43 @@ STDLIB_PYC = "python_stdlib_pyc.zip"
 STDLIB_CACHE = ROOT / "build" / "pyodide-stdlib"  # survives `npm ci`; /build/ is git-ignored
 
 
+def _run_node(name: str, script: str, args: list[str], out: Path, missing: str, failed: str,
+              warn: Callable[[str], None]) -> bool:
+    """Run a build script under Node that writes `out` (through `out.part`, so a cut run leaves no
+    half file); warn and return False when Node is absent or the script fails."""
+    node = shutil.which("node")
+    if node is None:
+        warn(missing)
+        return False
+    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
+    path = STDLIB_CACHE / name
+    path.write_text(script, "utf-8")
+    partial = out.with_suffix(".part")
+    proc = subprocess.run([node, str(path), *args, str(partial)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
+    if proc.returncode != 0 or not partial.is_file():
+        warn(f"{failed}: {proc.stderr[-500:]}")
+        return False
+    partial.replace(out)
+    return True
+
+
+def _gzip_to(data: bytes, out: Path) -> None:
+    """Write `data` gzip-compressed (reproducibly: no mtime) to `out`, atomically."""
+    partial = out.with_suffix(".gzpart")
+    partial.write_bytes(gzip.compress(data, compresslevel=6, mtime=0))
+    partial.replace(out)
+
+
 def stdlib_pyc(version: str, warn: Callable[[str], None] = print) -> Path | None:
     """The precompiled stdlib zip for this Pyodide version (cached), or None when Node cannot make it."""
     cached = STDLIB_CACHE / f"python_stdlib_pyc-{version}.zip"
     if cached.is_file():
         return cached
-    node = shutil.which("node")
-    if node is None:
-        warn("node not found: the calculator uses the stock (.py) stdlib, about 2 s slower to load")
-        return None
-    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
-    script = STDLIB_CACHE / "make_stdlib_pyc.mjs"
-    script.write_text(STDLIB_PYC_JS, "utf-8")
-    partial = cached.with_suffix(".part")
-    proc = subprocess.run([node, str(script), str(partial)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
-    if proc.returncode != 0 or not partial.is_file():
-        warn(f"precompiling the Pyodide stdlib failed (stock stdlib used): {proc.stderr[-500:]}")
-        return None
-    partial.replace(cached)
-    return cached
+    made = _run_node("make_stdlib_pyc.mjs", STDLIB_PYC_JS, [], cached,
+                     "node not found: the calculator uses the stock (.py) stdlib, about 2 s slower to load",
+                     "precompiling the Pyodide stdlib failed (stock stdlib used)", warn)
+    return cached if made else None
 
 
 # Runs under Node: boots Pyodide on the precompiled stdlib, installs the wheel and calc_bridge.py, imports
@@ -178,28 +195,20 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
     cached = STDLIB_CACHE / f"calc_snapshot-{version}-{key.hexdigest()[:16]}.bin.gz"
     if cached.is_file():
         return cached
-    node = shutil.which("node")
-    if node is None:
-        warn("node not found: the calculator boots without a memory snapshot, about 0.6 s slower")
-        return None
-    for old in STDLIB_CACHE.glob("calc_snapshot-*"):
-        old.unlink()
-    script = STDLIB_CACHE / "make_snapshot.mjs"
-    script.write_text(SNAPSHOT_JS, "utf-8")
+    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
     wheel_file = STDLIB_CACHE / "sizing-snapshot.whl"
     wheel_file.write_bytes(wheel)
     defaults_file = STDLIB_CACHE / "snapshot-defaults.json"
     defaults_file.write_text(defaults, "utf-8")
-    partial = cached.with_suffix(".part")
-    proc = subprocess.run([node, str(script), str(stdlib), str(wheel_file), str(BRIDGE), str(defaults_file),
-                           str(partial)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
-    if proc.returncode != 0 or not partial.is_file():
-        warn(f"making the Pyodide memory snapshot failed (booting without it): {proc.stderr[-500:]}")
+    raw = cached.with_suffix(".raw")
+    if not _run_node("make_snapshot.mjs", SNAPSHOT_JS, [str(stdlib), str(wheel_file), str(BRIDGE), str(defaults_file)],
+                     raw, "node not found: the calculator boots without a memory snapshot, about 0.6 s slower",
+                     "making the Pyodide memory snapshot failed (booting without it)", warn):
         return None
-    cached.with_suffix(".gzpart").write_bytes(gzip.compress(partial.read_bytes(), compresslevel=6, mtime=0))
-    partial.unlink()
-    cached.with_suffix(".gzpart").replace(cached)
+    for old in STDLIB_CACHE.glob("calc_snapshot-*.bin.gz"):  # earlier inputs' snapshots
+        old.unlink()
+    _gzip_to(raw.read_bytes(), cached)
+    raw.unlink()
     return cached
 
 
@@ -228,9 +237,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
         if node_dir == NODE_PYODIDE:
             if not wasm_gz.is_file():
                 STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
-                wasm_gz.with_suffix(".part").write_bytes(
-                    gzip.compress((node_dir / "pyodide.asm.wasm").read_bytes(), compresslevel=6, mtime=0))
-                wasm_gz.with_suffix(".part").replace(wasm_gz)
+                _gzip_to((node_dir / "pyodide.asm.wasm").read_bytes(), wasm_gz)
             shutil.copyfile(wasm_gz, target / WASM_GZIP)
             manifest["wasm_gzip"] = WASM_GZIP
         pyc = stdlib_pyc(version, warn) if node_dir == NODE_PYODIDE else None
