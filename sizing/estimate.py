@@ -147,7 +147,10 @@ def static_bytes(pk: Moment, detail: dict[str, int]) -> int:
     return kept - detail["gathered_bytes"]
 
 
-def _round(n: int) -> int:
+def reserved_bytes(allocated: int, static: int, frag: float) -> int:
+    """max_memory_reserved for an allocated peak: the dynamic part fragments the cache, and large
+    blocks are rounded to 2 MiB. One rule for the estimate, its range and the solvers."""
+    n = allocated + int(frag * max(allocated - static, 0))
     return -(-n // ALLOC_ROUND) * ALLOC_ROUND
 
 
@@ -175,14 +178,11 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     frag = fragmentation(cfg.expandable_segments)
     paged = detail["paged_optimizer_bytes"]
 
-    def reserved_of(alloc: int, f: float) -> int:
-        return _round(alloc + int(f * max(alloc - static, 0)))
-
-    reserved = reserved_of(allocated, frag[1])
+    reserved = reserved_bytes(allocated, static, frag[1])
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
     alloc_lo, alloc_hi = int(lows * (1 - margin)), int(highs * (1 + margin))
-    res_lo, res_hi = reserved_of(alloc_lo, frag[0]), reserved_of(alloc_hi, frag[2])
+    res_lo, res_hi = reserved_bytes(alloc_lo, static, frag[0]), reserved_bytes(alloc_hi, static, frag[2])
     ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
               "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,

@@ -14,7 +14,7 @@ MAX_SEQ = 1 << 20
 
 
 def _fits(cfg: RunConfig) -> bool:
-    from .estimate import _memory, _round, static_bytes, usable_bytes
+    from .estimate import _memory, reserved_bytes, static_bytes, usable_bytes
     from .memory.overhead import fragmentation
     from .memory.timeline import peak
 
@@ -23,8 +23,7 @@ def _fits(cfg: RunConfig) -> bool:
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
     _, ms, detail = _memory(cfg, arch, gpu, "cuda", 1)
     pk = peak(ms)
-    static = static_bytes(pk, detail)
-    reserved = _round(pk.total + int(fragmentation(cfg.expandable_segments)[1] * max(pk.total - static, 0)))
+    reserved = reserved_bytes(pk.total, static_bytes(pk, detail), fragmentation(cfg.expandable_segments)[1])
     return reserved <= usable_bytes(gpu)
 
 
