@@ -201,10 +201,6 @@ def usable_bytes(gpu: Gpu) -> int:
 
 
 def fit_entry(est: Estimate, gpu: Gpu) -> dict[str, Any]:
-    from .solve import max_micro_batch, max_seq_length
+    from .solve import Sizer, fit_row
 
-    usable = usable_bytes(gpu)
-    cfg = replace(est.config, gpu=gpu.id)
-    return {"gpu": gpu.id, "usable_bytes": usable, "fits": est.reserved_bytes <= usable,
-            "headroom_bytes": usable - est.reserved_bytes,
-            "max_micro_batch": max_micro_batch(cfg), "max_seq_length": max_seq_length(cfg)}
+    return fit_row(Sizer(est.config), gpu)

@@ -1,97 +1,156 @@
-# Solvers over the estimate: the largest micro-batch and the longest sequence that still fit.
+# Solvers over the estimate: the largest micro-batch and the longest sequence that still fit, the fewest
+# GPUs, and the fit table over every catalog GPU.
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .catalog import find_gpu, resolve_architecture
+from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
+from .estimate import ALLOC_ROUND, _memory, reserved_bytes, static_bytes, usable_bytes
+from .memory.adapters import trainable
+from .memory.overhead import fragmentation
+from .memory.regime import resolve
+from .memory.timeline import peak
+from .throughput import time_estimate
 
 MAX_BATCH = 4096
 MAX_SEQ = 1 << 20
-
-
-def _fits(cfg: RunConfig) -> bool:
-    from .estimate import _memory, reserved_bytes, static_bytes, usable_bytes
-    from .memory.overhead import fragmentation
-    from .memory.timeline import peak
-
-    assert cfg.gpu is not None
-    gpu = find_gpu(cfg.gpu)
-    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-    _, ms, detail = _memory(cfg, arch, gpu, "cuda", 1)
-    pk = peak(ms)
-    reserved = reserved_bytes(pk.total, static_bytes(pk, detail), fragmentation(cfg.expandable_segments)[1])
-    return reserved <= usable_bytes(gpu)
-
-
-def _largest(ok: Callable[[int], bool], high: int) -> int:
-    """Largest n in [1, high] with ok(n), assuming ok is monotone; 0 when even 1 fails."""
-    if not ok(1):
-        return 0
-    lo, hi = 1, 2
-    while hi <= high and ok(hi):
-        lo, hi = hi, hi * 2
-    hi = min(hi, high + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def max_micro_batch(cfg: RunConfig) -> int:
-    return _largest(lambda b: _fits(replace(cfg, per_device_train_batch_size=b)), MAX_BATCH)
-
-
-def max_seq_length(cfg: RunConfig) -> int:
-    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-    limit = arch.max_positions or MAX_SEQ
-    try:
-        return _largest(lambda s: _fits(replace(cfg, max_seq_length=s)), limit)
-    except SizingError:
-        return 0
-
-
-
 MAX_GPUS = 512
 
 
+class Sizer:
+    """Reserved memory of one configuration with the micro-batch, the sequence length or the GPU count
+    changed. A GPU enters the memory model only through its generation (Hopper's larger cuBLAS
+    workspace), so values are cached per generation and shared by every GPU of a fit table: the
+    searches of 27 GPUs then cost about as much as those of three."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+        self.frag = fragmentation(cfg.expandable_segments)[1]
+        self._cache: dict[tuple[Any, ...], int] = {}
+
+    def reserved(self, gpu: Gpu, **change: Any) -> int:
+        key = (gpu.sm >= (9, 0), *sorted(change.items()))
+        value = self._cache.get(key)
+        if value is None:
+            cfg = replace(self.cfg, gpu=gpu.id, **change)
+            _, ms, detail = _memory(cfg, self.arch, gpu, "cuda", 1)
+            pk = peak(ms)
+            value = reserved_bytes(pk.total, static_bytes(pk, detail), self.frag)
+            self._cache[key] = value
+        return value
+
+    def fits(self, gpu: Gpu, **change: Any) -> bool:
+        return self.reserved(gpu, **change) <= usable_bytes(gpu)
+
+    def max_micro_batch(self, gpu: Gpu) -> int:
+        return _largest(lambda b: self.reserved(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
+
+    def max_seq_length(self, gpu: Gpu) -> int:
+        limit = self.arch.max_positions or MAX_SEQ
+        try:
+            return _largest(lambda s: self.reserved(gpu, max_seq_length=s), usable_bytes(gpu), limit)
+        except SizingError:
+            return 0
+
+    def fewest_gpus(self, gpu: Gpu) -> tuple[int, str]:
+        """Fewest GPUs of this kind whose per-GPU memory fits (0: none up to MAX_GPUS), and the sharding.
+        Replicated data parallelism never lowers per-GPU memory, so a run that does not fit one GPU is
+        sized under FSDP full sharding unless the configuration already shards."""
+        if self.fits(gpu, num_gpus=1, parallelism="none", cpu_offload=False):
+            return 1, "none"
+        mode = self.cfg.parallelism if self.cfg.parallelism in ("fsdp", "zero2", "zero3") else "fsdp"
+        usable = usable_bytes(gpu)
+        if self.reserved(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
+            return 0, mode
+        # Per-GPU memory falls as shards grow: one more than the largest count that still does not fit
+        # (negated, "does not fit" is a bound on a non-decreasing value).
+        short = _largest(lambda k: -self.reserved(gpu, num_gpus=k, parallelism=mode), -usable - 1, MAX_GPUS - 1)
+        return short + 1, mode
+
+
+def _largest(value: Callable[[int], int], limit: int, high: int) -> int:
+    """Largest n in [1, high] with value(n) <= limit for a non-decreasing value; 0 when value(1) > limit.
+
+    Memory is close to linear in tokens, so after doubling to a bracket the next guess interpolates
+    between its ends; the caching allocator's 2 MiB steps make the value a staircase, so a guess that
+    fits is followed by a probe one step further. A guess that does not halve the bracket is followed
+    by a bisection, which keeps the worst case within twice plain bisection.
+    """
+    if value(1) > limit:
+        return 0
+    lo, hi = 1, 2
+    while hi <= high and value(hi) <= limit:
+        lo, hi = hi, hi * 2
+    if hi > high:
+        if value(high) <= limit:
+            return high
+        hi = high
+    bisect = False
+    while hi - lo > 1:
+        width = hi - lo
+        v_lo, v_hi = value(lo), value(hi)
+        guess = (lo + hi) // 2 if bisect else lo + (limit - v_lo) * width // max(v_hi - v_lo, 1)
+        guess = min(max(guess, lo + 1), hi - 1)
+        if value(guess) <= limit:
+            lo = guess
+            step = width * ALLOC_ROUND // max(abs(v_hi - v_lo), 1) + 1  # n per allocator step
+            probe = min(lo + step, hi - 1)
+            if not bisect and probe > lo:
+                if value(probe) <= limit:
+                    lo = probe
+                else:
+                    hi = probe
+        else:
+            hi = guess
+        bisect = not bisect and hi - lo > width // 2
+    return lo
+
+
+def _fits(cfg: RunConfig) -> bool:
+    assert cfg.gpu is not None
+    return Sizer(cfg).fits(find_gpu(cfg.gpu))
+
+
+def max_micro_batch(cfg: RunConfig) -> int:
+    assert cfg.gpu is not None
+    return Sizer(cfg).max_micro_batch(find_gpu(cfg.gpu))
+
+
+def max_seq_length(cfg: RunConfig) -> int:
+    assert cfg.gpu is not None
+    return Sizer(cfg).max_seq_length(find_gpu(cfg.gpu))
+
+
 def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
-    """Fewest GPUs of the configured kind whose per-GPU memory fits (0: none up to MAX_GPUS), and the
-    sharding used. Replicated data parallelism never lowers per-GPU memory, so a run that does not
-    fit one GPU is sized under FSDP full sharding unless the configuration already shards."""
-    if _fits(replace(cfg, num_gpus=1, parallelism="none", cpu_offload=False)):
-        return 1, "none"
-    mode = cfg.parallelism if cfg.parallelism in ("fsdp", "zero2", "zero3") else "fsdp"
+    assert cfg.gpu is not None
+    return Sizer(cfg).fewest_gpus(find_gpu(cfg.gpu))
 
-    def ok(k: int) -> bool:
-        return _fits(replace(cfg, num_gpus=k, parallelism=mode))
 
-    if not ok(MAX_GPUS):
-        return 0, mode
-    # per-GPU memory falls as shards grow: one more than the largest count that still does not fit
-    return _largest(lambda k: not ok(k), MAX_GPUS - 1) + 1, mode
+def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:
+    """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`."""
+    usable = usable_bytes(gpu)
+    reserved = sizer.reserved(gpu)
+    return {"gpu": gpu.id, "usable_bytes": usable, "fits": reserved <= usable, "headroom_bytes": usable - reserved,
+            "max_micro_batch": sizer.max_micro_batch(gpu), "max_seq_length": sizer.max_seq_length(gpu)}
 
 
 def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
     time (and cost when a price is given) on that many GPUs."""
-    from .catalog import gpus
-    from .estimate import estimate
-
+    sizer = Sizer(cfg)
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
-        run = replace(cfg, gpu=gpu.id)
-        fit = estimate(run).fits[0]
-        count, mode = fewest_gpus(run)
-        row: dict[str, Any] = {**fit, "name": gpu.name, "fewest_gpus": count, "fewest_gpus_parallelism": mode,
-                               "time": None}
+        count, mode = sizer.fewest_gpus(gpu)
+        row: dict[str, Any] = {**fit_row(sizer, gpu), "name": gpu.name, "fewest_gpus": count,
+                               "fewest_gpus_parallelism": mode, "time": None}
         if count:
-            row["time"] = estimate(replace(run, num_gpus=count, parallelism=mode if count > 1 else "none")).time
+            run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")
+            row["time"] = time_estimate(run, sizer.arch, resolve(run, sizer.arch, "cuda"),
+                                        trainable(run, sizer.arch), gpu)
         rows.append(row)
     return rows

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sizing import estimate, load_config
-from sizing.solve import _fits, fewest_gpus, max_micro_batch, max_seq_length
+from sizing.solve import _fits, _largest, fewest_gpus, fit_table, max_micro_batch, max_seq_length
 
 RUN: dict[str, Any] = {"model": "meta-llama/Llama-3.1-8B", "method": "lora", "bf16": True, "r": 16,
                        "target_modules": "all-linear", "max_seq_length": 2048, "per_device_train_batch_size": 2,
@@ -74,3 +74,34 @@ def test_hours_and_cost_follow_tokens_and_price() -> None:
     assert t is not None
     assert t["total_hours"] == pytest.approx(2e7 / t["tokens_per_second"] / 3600)
     assert t["cost"] == pytest.approx(t["total_hours"] * 2 * 1.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(st.integers(0, 5 * 2**21), min_size=1, max_size=300), start=st.integers(0, 2**30),
+       limit=st.integers(0, 2**31), round_to=st.sampled_from([1, 2**21]))
+def test_largest_agrees_with_a_scan_on_any_staircase(steps: list[int], start: int, limit: int,
+                                                      round_to: int) -> None:
+    # Any non-decreasing value, rounded like the caching allocator's blocks: the interpolating search
+    # must find exactly what a scan finds.
+    values = [start]
+    for s in steps:
+        values.append(values[-1] + s)
+    values = [-(-v // round_to) * round_to for v in values]
+
+    def value(n: int) -> int:
+        return values[n - 1]
+
+    high = len(values)
+    want = max((n for n in range(1, high + 1) if value(n) <= limit), default=0)
+    assert _largest(value, limit, high) == want
+
+
+def test_fit_table_rows_are_the_largest_that_fit() -> None:
+    cfg = load_config({**RUN, "attn_implementation": "eager", "gradient_checkpointing": False})
+    for row in fit_table(cfg)[::4]:
+        run = replace(cfg, gpu=row["gpu"])
+        b, s = row["max_micro_batch"], row["max_seq_length"]
+        assert b == 0 or _fits(replace(run, per_device_train_batch_size=b))
+        assert not _fits(replace(run, per_device_train_batch_size=b + 1))
+        assert s == 0 or _fits(replace(run, max_seq_length=s))
+        assert s == 131072 or not _fits(replace(run, max_seq_length=s + 1))
