@@ -3,11 +3,16 @@
     python scripts/bench_calculator.py [--runs 3] [--lang en] [--chromium /usr/bin/chromium]
 
 Builds the site (strict) into a temporary folder, serves it on a free port with the right MIME types, and
-prints, per run: time to first numbers (the build-time results are in the HTML), time to runtime ready
-(<html data-runtime="ready">: Pyodide booted, the wheel installed, the current configuration computed)
-and time to a recomputed result after changing the rank, and the megabytes received over the network for
-the load (headers + bodies of every response the page and its worker got; cache hits count 0). "cold" is a
-fresh browser context (empty HTTP cache), "warm" a second navigation in the same context.
+prints the medians of: time to first numbers (the build-time results are in the HTML); time until the
+runtime answers (<html data-runtime="ready">: Pyodide restored, the current configuration computed with
+its fit table), as the page itself records it from navigation start (design/pyodide-load.md's
+nav->answer) and as Playwright sees it (a few ms more: its polling and messages); the time of
+one recompute after changing the rank, to the new peak and to the new fit table; and the bytes
+transferred for the load (headers + bodies of every response the page and its worker got; cache hits
+count 0) with the number of requests. "cold" is a fresh browser context (empty HTTP cache), "warm" a
+later visit in the same context (after about:blank: the first visit's page and worker are gone). Then
+the worker's boot stages of the last run (ms after the worker started; the worker itself starts
+`worker_created` ms after navigation).
 """
 
 from __future__ import annotations
@@ -38,13 +43,18 @@ class Handler(SimpleHTTPRequestHandler):
 
 
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
-COLUMNS = ("first numbers", "runtime ready", "new peak", "new table", "MB received")
+READY = "() => document.documentElement.dataset.runtime === 'ready'"
+FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]') !== null"
+# Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
+# (measured here: 150-500 ms after the page had answered).
+POLL = 10
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "bytes", "requests")
 
 
-def transferred(requests: list[Any]) -> int:
+def transferred(requests: list[Any]) -> tuple[int, int]:
     """Bytes the browser received for these requests (headers + encoded body; 0 for a cache hit), as
     Playwright reports them for the page and its worker."""
-    total = 0
+    total = count = 0
     for request in requests:
         try:
             sizes = request.sizes()
@@ -52,25 +62,27 @@ def transferred(requests: list[Any]) -> int:
             continue
         if request.response() is not None and not request.response().from_service_worker:
             total += max(0, sizes["responseBodySize"]) + max(0, sizes["responseHeadersSize"])
-    return total
+            count += 1
+    return total, count
 
 
 def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
-    """Seconds from navigation to the build-time numbers and to the runtime's first answer; after a rank
-    change, to the recomputed peak and to the recomputed fit table (<html data-runtime="ready">)."""
+    """Seconds from navigation to the build-time numbers and to the runtime's first answer (in the page and
+    as seen from here); after a rank change, to the recomputed peak and to the recomputed fit table."""
     start = time.perf_counter()
     page.goto(url, wait_until="commit")
-    page.wait_for_selector("[data-testid=peak-allocated][data-bytes]", state="attached")
+    page.wait_for_function(FIRST, polling=POLL)
     first = time.perf_counter() - start
-    page.wait_for_selector("html[data-runtime=ready]", timeout=120_000)
+    page.wait_for_function(READY, polling=POLL, timeout=120_000)
     ready = time.perf_counter() - start
+    in_page = int(page.get_attribute("html", "data-ready-at") or 0) / 1000
     before = page.get_attribute("[data-testid=peak-allocated]", "data-bytes")
     t0 = time.perf_counter()
     page.fill("#calc-r", rank)
-    page.wait_for_function(CHANGED, arg=before, timeout=120_000)
+    page.wait_for_function(CHANGED, arg=before, polling=POLL, timeout=120_000)
     peak = time.perf_counter() - t0
-    page.wait_for_selector("html[data-runtime=ready]", timeout=120_000)
-    return first, ready, peak, time.perf_counter() - t0
+    page.wait_for_function(READY, polling=POLL, timeout=120_000)
+    return first, in_page, ready, peak, time.perf_counter() - t0
 
 
 def main() -> int:
@@ -97,6 +109,7 @@ def main() -> int:
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync"])
             seen: list[Any] = []
+            stages: dict[str, str] = {}
 
             def record(request: Any) -> None:
                 seen.append(request)
@@ -106,16 +119,22 @@ def main() -> int:
                 context.on("requestfinished", record)
                 page = context.new_page()
                 for kind, rank in (("cold", 32 + i), ("warm", 64 + i)):
+                    if kind == "warm":  # a returning visitor: the first visit's page (and worker) is gone
+                        page.goto("about:blank")
                     seen.clear()
                     times = measure(page, url, str(rank))
-                    rows[kind].append((*times, transferred(seen) / 1e6))
+                    rows[kind].append((*times, *transferred(seen)))
+                    stages[kind] = page.get_attribute("html", "data-boot-stages") or "{}"
                 context.close()
             browser.close()
         server.shutdown()
         server.server_close()
-    print(f"{'':6}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds and MB, median of {args.runs})")
+    print(f"{'':6}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds, bytes; median of {args.runs})")
     for kind, values in rows.items():
-        print(f"{kind:6}" + "".join(f"{statistics.median(v[i] for v in values):15.2f}" for i in range(len(COLUMNS))))
+        cells = [statistics.median(v[i] for v in values) for i in range(len(COLUMNS))]
+        print(f"{kind:6}" + "".join(f"{c:15.2f}" for c in cells[:-2]) + f"{cells[-2]:15,.0f}{cells[-1]:15.0f}")
+    for kind, text in stages.items():
+        print(f"boot stages, {kind}, last run: {text}")
     return 0
 
 

@@ -195,14 +195,7 @@ def form_html(lang: str) -> str:
                                                  "reserved", "device", "phase", "component")})
     data = json.dumps({"lang": lang, "text": i18n, "defaults": defaults}, ensure_ascii=False)
     data = data.replace("</", "<\\/")
-    # Pyodide boots in the worker while the rest of the page (theme scripts, calculator.js) loads: a classic
-    # inline script (hashed into the CSP) starts it as soon as the parser gets here and keeps its messages
-    # until calculator.js takes the worker over.
-    boot = ("try{var w=new Worker(" + json.dumps(_script_src(lang, "worker.js")) + ',{type:"module"}),q=[];'
-            "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q}}"
-            "catch(e){window.calcBoot={error:e}}")
     return "\n".join([
-        f"<script>{boot}</script>",
         f'<div id="calc" class="calc" data-lang="{lang}">',
         f'<script type="application/json" id="calc-data">{data}</script>',
         *parts,
@@ -409,9 +402,23 @@ def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
 SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
 
 
+def boot_script(lang: str) -> str:
+    """Pyodide boots in the worker while the rest of the page (stylesheets, theme scripts, calculator.js)
+    loads: this classic inline script, first in <head> (hashed into the CSP), starts it before anything
+    else and keeps its messages until calculator.js takes the worker over."""
+    return ("<script>try{var w=new Worker(" + json.dumps(_script_src(lang, "worker.js")) + ',{type:"module"}),q=[];'
+            "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
+            "catch(e){window.calcBoot={error:e}}</script>")
+
+
 def fill_slots(page: str) -> str:
-    """Replace the calculator slots of a built page with their HTML."""
-    return SLOT.sub(lambda m: SLOT_HTML[m.group(1)](m.group(2)), page)
+    """Replace the calculator slots of a built page with their HTML; a page with the calculator's form
+    starts its worker from the top of <head>."""
+    form = re.search(r'<div data-calc-slot="form" data-lang="([\w-]+)"', page)
+    page = SLOT.sub(lambda m: SLOT_HTML[m.group(1)](m.group(2)), page)
+    if form:
+        page = re.sub(r"<head>", lambda _: "<head>\n  " + boot_script(form.group(1)), page, count=1)
+    return page
 
 
 sizing_blocks.HANDLERS.setdefault("calculator_form", _form_slot)

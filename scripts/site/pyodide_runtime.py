@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import heap_pack
+
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
 # What the browser fetches from the npm package (pyodide.asm.js no longer exists in 314.x).
@@ -135,6 +137,13 @@ def _run_node(name: str, script: str, args: list[str], out: Path, missing: str, 
     return True
 
 
+def gzip_size(path: Path) -> int:
+    """The uncompressed size a gzip file records (ISIZE, modulo 2**32: our files are far smaller)."""
+    with path.open("rb") as fh:
+        fh.seek(-4, 2)
+        return int.from_bytes(fh.read(4), "little")
+
+
 def _gzip_to(data: bytes, out: Path) -> None:
     """Write `data` gzip-compressed (reproducibly: no mtime) to `out`, atomically."""
     partial = out.with_suffix(".gzpart")
@@ -177,9 +186,9 @@ py.runPython("calc_bridge.compute_json(default_config); calc_bridge.compute_json
 py.runPython("del default_config");
 writeFileSync(out, py.makeMemorySnapshot());
 """
-# Served gzip-compressed (31 MB of heap, mostly zeros -> about 5 MB; the worker inflates it with
-# DecompressionStream), under a name no server takes for Content-Encoding (no .gz extension).
-SNAPSHOT = "calc_snapshot-gzip.bin"
+# Served without its zero pages (heap_pack.py: 31 -> 13 MB) and gzip-compressed (about 5 MB; the worker
+# inflates it with DecompressionStream as it arrives), under a name no server takes for Content-Encoding.
+SNAPSHOT = "calc_heap-gzip.bin"
 WASM_GZIP = "pyodide.asm-gzip.bin"
 BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 
@@ -192,7 +201,7 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
     for part in (version.encode(), SNAPSHOT_JS.encode(), stdlib.read_bytes(), wheel, BRIDGE.read_bytes(),
                  defaults.encode()):
         key.update(hashlib.sha256(part).digest())
-    cached = STDLIB_CACHE / f"calc_snapshot-{version}-{key.hexdigest()[:16]}.bin.gz"
+    cached = STDLIB_CACHE / f"calc_heap-{version}-{key.hexdigest()[:16]}.bin.gz"
     if cached.is_file():
         return cached
     STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
@@ -205,9 +214,9 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
                      raw, "node not found: the calculator boots without a memory snapshot, about 0.6 s slower",
                      "making the Pyodide memory snapshot failed (booting without it)", warn):
         return None
-    for old in STDLIB_CACHE.glob("calc_snapshot-*.bin.gz"):  # earlier inputs' snapshots
-        old.unlink()
-    _gzip_to(raw.read_bytes(), cached)
+    for old in [*STDLIB_CACHE.glob("calc_heap-*.bin.gz"), *STDLIB_CACHE.glob("calc_snapshot-*")]:
+        old.unlink()  # earlier inputs' snapshots
+    _gzip_to(heap_pack.pack(raw.read_bytes()), cached)
     raw.unlink()
     return cached
 
@@ -248,6 +257,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
             if snapshot is not None:
                 shutil.copyfile(snapshot, target / SNAPSHOT)
                 manifest["snapshot"] = SNAPSHOT
+                manifest["snapshot_packed_bytes"] = gzip_size(snapshot)
     out = site_dir / CALC_DIR / "runtime.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")

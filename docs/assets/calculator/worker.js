@@ -15,13 +15,43 @@ async function fetchOk(url) {
   return response;
 }
 
-// The snapshot is stored gzip-compressed; a server that decoded it already hands over the raw heap.
-async function inflate(buffer) {
-  const head = new Uint8Array(buffer, 0, Math.min(2, buffer.byteLength));
-  if (head[0] !== 0x1f || head[1] !== 0x8b) return buffer;
-  const stream = new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Response(stream).arrayBuffer();
+// A gzip response body, inflated as it arrives into a buffer of the size runtime.json announces.
+async function inflateInto(response, size) {
+  const out = new Uint8Array(size);
+  const reader = response.body.pipeThrough(new DecompressionStream("gzip")).getReader();
+  let at = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    out.set(value, at); // a RangeError here (more bytes than announced) fails the snapshot: plain boot
+    at += value.length;
+  }
+  if (at !== size) throw new BootError("snapshot", `${at} of ${size} bytes`);
+  return out;
 }
+
+// The heap without its zero pages (scripts/site/heap_pack.py) -> the heap: allocate it zeroed, copy the runs.
+function unpackHeap(packed) {
+  const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+  if (view.getUint32(0, true) !== 0x31504843) throw new BootError("snapshot", "not a packed heap"); // "CHP1"
+  const length = view.getUint32(4, true);
+  const page = view.getUint32(8, true);
+  const runs = view.getUint32(12, true);
+  const heap = new Uint8Array(length);
+  let at = 16 + 8 * runs;
+  for (let i = 0; i < runs; i++) {
+    const start = view.getUint32(16 + 8 * i, true) * page;
+    const size = Math.min(view.getUint32(20 + 8 * i, true) * page, length - start);
+    heap.set(packed.subarray(at, at + size), start);
+    at += size;
+  }
+  if (at !== packed.length) throw new BootError("snapshot", "packed heap has trailing bytes");
+  return heap;
+}
+
+// Milliseconds since the worker started, per boot stage (the benchmark prints them).
+const stages = {};
+const mark = (name) => { stages[name] = Math.round(performance.now()); };
 
 async function boot() {
   const t0 = performance.now();
@@ -31,6 +61,7 @@ async function boot() {
   headP.catch(() => {});
   moduleP.catch(() => {});
   const manifest = await (await fetchOk(new URL("runtime.json", HERE))).json();
+  mark("manifest");
   if (!manifest.installed) throw new BootError("not_installed", manifest.message || "");
   // A wrong .wasm MIME type makes loadPyodide hang forever: check it first.
   const head = await headP;
@@ -41,9 +72,11 @@ async function boot() {
   const bridgeP = fetchOk(new URL("calc_bridge.py", HERE)).then((r) => r.text());
   // The memory snapshot (made at build time with sizing and calc_bridge imported) skips Python's start-up;
   // fetched here, in parallel with pyodide.mjs. Without it (or if it fails to restore) boot from scratch.
-  const snapshotP = manifest.snapshot && manifest.stdlib
-    ? fetchOk(BASE + manifest.snapshot).then((r) => r.arrayBuffer()).then(inflate) : null;
-  if (snapshotP) snapshotP.catch(() => {});
+  const snapshotP = manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes
+    ? fetchOk(BASE + manifest.snapshot).then((r) => inflateInto(r, manifest.snapshot_packed_bytes))
+      .then((packed) => { mark("snapshot_inflated"); return unpackHeap(packed); })
+    : null;
+  if (snapshotP) snapshotP.then(() => mark("heap"), () => {});
   if (manifest.wasm_gzip) {
     // Pyodide fetches pyodide.asm.wasm itself: hand it the gzip copy, inflated as it streams in.
     const wasmURL = BASE + "pyodide.asm.wasm";
@@ -58,6 +91,7 @@ async function boot() {
     };
   }
   const { loadPyodide } = await moduleP;
+  mark("pyodide_mjs");
   const options = { indexURL: BASE, stdout: () => {}, stderr: () => {} };
   if (manifest.lock_info) options.lockFileContents = { info: manifest.lock_info, packages: {} };
   if (manifest.stdlib) options.stdLibURL = BASE + manifest.stdlib; // precompiled .pyc: about 2 s faster
@@ -70,6 +104,7 @@ async function boot() {
     }
   }
   const restored = py !== null;
+  mark(restored ? "restored" : "snapshot_failed");
   if (!restored) py = await loadPyodide(options);
   // The snapshot holds the heap, not the file system: put the package files back for anything read lazily.
   const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
@@ -78,6 +113,7 @@ async function boot() {
   py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", await bridgeP);
   if (!restored) py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
   const bridge = py.pyimport("calc_bridge");
+  mark("bridge");
   return { bridge, ms: performance.now() - t0 };
 }
 
@@ -90,7 +126,7 @@ function withTimeout(promise) {
 }
 
 const runtime = withTimeout(boot()).then(
-  (rt) => { self.postMessage({ type: "ready", ms: rt.ms }); return rt; },
+  (rt) => { self.postMessage({ type: "ready", ms: rt.ms, stages }); return rt; },
   (err) => {
     self.postMessage({ type: "failed", reason: err.reason || "error", detail: String(err.detail || err.message || err) });
     return null;
