@@ -281,7 +281,7 @@ def csp(html_text: str) -> str:
         hashes.append(f"'sha256-{digest}'")
     script = " ".join(["'self'", "'wasm-unsafe-eval'", *sorted(set(hashes))])
     return ("default-src 'self'; " f"script-src {script}; worker-src 'self'; connect-src 'self'; "
-            "img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; object-src 'none'; "
+            "img-src 'self' data:; style-src 'self'; font-src 'self'; object-src 'none'; "
             "base-uri 'self'; form-action 'self'")
 
 

@@ -52,6 +52,9 @@ class Watched:
 @pytest.fixture
 def watched(browser: Any, base_url: str) -> Iterator[Watched]:
     context = browser.new_context()
+    # Every Content-Security-Policy violation on the page (a blocked inline style or script included).
+    context.add_init_script("document.addEventListener('securitypolicyviolation', (e) => "
+                            "(window.__csp = window.__csp || []).push(e.violatedDirective + ' ' + e.blockedURI))")
     page = context.new_page()
     page.set_default_timeout(READY)
     yield Watched(page, base_url)
@@ -112,6 +115,16 @@ def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> N
     snippet = page.evaluate("navigator.clipboard.readText()")
     assert "LoraConfig(" in snippet and "r=64," in snippet and "bnb_4bit_quant_type='nf4'" in snippet
     assert "optim='paged_adamw_8bit'" in snippet and "BitsAndBytesConfig(" in snippet
+    policy = page.get_attribute("meta[http-equiv=Content-Security-Policy]", "content")
+    assert "unsafe-inline" not in policy and "default-src 'self'" in policy
+    assert page.evaluate("window.__csp || []") == []
+    assert not watched.errors, watched.errors
+    page.evaluate("document.getElementById('calc-status').setAttribute('style', 'color: red')")  # the control
+    page.wait_for_function("() => (window.__csp || []).some((v) => v.startsWith('style-src'))")
+    assert page.evaluate("getComputedStyle(document.getElementById('calc-status')).color") != "rgb(255, 0, 0)"
+    page.evaluate("window.__csp = []")
+    page.wait_for_timeout(100)
+    watched.errors.clear()  # the control's own console report
     page.click("#calc-copy-trial")
     assert page.evaluate("navigator.clipboard.readText()") == (
         "python trial.py CONFIG.json --data DATA.jsonl --out DIR --max-steps 20")
