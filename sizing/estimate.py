@@ -19,7 +19,7 @@ from .memory.timeline import COMPONENTS, Moment, StepInputs, moments, peak
 from .memory.weights import weights
 from .parallel import Totals, shares
 from .throughput import time_estimate
-from .warnings import collect_warnings
+from .warnings import collect_warnings, does_not_fit
 
 ALLOC_ROUND = 2 * 2**20  # the caching allocator rounds large blocks to 2 MiB
 # Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
@@ -188,9 +188,11 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
                    allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
                    confidence=confidence, detail=detail)
-    est.warnings = collect_warnings(cfg, arch, reg, gpu, detail)
+    est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
     if gpu is not None:
         est.fits = [fit_entry(est, gpu)]
+        if not est.fits[0]["fits"]:
+            est.warnings.insert(0, does_not_fit(gpu, -est.fits[0]["headroom_bytes"]))
         est.time = time_estimate(cfg, arch, reg, trainable(cfg, arch), gpu)
     return est
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +131,32 @@ def _measured(rep: TrialReport, key: str) -> tuple[int | None, int | None, str |
     return None, None, str(reason) if reason else "not measured"
 
 
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return float(value) if ok else None
+
+
+def _time(rep: TrialReport, est: Estimate) -> dict[str, Any]:
+    """Measured step time and throughput next to the estimate's. The first optimizer step builds the
+    optimizer states and warms up kernels, so the median leaves it out when later steps exist."""
+    done = [s for s in rep.steps if s.get("completed", True) and _number(s.get("seconds"))]
+    timed = done[1:] if len(done) > 1 else done
+    seconds = statistics.median(float(s["seconds"]) for s in timed) if timed else None
+    tps = _number(rep.peaks.get("steady_tokens_per_second")) or _number(rep.peaks.get("tokens_per_second"))
+    if tps is None and timed:
+        spent = sum(float(s["seconds"]) for s in timed)
+        tps = sum(_number(s.get("tokens")) or 0 for s in timed) / spent if spent else None
+    t = est.time or {}
+
+    def diff(estimated: Any, measured: float | None) -> float | None:
+        return None if estimated is None or not measured else round((estimated - measured) / measured * 100, 2)
+
+    return {"measured_step_seconds": seconds, "estimated_step_seconds": t.get("step_seconds"),
+            "step_difference_percent": diff(t.get("step_seconds"), seconds),
+            "measured_tokens_per_second": tps, "estimated_tokens_per_second": t.get("tokens_per_second"),
+            "tokens_difference_percent": diff(t.get("tokens_per_second"), tps), "steps_timed": len(timed)}
+
+
 def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
     """Measured peaks against the estimate of the report's configuration.
 
@@ -155,7 +182,7 @@ def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
         "status": rep.status, "message": rep.message, "rank": rep.rank, "world_size": rep.world_size,
         "failure": dict(rep.failure) if rep.failure is not None else None,
         "steps": len(rep.steps), "peak_phase": est.peak_moment.phase, "confidence": est.confidence,
-        "figures": figures,
+        "figures": figures, "time": _time(rep, est),
         "checks": {k: checks.get(k) for k in ("reload_matches", "eval_loss_before", "eval_loss_after")},
     }
 
@@ -188,6 +215,14 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.4f}"
 
+    t = cmp["time"]
+
+    def sec(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    lines.append(f"step time: measured {sec(t['measured_step_seconds'])} s (median of {t['steps_timed']} step(s)), "
+                 f"estimated {sec(t['estimated_step_seconds'])} s; tokens/s measured "
+                 f"{sec(t['measured_tokens_per_second'])}, estimated {sec(t['estimated_tokens_per_second'])}")
     lines.append(f"checks: reload matches {c['reload_matches'] if c['reload_matches'] is not None else '-'}, "
                  f"eval loss {num(c['eval_loss_before'])} -> {num(c['eval_loss_after'])}")
     return "\n".join(lines)

@@ -1,6 +1,8 @@
-# Warnings: things the user should know about a run, each with a stable code for translation.
+# Warnings: things the user should know about a run, each with a stable code and parameters, so the
+# page can say it in the reader's language (the message here is the English text of the command line).
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .arch import Architecture
@@ -13,9 +15,22 @@ def _w(code: str, message: str, **params: Any) -> dict[str, Any]:
     return {"code": code, "message": message, "params": params}
 
 
+# The logits and the loss are worth a warning once they are this share of the peak: then a chunked or
+# fused cross-entropy, not a smaller adapter or optimizer, is what lowers memory.
+LOGITS_SHARE = 0.25
+
+
 def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu | None,
-                     detail: dict[str, int]) -> list[dict[str, Any]]:
+                     detail: dict[str, int], parts: Mapping[str, int]) -> list[dict[str, Any]]:
+    """`parts`: the components at the peak."""
     out: list[dict[str, Any]] = []
+    total = sum(parts.values())
+    logits = parts.get("logits_and_loss", 0)
+    if total and logits >= LOGITS_SHARE * total:
+        percent = round(100 * logits / total)
+        out.append(_w("logits_dominate", f"the logits and the loss are {percent}% of the peak: a chunked or fused "
+                      "cross-entropy (loss_implementation) or fewer tokens per micro-batch lowers it",
+                      percent=percent))
     if reg.quant == "4bit" and cfg.bnb_4bit_compute_dtype == "float32" and reg.autocast:
         out.append(_w("bnb_compute_fp32", "bnb_4bit_compute_dtype is float32 (the BitsAndBytesConfig default): "
                       "4-bit layers dequantize to fp32; set it to bfloat16"))
@@ -42,9 +57,18 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
         out.append(_w("compile_approximate", "torch.compile fuses kernels and changes what is saved: approximate"))
     if gpu is not None:
         if cfg.bf16 and gpu.supports.get("bf16") is False:
-            out.append(_w("gpu_no_bf16", f"{gpu.name} has no bf16 support: use fp16 with loss scaling", gpu=gpu.id))
+            out.append(_w("gpu_no_bf16", f"{gpu.name} has no bf16 support: use fp16 with loss scaling", gpu=gpu.id,
+                          gpu_name=gpu.name))
         if reg.attention == "flash_attention_2" and gpu.supports.get("flash_attention_2") is False:
-            out.append(_w("gpu_no_flash_attention_2", f"{gpu.name} does not support FlashAttention-2", gpu=gpu.id))
+            out.append(_w("gpu_no_flash_attention_2", f"{gpu.name} does not support FlashAttention-2", gpu=gpu.id,
+                          gpu_name=gpu.name))
         if cfg.quantized and gpu.supports.get("bitsandbytes") is False:
-            out.append(_w("gpu_no_bitsandbytes", f"bitsandbytes does not support {gpu.name}", gpu=gpu.id))
+            out.append(_w("gpu_no_bitsandbytes", f"bitsandbytes does not support {gpu.name}", gpu=gpu.id,
+                          gpu_name=gpu.name))
     return out
+
+
+def does_not_fit(gpu: Gpu, shortfall: int) -> dict[str, Any]:
+    return _w("does_not_fit", f"does not fit {gpu.name}: {shortfall / 2**30:.2f} GiB short; the fit table lists larger "
+              "cards, the fewest GPUs, the largest micro-batch and the longest sequence that fit",
+              gpu=gpu.id, gpu_name=gpu.name, bytes=shortfall)

@@ -90,3 +90,16 @@ def test_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert "report_malformed" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.json")]) == 2
     assert "report_unreadable" in capsys.readouterr().err
+
+
+def test_step_time_leaves_out_the_first_step_and_compares_with_the_estimate() -> None:
+    steps = [_step(1, GiB, GiB, None), _step(2, GiB, GiB, None), _step(3, GiB, GiB, None), _step(4, GiB, GiB, None)]
+    steps[0]["seconds"], steps[1]["seconds"], steps[2]["seconds"], steps[3]["seconds"] = 9.0, 2.0, 4.0, 3.0
+    cmp = compare(load_report(json.dumps(report(steps))))
+    t = cmp["time"]
+    assert t["measured_step_seconds"] == 3.0 and t["steps_timed"] == 3  # median of 2, 4, 3: warm-up left out
+    assert t["measured_tokens_per_second"] == pytest.approx(3 * 2048 / 9.0)
+    est = estimate(CONFIG).time
+    assert est is not None and t["estimated_step_seconds"] == est["step_seconds"]
+    assert t["step_difference_percent"] == pytest.approx((est["step_seconds"] - 3.0) / 3.0 * 100, abs=0.01)
+    assert "step time: measured 3.00 s (median of 3 step(s))" in format_comparison(cmp)
