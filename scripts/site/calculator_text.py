@@ -158,6 +158,9 @@ TEXT: dict[str, dict[str, str]] = {
     "rq_s_gpu": {"ru": "GPU и хост", "uz": "GPU va xost", "en": "GPU and host"},
     "rq_s_estimate": {"ru": "Оценка (не измерение; sizing)", "uz": "Baho (o‘lchov emas; sizing)",
                       "en": "Estimate (not a measurement; sizing)"},
+    "rq_s_measured": {"ru": "Измерено пробным запуском (trial.py)", "uz": "Sinov ishga tushirishda o‘lchangan "
+                      "(trial.py)", "en": "Measured by a trial run (trial.py)"},
+    "rq_step_time": {"ru": "Время шага оптимизатора", "uz": "Optimizator qadami vaqti", "en": "Optimizer step time"},
     "rq_s_notes": {"ru": "Примечания", "uz": "Izohlar", "en": "Notes"},
     "rq_model": {"ru": "Модель", "uz": "Model", "en": "Model"},
     "rq_custom_model": {"ru": "своя (config.json приложен)", "uz": "o‘zimizniki (config.json ilova qilingan)",
@@ -192,4 +195,131 @@ TEXT: dict[str, dict[str, str]] = {
     "rq_refused": {"ru": "Запрос не составлен: уберите секреты из полей:", "uz": "So‘rov tuzilmadi: maydonlardan "
                    "maxfiy maʼlumotlarni olib tashlang:", "en": "No request: remove the secrets from these fields:"},
     "rq_runtime_failed": {"ru": "Оценка недоступна: ", "uz": "Baho mavjud emas: ", "en": "No estimate: "},
+    "compare_title": {"ru": "H100 и H200 для этой конфигурации", "uz": "Ushbu konfiguratsiya uchun H100 va H200",
+                      "en": "H100 and H200 for this configuration"},
+    "compare_note": {"ru": "Время и стоимость — на наименьшем числе GPU, на котором запуск помещается, по введённой "
+                     "цене GPU-часа.", "uz": "Vaqt va narx — ishga tushirish sig‘adigan eng kam GPU sonida, "
+                     "kiritilgan GPU-soat narxi bo‘yicha.", "en": "Time and cost are on the fewest GPUs that fit, "
+                     "at the price per GPU-hour entered."},
+    # an imported trial report (calc_report.js)
+    "report_import": {"ru": "Загрузить отчёт пробного запуска (report.json):",
+                      "uz": "Sinov ishga tushirish hisobotini yuklash (report.json):",
+                      "en": "Import a trial report (report.json):"},
+    "report_title": {"ru": "Измерено и оценено", "uz": "O‘lchangan va baholangan", "en": "Measured and estimated"},
+    "report_status": {"ru": "Пробный запуск: {status}, шагов записано: {steps}", "uz": "Sinov: {status}, yozilgan "
+                      "qadamlar: {steps}", "en": "Trial: {status}, {steps} step(s) recorded"},
+    "report_oom": {"ru": "Запуску не хватило памяти на шаге {step} ({phase}).",
+                   "uz": "Ishga tushirishga {step}-qadamda ({phase}) xotira yetmadi.",
+                   "en": "The trial ran out of memory at step {step} ({phase})."},
+    "report_estimated": {"ru": "Оценка, ГиБ", "uz": "Baho, GiB", "en": "Estimated, GiB"},
+    "report_range": {"ru": "Диапазон", "uz": "Oraliq", "en": "Range"},
+    "report_measured": {"ru": "Измерено, ГиБ", "uz": "O‘lchangan, GiB", "en": "Measured, GiB"},
+    "report_diff": {"ru": "Оценка − измерение", "uz": "Baho − o‘lchov", "en": "Estimate − measured"},
+    "report_step": {"ru": "Шаг оптимизатора, с", "uz": "Optimizator qadami, s", "en": "Optimizer step, s"},
+    "report_reload": {"ru": "Адаптер после сохранения и загрузки даёт те же выходы",
+                      "uz": "Saqlab qayta yuklangan adapter bir xil natija beradi",
+                      "en": "The adapter gives the same outputs after save and reload"},
+    "report_loss": {"ru": "потери на отложенной выборке до → после", "uz": "ajratilgan to‘plamdagi yo‘qotish oldin → "
+                    "keyin", "en": "held-out loss before → after"},
+    "report_not_measured": {"ru": "Не измерено", "uz": "O‘lchanmagan", "en": "Not measured"},
+    "report_note": {"ru": "Оценка — для конфигурации из отчёта (она загружена в форму); пик оценки приходится на "
+                    "фазу «{phase}», уверенность {confidence}. Разница в процентах — от измерения.",
+                    "uz": "Baho hisobotdagi konfiguratsiya uchun (u formaga yuklandi); bahodagi cho‘qqi «{phase}» "
+                    "bosqichida, ishonch {confidence}. Foizdagi farq o‘lchovga nisbatan.",
+                    "en": "The estimate is for the report's configuration (now loaded into the form); its peak is in "
+                    "the {phase} phase, confidence {confidence}. Differences are relative to the measurement."},
+    "e_report_malformed": {"ru": "Это не отчёт пробного запуска (report.json из trial.py)",
+                           "uz": "Bu sinov ishga tushirish hisoboti emas (trial.py dagi report.json)",
+                           "en": "This is not a trial report (report.json from trial.py)"},
+    "e_report_version": {"ru": "Версия формата отчёта не поддерживается", "uz": "Hisobot formati versiyasi "
+                         "qo‘llab-quvvatlanmaydi", "en": "This report format version is not supported"},
+    "e_report_too_big": {"ru": "Файл больше 5 МБ: это не отчёт пробного запуска", "uz": "Fayl 5 MB dan katta: bu sinov "
+                         "hisoboti emas", "en": "The file is over 5 MB: not a trial report"},
+    # the estimate's uncertainty
+    "range": {"ru": "Диапазон (reserved)", "uz": "Oraliq (reserved)", "en": "Range (reserved)"},
+    "confidence": {"ru": "уверенность", "uz": "ishonch", "en": "confidence"},
+    "conf_high": {"ru": "высокая", "uz": "yuqori", "en": "high"},
+    "conf_medium": {"ru": "средняя", "uz": "o‘rtacha", "en": "medium"},
+    "conf_low": {"ru": "низкая", "uz": "past", "en": "low"},
+    # warnings from sizing, by code ({gpu_name}, {num_gpus}, {percent}; {gib} is the `bytes` parameter in GiB)
+    "w_does_not_fit": {
+        "ru": "Не помещается в {gpu_name}: не хватает {gib} ГиБ. В таблице ниже — карты побольше, наименьшее число "
+              "GPU, наибольший микробатч и наибольшая длина, которые помещаются.",
+        "uz": "{gpu_name} ga sig‘maydi: {gib} GiB yetishmaydi. Quyidagi jadvalda kattaroq kartalar, eng kam GPU soni, "
+              "sig‘adigan eng katta mikrobatch va eng katta uzunlik bor.",
+        "en": "Does not fit {gpu_name}: {gib} GiB short. The table below lists larger cards, the fewest GPUs, and the "
+              "largest micro-batch and longest sequence that fit."},
+    "w_logits_dominate": {
+        "ru": "Логиты и функция потерь занимают {percent} % пика: его снизит поблочная или слитая кросс-энтропия "
+              "(loss_implementation) либо меньше токенов в микробатче.",
+        "uz": "Logitlar va yo‘qotish funksiyasi cho‘qqining {percent} foizini egallaydi: uni bo‘laklab yoki "
+              "birlashtirib hisoblanadigan kross-entropiya (loss_implementation) yoki mikrobatchdagi kamroq token "
+              "kamaytiradi.",
+        "en": "The logits and the loss are {percent}% of the peak: a chunked or fused cross-entropy "
+              "(loss_implementation) or fewer tokens per micro-batch lowers it."},
+    "w_bnb_compute_fp32": {
+        "ru": "bnb_4bit_compute_dtype = float32 (так по умолчанию в BitsAndBytesConfig): 4-битные слои вычисляются в "
+              "fp32 — медленнее и с большим расходом памяти. Укажите bfloat16.",
+        "uz": "bnb_4bit_compute_dtype = float32 (BitsAndBytesConfig da standart): 4-bit qatlamlar fp32 da "
+              "hisoblanadi — sekinroq va ko‘proq xotira oladi. bfloat16 ni belgilang.",
+        "en": "bnb_4bit_compute_dtype is float32 (the BitsAndBytesConfig default): the 4-bit layers compute in fp32, "
+              "slower and with more memory. Set it to bfloat16."},
+    "w_kbit_prep_checkpointing": {
+        "ru": "prepare_model_for_kbit_training включает контрольные точки градиента (reentrant); оценка это учитывает.",
+        "uz": "prepare_model_for_kbit_training gradiyent nazorat nuqtalarini yoqadi (reentrant); baho buni hisobga "
+              "oladi.",
+        "en": "prepare_model_for_kbit_training switches gradient checkpointing on (reentrant); the estimate includes "
+              "it."},
+    "w_kbit_prep_fp32": {
+        "ru": "prepare_model_for_kbit_training переводит эмбеддинги, нормализации и lm_head в fp32, и остаточный поток "
+              "тоже становится fp32.",
+        "uz": "prepare_model_for_kbit_training embeddinglar, normalizatsiyalar va lm_head ni fp32 ga o‘tkazadi, qoldiq "
+              "oqim ham fp32 bo‘ladi.",
+        "en": "prepare_model_for_kbit_training casts the embeddings, norms and lm_head to fp32, and the residual "
+              "stream becomes fp32 too."},
+    "w_paged_optimizer": {
+        "ru": "Страничные состояния оптимизатора ({gib} ГиБ) лежат в управляемой памяти CUDA: счётчики PyTorch их не "
+              "видят, а при нехватке памяти они переезжают в ОЗУ хоста.",
+        "uz": "Sahifali optimizator holatlari ({gib} GiB) CUDA boshqaradigan xotirada turadi: PyTorch hisoblagichlari "
+              "ularni ko‘rmaydi, xotira yetmasa ular xost operativ xotirasiga ko‘chadi.",
+        "en": "Paged optimizer states ({gib} GiB) live in CUDA managed memory: PyTorch's counters do not see them, "
+              "and under memory pressure they move to host RAM."},
+    "w_padded_upper_bound": {
+        "ru": "Без упаковки батч дополняется до самого длинного примера: оценка дана для батча, где самый длинный "
+              "пример достигает max_seq_length.",
+        "uz": "Zichlashsiz batch eng uzun namunagacha to‘ldiriladi: baho eng uzun namunasi max_seq_length ga yetgan "
+              "batch uchun berilgan.",
+        "en": "Without packing a batch is padded to its longest sample: the estimate is for a batch whose longest "
+              "sample reaches max_seq_length."},
+    "w_moe_approximate": {
+        "ru": "Активации моделей со смесью экспертов (MoE) оценены приближённо; в Transformers 5 LoRA с all-linear не "
+              "доходит до объединённых весов экспертов.",
+        "uz": "Ekspertlar aralashmasi (MoE) modellarining aktivatsiyalari taxminiy; Transformers 5 da all-linear LoRA "
+              "birlashtirilgan ekspert vaznlariga yetmaydi.",
+        "en": "Activations of mixture-of-experts models are approximate; in Transformers 5, LoRA with all-linear does "
+              "not reach the fused expert weights."},
+    "w_sharding_approximate": {
+        "ru": "Шардирование на {num_gpus} GPU: веса на каждом GPU включают два собранных слоя и нешардированный "
+              "корневой блок FSDP (эмбеддинги, LM head); оценка приближённая.",
+        "uz": "{num_gpus} ta GPU bo‘yicha bo‘lish (sharding): har bir GPU dagi vaznlarga ikkita yig‘ilgan qatlam va "
+              "FSDP ning bo‘linmagan ildiz bloki (embeddinglar, LM head) kiradi; baho taxminiy.",
+        "en": "Sharding over {num_gpus} GPUs: each GPU's weights include two gathered layers and FSDP's unsharded "
+              "root unit (embeddings, LM head); approximate."},
+    "w_compile_approximate": {
+        "ru": "torch.compile объединяет ядра и меняет то, что сохраняется для обратного прохода: оценка приближённая.",
+        "uz": "torch.compile yadrolarni birlashtiradi va teskari o‘tish uchun saqlanadiganlarni o‘zgartiradi: baho "
+              "taxminiy.",
+        "en": "torch.compile fuses kernels and changes what is saved for the backward pass: approximate."},
+    "w_gpu_no_bf16": {
+        "ru": "{gpu_name} не поддерживает bf16: используйте fp16 с масштабированием потерь.",
+        "uz": "{gpu_name} bf16 ni qo‘llamaydi: yo‘qotishni masshtablash bilan fp16 dan foydalaning.",
+        "en": "{gpu_name} has no bf16: use fp16 with loss scaling."},
+    "w_gpu_no_flash_attention_2": {
+        "ru": "{gpu_name} не поддерживает FlashAttention-2: выберите sdpa.",
+        "uz": "{gpu_name} FlashAttention-2 ni qo‘llamaydi: sdpa ni tanlang.",
+        "en": "{gpu_name} does not support FlashAttention-2: choose sdpa."},
+    "w_gpu_no_bitsandbytes": {
+        "ru": "bitsandbytes не поддерживает {gpu_name}.",
+        "uz": "bitsandbytes {gpu_name} ni qo‘llamaydi.",
+        "en": "bitsandbytes does not support {gpu_name}."},
 }

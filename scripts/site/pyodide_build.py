@@ -32,6 +32,7 @@ for _path in (ROOT, Path(__file__).resolve().parent):
         sys.path.insert(0, str(_path))
 
 import sizing_blocks  # noqa: E402
+from calculator_results import results_html, results_markdown  # noqa: E402
 from calculator_text import TEXT, T  # noqa: E402
 from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use them from here)
     CALC_DIR,
@@ -47,7 +48,7 @@ from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use t
     with_csp,
 )
 from pyodide_runtime import install_runtime as _install_runtime  # noqa: E402
-from sizing_labels import fmt_gib, fmt_int, fmt_num, label  # noqa: E402
+from sizing_labels import label  # noqa: E402
 
 from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM  # noqa: E402
 from sizing.memory.timeline import COMPONENTS  # noqa: E402
@@ -192,7 +193,8 @@ def form_html(lang: str) -> str:
     parts.append("</form>")
     i18n = {key: values.get(lang, values["en"]) for key, values in TEXT.items()}
     i18n.update({key: label(key, lang) for key in (*COMPONENTS, "forward", "backward", "optimizer", "gib", "allocated",
-                                                 "reserved", "device", "phase", "component")})
+                                                 "reserved", "device", "phase", "component",
+                                                 "capacity", "tokens_per_second")})
     data = json.dumps({"lang": lang, "text": i18n, "defaults": defaults}, ensure_ascii=False)
     data = data.replace("</", "<\\/")
     return "\n".join([
@@ -205,87 +207,16 @@ def form_html(lang: str) -> str:
         f'{html.escape(T(lang, "copy_snippet"))}</button> '
         f'<button type="button" class="md-button" id="calc-copy-trial">{html.escape(T(lang, "copy_trial"))}</button> '
         '<span id="calc-copied" class="calc-copied" role="status"></span></div>',
+        '<div class="calc-actions"><label for="calc-report-file">'
+        f'{html.escape(T(lang, "report_import"))}</label> <input type="file" id="calc-report-file" '
+        'accept=".json,application/json" data-testid="report-file"></div>',
+        '<div id="calc-report-slot"></div>',
         '<p><a id="calc-request" data-testid="request-link" href="request/">'
         f'{html.escape(T(lang, "to_request"))}</a></p>',
         '<p class="calc-error calc-general" data-testid="error-general" id="calc-error-general" role="alert"></p>',
         f'<script type="module" src="{_script_src(lang, "calculator.js")}"></script>',
         "</div>",
     ])
-
-
-# --- the results (first paint; calculator.js renders the same structure) --------------------------------
-
-BAR_COLORS = {"weights": "#3f51b5", "quantization_state": "#7986cb", "adapters": "#009688", "gradients": "#4caf50",
-              "optimizer_states": "#ff9800", "master_weights": "#795548", "activations": "#e91e63",
-              "logits_and_loss": "#9c27b0", "workspace": "#607d8b"}
-
-
-def _bar(components: dict[str, int], lang: str) -> str:
-    total = sum(components.values()) or 1
-    x, rects = 0.0, []
-    for name in COMPONENTS:
-        width = 1000 * components.get(name, 0) / total
-        if width <= 0:
-            continue
-        title = html.escape(f"{label(name, lang)}: {fmt_gib(components[name], lang)} {label('gib', lang)}")
-        rects.append(f'<rect x="{x:.2f}" y="0" width="{width:.2f}" height="40" fill="{BAR_COLORS[name]}">'
-                     f"<title>{title}</title></rect>")
-        x += width
-    return (f'<svg class="calc-bar" data-testid="bar" viewBox="0 0 1000 40" preserveAspectRatio="none" '
-            f'role="img" aria-label="{html.escape(T(lang, "components"))}">{"".join(rects)}</svg>')
-
-
-def _hours(value: Any, lang: str) -> str:
-    return "—" if value is None else fmt_num(float(value), lang, 1)
-
-
-def results_html(result: dict[str, Any], lang: str) -> str:
-    """The results block for one compute() answer (ok)."""
-    e = html.escape
-    est, table = result["estimate"], result["fit_table"]
-    peak, comps, time = est["peak"], est["components"], est.get("time") or {}
-    gib = label("gib", lang)
-    out = ['<div id="calc-results" class="calc-results" data-testid="results" aria-live="polite">',
-           '<div class="calc-peaks">']
-    for key in ("allocated", "reserved", "device"):
-        value = int(peak[f"{key}_bytes"])
-        out.append(f'<div class="calc-peak"><span>{e(label(key, lang))}</span> '
-                   f'<strong data-testid="peak-{key}" data-bytes="{value}">{fmt_gib(value, lang)} {gib}</strong></div>')
-    out.append(f'<div class="calc-peak"><span>{e(label("phase", lang))}</span> '
-               f'<strong data-testid="peak-phase" data-phase="{e(str(peak["phase"]))}">'
-               f'{e(label(str(peak["phase"]), lang))}</strong></div></div>')
-    out.append(_bar(comps, lang))
-    out.append(f'<table class="calc-components" data-testid="components"><thead><tr><th>{e(label("component", lang))}'
-               f"</th><th>{gib}</th></tr></thead><tbody>")
-    for name in COMPONENTS:
-        value = int(comps.get(name, 0))
-        out.append(f'<tr data-testid="component-{name}" data-bytes="{value}"><td><span class="calc-swatch" '
-                   f'data-color="{name}"></span>{e(label(name, lang))}</td><td>{fmt_gib(value, lang)}</td></tr>')
-    out.append("</tbody></table>")
-    cost = time.get("cost")
-    out.append(f'<p class="calc-time" data-testid="time">{e(T(lang, "time_line"))} '
-               f'<span data-testid="total-hours">{_hours(time.get("total_hours"), lang)}</span> {e(T(lang, "hours"))}; '
-               f'{e(T(lang, "step"))} <span data-testid="step-seconds">{_hours(time.get("step_seconds"), lang)}</span> '
-               f's; {e(T(lang, "tps"))} <span data-testid="tokens-per-second">'
-               f'{fmt_int(round(time.get("tokens_per_second") or 0), lang)}</span>; {e(T(lang, "cost"))} '
-               f'<span data-testid="cost">{"—" if cost is None else fmt_num(float(cost), lang, 2)}</span></p>')
-    out.append('<ul class="calc-warnings" data-testid="warnings">'
-               + "".join(f'<li data-code="{e(str(w.get("code")))}">{e(str(w.get("message")))}</li>'
-                         for w in est.get("warnings") or []) + "</ul>")
-    heads = [T(lang, k) for k in ("th_gpu", "th_fits", "th_headroom", "th_batch", "th_seq", "th_gpus", "th_hours",
-                                  "th_cost")]
-    out.append('<div class="calc-fit-wrap"><table class="calc-fit" data-testid="fit-table"><thead><tr>'
-               + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>")
-    for row in table:
-        t = row.get("time") or {}
-        out.append(f'<tr data-testid="fit-{e(str(row["gpu"]))}" data-fits="{str(bool(row["fits"])).lower()}" '
-                   f'data-headroom="{int(row["headroom_bytes"])}"><td>{e(str(row["name"]))}</td>'
-                   f'<td>{"✓" if row["fits"] else "✗"}</td><td>{fmt_gib(int(row["headroom_bytes"]), lang)}</td>'
-                   f'<td>{int(row["max_micro_batch"])}</td><td>{fmt_int(int(row["max_seq_length"]), lang)}</td>'
-                   f'<td>{int(row["fewest_gpus"] or 0) or "—"}</td><td>{_hours(t.get("total_hours"), lang)}</td>'
-                   f'<td>{"—" if t.get("cost") is None else fmt_num(float(t["cost"]), lang, 2)}</td></tr>')
-    out.append("</tbody></table></div></div>")
-    return "".join(out)
 
 
 _DEFAULT_RESULT: dict[str, Any] = {}
@@ -365,25 +296,6 @@ def request_html(lang: str) -> str:
 # into the built pages (add_csp, on_post_build), where nothing rewrites it any more.
 
 SLOT = re.compile(r'<div data-calc-slot="(\w+)" data-lang="([\w-]+)"[^>]*>(.*?)</div>', re.S)
-
-
-def results_markdown(result: dict[str, Any], lang: str) -> str:
-    est, gib = result["estimate"], label("gib", lang)
-    peak, time = est["peak"], est.get("time") or {}
-    lines = [" · ".join([*(f"**{label(k, lang)}**: {fmt_gib(int(peak[f'{k}_bytes']), lang)} {gib}"
-                           for k in ("allocated", "reserved", "device")),
-                         f"**{label('phase', lang)}**: {label(str(peak['phase']), lang)}"]), "",
-             f"| {label('component', lang)} | {gib} |", "|---|---:|"]
-    lines += [f"| {label(n, lang)} | {fmt_gib(int(est['components'].get(n, 0)), lang)} |" for n in COMPONENTS]
-    lines += ["", f"{T(lang, 'time_line')} {_hours(time.get('total_hours'), lang)} {T(lang, 'hours')}", ""]
-    heads = [T(lang, k) for k in ("th_gpu", "th_fits", "th_headroom", "th_batch", "th_seq", "th_gpus", "th_hours")]
-    lines += ["| " + " | ".join(heads) + " |", "|---|:-:|---:|---:|---:|---:|---:|"]
-    for row in result["fit_table"]:
-        t = row.get("time") or {}
-        lines.append(f"| {row['name']} | {'✓' if row['fits'] else '✗'} | {fmt_gib(int(row['headroom_bytes']), lang)} "
-                     f"| {int(row['max_micro_batch'])} | {fmt_int(int(row['max_seq_length']), lang)} "
-                     f"| {int(row['fewest_gpus'] or 0) or '—'} | {_hours(t.get('total_hours'), lang)} |")
-    return "\n".join(lines)
 
 
 def _form_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:

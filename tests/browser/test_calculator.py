@@ -91,7 +91,9 @@ def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> N
     default = pyodide_build.default_config()
     page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
     assert shown(page) == want(expected(default))  # build-time numbers, before the runtime answers
+    first_paint = page.inner_text("#calc-results")
     wait_ready(page)
+    assert page.inner_text("#calc-results") == first_paint  # the runtime renders what the build rendered
     assert shown(page) == want(expected(default))
     stages = json.loads(page.get_attribute("html", "data-boot-stages") or "{}")
     assert "restored" in stages and "snapshot_failed" not in stages, stages  # booted from the memory snapshot
@@ -154,6 +156,10 @@ def test_hostile_input_shows_errors_and_injects_nothing(watched: Watched, base_u
     page.goto(base_url + "uz/calculator/", wait_until="domcontentloaded")
     wait_ready(page)
     before = shown(page)
+    # warnings and the H100/H200 comparison in the page's language
+    assert "cho‘qqining" in page.text_content("[data-testid=warnings] li[data-code=logits_dominate]")
+    assert page.locator("[data-testid=compare] thead th").count() == 3
+    assert "Ushbu konfiguratsiya uchun H100 va H200" in page.text_content("[data-testid=compare]")
     hostile = json.dumps({"model_type": "<img src=x onerror=\"window.__pwned=1\">", "hidden_size": "<b>4096</b>",
                           "num_hidden_layers": 1e308, "architectures": ["<script>window.__pwned=2</script>"]})
     page.fill("#calc-model_config", hostile)
@@ -213,5 +219,60 @@ def test_rental_request_from_the_calculator_refuses_secrets(watched: Watched, ba
     page.fill("#req-notes", "<img src=x onerror=window.__pwned=1> needs NVLink")
     assert "<img src=x" in page.text_content("[data-testid=request-text]")  # shown as text
     assert page.evaluate("window.__pwned") is None and page.locator("#req img").count() == 0
+    assert not watched.foreign, watched.foreign
+    assert not watched.errors, watched.errors
+
+
+def trial_report(config: dict[str, Any], message: str) -> dict[str, Any]:
+    """A trial report as docs/recipes/trial.py writes one (the parts sizing.report reads)."""
+    gib = 2**30
+    steps = [{"step": n, "completed": True, "seconds": s, "tokens": 4096, "micro_batches": 1, "loss": 1.0,
+              "host_max_rss_bytes": 3 * gib, "max_memory_allocated_bytes": 9 * gib + n,
+              "max_memory_reserved_bytes": 10 * gib, "device_used_bytes": 11 * gib, "device_source": "pynvml",
+              "reason": None} for n, s in ((1, 9.0), (2, 4.0), (3, 5.0))]
+    return {"schema_version": 1, "status": "ok", "message": message, "failure": None, "rank": 0, "world_size": 1,
+            "config": config, "measurements": {"steps": steps, "peaks": None},
+            "checks": {"reload_matches": True, "eval_loss_before": 2.5, "eval_loss_after": 1.25}}
+
+
+def test_an_imported_trial_report_shows_measured_next_to_estimated(watched: Watched, base_url: str,
+                                                                     tmp_path: Path) -> None:
+    page = watched.page
+    config = {**pyodide_build.default_config(), "r": 32, "max_seq_length": 2048}
+    text = json.dumps(trial_report(config, "<img src=x onerror=window.__pwned=1> trial completed"))
+    want_cmp = json.loads(pyodide_build.bridge().report_json(text))
+    assert want_cmp["ok"], want_cmp
+    path = tmp_path / "report.json"
+    path.write_text(text, "utf-8")
+    page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
+    wait_ready(page)
+    page.set_input_files("[data-testid=report-file]", str(path))
+    page.wait_for_selector("[data-testid=report][data-status=ok]")
+    for name in ("allocated", "reserved", "device"):
+        figure = want_cmp["comparison"]["figures"][name]
+        row = f"[data-testid=report-{name}]"
+        assert int(page.get_attribute(row, "data-estimated")) == figure["estimated_bytes"]
+        assert int(page.get_attribute(row, "data-measured")) == figure["measured_bytes"]
+    assert "4.50" in page.text_content("[data-testid=report-step]")  # median of 4 and 5 s: step 1 left out
+    assert page.text_content("[data-testid=report-message]").startswith("<img src=x")  # text, not markup
+    assert page.evaluate("window.__pwned") is None and page.locator("#calc img").count() == 0
+    # the report's configuration is in the form, and the page's estimate is for it
+    assert page.input_value("#calc-r") == "32" and page.input_value("#calc-max_seq_length") == "2048"
+    wait_ready(page)
+    assert shown(page) == want(expected(config))
+    # the rental request carries the measured figures
+    with page.expect_navigation(url="**/en/calculator/request/**"):
+        page.click("[data-testid=request-link]")
+    page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
+    request = page.text_content("[data-testid=request-text]")
+    assert "Measured by a trial run" in request and "10.0 GiB" in request and "4.50 s" in request
+    # a file that is not a report: a translated error, nothing else changes
+    page.go_back()
+    wait_ready(page)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": 1, "status": "ok"}), "utf-8")
+    page.set_input_files("[data-testid=report-file]", str(bad))
+    page.wait_for_selector("[data-testid=report][data-status=error]")
+    assert "not a trial report" in page.text_content("[data-testid=report-error]")
     assert not watched.foreign, watched.foreign
     assert not watched.errors, watched.errors

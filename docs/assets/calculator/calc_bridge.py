@@ -14,6 +14,8 @@ from typing import Any
 from sizing import SizingError, estimate, load_config
 from sizing.catalog import gpus, model_records
 from sizing.config import config_to_dict
+from sizing.report import compare as compare_report
+from sizing.report import load_report
 from sizing.solve import fit_table
 
 
@@ -114,3 +116,17 @@ def compute_json(text: str, table: bool = True) -> str:
                                          "params": {}}}
         return json.dumps(result)
     return json.dumps(compute(data, table), allow_nan=False)
+
+
+def report_json(text: str) -> str:
+    """A trial report (JSON text) against the estimate of the configuration it ran: the comparison and that
+    configuration (the page loads it into the form), or the SizingError as data."""
+    try:
+        rep = load_report(text)
+        out: dict[str, Any] = {"ok": True, "comparison": compare_report(rep), "config": dict(rep.config)}
+    except SizingError as err:
+        out = {"ok": False, "error": err.to_dict()}
+    except (RecursionError, MemoryError, OverflowError, TypeError, ValueError, KeyError) as err:
+        out = {"ok": False, "error": {"code": "internal", "field": None, "message": f"{type(err).__name__}: {err}",
+                                      "params": {}}}
+    return json.dumps(_finite(out), allow_nan=False)

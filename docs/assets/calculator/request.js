@@ -58,6 +58,23 @@ function main() {
     return found;
   }
 
+  // Figures of an imported trial report (the calculator adds them to its link as measured_*).
+  function measured() {
+    const value = (key) => {
+      const v = Number(params.get(key));
+      return params.has(key) && Number.isFinite(v) && v >= 0 ? v : null;
+    };
+    const out = [];
+    for (const [key, label] of [["measured_reserved", "peak_reserved"], ["measured_device", "peak_device"]]) {
+      if (value(key) !== null) out.push(line(t(label), `${fmt(value(key) / GiB, 1)} GiB`));
+    }
+    if (value("measured_step_seconds") !== null) out.push(line(t("step_time"), `${fmt(value("measured_step_seconds"), 2)} s`));
+    if (value("measured_tokens_per_second") !== null) {
+      out.push(line(t("throughput"), `${fmt(value("measured_tokens_per_second"), 0)} tokens/s`));
+    }
+    return out;
+  }
+
   function line(label, value) { return value === null || value === undefined || value === "" ? null : `- ${label}: ${value}`; }
 
   function assemble() {
@@ -104,6 +121,8 @@ function main() {
     } else if (estimate && !estimate.ok) {
       lines.push("", `## ${t("s_estimate")}`, `- ${t("no_estimate")} (${estimate.error.code}${estimate.error.field ? ", " + estimate.error.field : ""})`);
     }
+    const m = measured();
+    if (m.length) lines.push("", `## ${t("s_measured")}`, ...m);
     if (f.notes) lines.push("", `## ${t("s_notes")}`, f.notes);
     lines.push("", t("footer"));
     out.textContent = lines.filter((l) => l !== null).join("\n") + "\n";

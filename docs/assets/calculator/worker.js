@@ -1,6 +1,7 @@
 // The calculator's Web Worker: self-hosted Pyodide + the `sizing` wheel + calc_bridge.py.
-// Messages in: {type: "compute", id, config: JSON text}. Out: {type: "ready", ms} once booted,
-// {type: "failed", reason, detail} when the runtime cannot load, {type: "result", id, json, ms}.
+// Messages in: {type: "compute", id, config: JSON text}, {type: "report", id, text: a trial report}.
+// Out: {type: "ready", ms, stages} once booted, {type: "failed", reason, detail} when the runtime cannot
+// load, {type: "result", phase, id, json, ms}, {type: "report", id, json}.
 const HERE = self.location.href;
 const BASE = new URL("../pyodide/", HERE).href;
 const TIMEOUT_MS = 60000;
@@ -150,6 +151,18 @@ function run(bridge, config, table) {
 // GPU ("full"), skipped when a newer configuration arrived in between.
 self.onmessage = async (event) => {
   const msg = event.data || {};
+  if (msg.type === "report") {
+    const rt = await runtime;
+    if (!rt) return;
+    let json;
+    try {
+      json = rt.bridge.report_json(String(msg.text));
+    } catch (err) {
+      json = JSON.stringify({ ok: false, error: { code: "internal", field: null, message: String(err), params: {} } });
+    }
+    self.postMessage({ type: "report", id: msg.id, json });
+    return;
+  }
   if (msg.type !== "compute") return;
   newest = Math.max(newest, msg.id);
   const rt = await runtime;
