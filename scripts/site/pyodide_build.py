@@ -104,6 +104,9 @@ FIELDS: tuple[FieldSpec, ...] = (
     ("gpu", "select", ()), ("num_gpus", "int", ()), ("parallelism", "select", PARALLELISM),
     ("dataset_tokens", "int", ()), ("num_train_epochs", "float", ()), ("price_per_gpu_hour", "float", ()),
 )
+# The usual LoRA targets of Llama-style models (PEFT's names), offered under the target_modules field.
+TARGET_PRESETS = ("all-linear", "q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj",
+                  "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
 GROUPS = (("group_model", ("model", "model_config", "framework")),
           ("group_precision", ("method", "torch_dtype", "bf16", "fp16", "bnb_4bit_quant_type",
                                "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")),
@@ -156,15 +159,25 @@ def _field_html(name: str, kind: str, choices: tuple[str, ...], value: Any, lang
         elif name == "gpu":
             options = tuple(g["id"] for g in catalog["gpus"])
             names = {g["id"]: g["name"] for g in catalog["gpus"]}
+        elif name == "method":
+            names = {m: T(lang, f"method_{m}") for m in options}
         opts = "".join(f'<option value="{e(o)}"{" selected" if o == value else ""}>{e(names.get(o, o))}</option>'
                        for o in options)
-        return f'{head}<select name="{name}" id="calc-{name}" data-kind="select">{opts}</select>{err}</div>'
+        # the catalog search only filters the options: it is not a field of the configuration
+        search = (f'<input type="search" id="calc-model-search" data-testid="model-search" autocomplete="off" '
+                  f'placeholder="{e(T(lang, "search_model"))}" aria-label="{e(T(lang, "search_model"))}">'
+                  if name == "model" else "")
+        return f'{head}{search}<select name="{name}" id="calc-{name}" data-kind="select">{opts}</select>{err}</div>'
     if kind == "json":
         return (f'{head}<textarea name="{name}" id="calc-{name}" data-kind="json" rows="3" spellcheck="false" '
-                f'placeholder="{e(T(lang, "paste_config"))}"></textarea>{err}</div>')
+                f'placeholder="{e(T(lang, "paste_config"))}"></textarea>'
+                f'<label class="calc-upload">{e(T(lang, "upload_config"))} <input type="file" '
+                'id="calc-model-config-file" data-testid="model-config-file" accept=".json,application/json">'
+                f"</label>{err}</div>")
     if kind == "text":
-        return (f'{head}<input type="text" name="{name}" id="calc-{name}" data-kind="list" '
-                f'value="{e(_text(value))}">{err}</div>')
+        presets = "".join(f'<option value="{e(p)}"></option>' for p in TARGET_PRESETS)
+        return (f'{head}<input type="text" name="{name}" id="calc-{name}" data-kind="list" list="calc-{name}-presets" '
+                f'value="{e(_text(value))}"><datalist id="calc-{name}-presets">{presets}</datalist>{err}</div>')
     step = "1" if kind == "int" else "any"
     return (f'{head}<input type="number" name="{name}" id="calc-{name}" data-kind="{kind}" step="{step}" '
             f'min="0" value="{e(_text(value))}">{err}</div>')

@@ -276,3 +276,28 @@ def test_an_imported_trial_report_shows_measured_next_to_estimated(watched: Watc
     assert "not a trial report" in page.text_content("[data-testid=report-error]")
     assert not watched.foreign, watched.foreign
     assert not watched.errors, watched.errors
+
+
+def test_catalog_search_and_an_uploaded_config_json(watched: Watched, base_url: str, tmp_path: Path) -> None:
+    page = watched.page
+    page.goto(base_url + "calculator/", wait_until="domcontentloaded")
+    wait_ready(page)
+    before = urlsplit(page.url).query
+    page.fill("[data-testid=model-search]", "qwen2.5 14b")
+    wait_ready(page)
+    assert page.input_value("#calc-model") == "Qwen/Qwen2.5-14B"
+    assert "model-search" not in urlsplit(page.url).query and urlsplit(page.url).query != before
+    assert shown(page) == want(expected({**pyodide_build.default_config(), "model": "Qwen/Qwen2.5-14B"}))
+    visible = page.eval_on_selector_all("#calc-model option", "os => os.filter(o => !o.hidden).map(o => o.value)")
+    assert visible and all("qwen2.5" in v.lower() and "14b" in v.lower() for v in visible)
+    tiny = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
+            "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4,
+            "vocab_size": 32000, "max_position_embeddings": 4096, "tie_word_embeddings": False}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny), "utf-8")
+    page.set_input_files("[data-testid=model-config-file]", str(path))
+    wait_ready(page)
+    config = {**pyodide_build.default_config(), "model": None, "model_config": tiny}
+    assert shown(page) == want(expected(config))
+    assert not watched.foreign, watched.foreign
+    assert not watched.errors, watched.errors

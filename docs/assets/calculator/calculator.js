@@ -6,6 +6,7 @@ import { h, makeRenderer } from "./calc_render.js";
 import { MAX_REPORT_BYTES, measuredParams, reportPanel } from "./calc_report.js";
 
 const TRIAL = "python trial.py CONFIG.json --data DATA.jsonl --out DIR --max-steps 20";
+const MAX_CONFIG_BYTES = 1e6; // a model's config.json is a few kB
 
 const root = document.getElementById("calc");
 if (root && !root.dataset.bound) {
@@ -232,6 +233,38 @@ function main() {
     document.body.append(a);
     a.click();
     setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  });
+  // Helpers of the form that are not fields of the configuration: their events stop here, so they do
+  // not reach the form's listeners (no recompute, nothing in the URL).
+  const search = document.getElementById("calc-model-search");
+  const modelSelect = form.querySelector('[name="model"]');
+  for (const type of ["input", "change"]) search.addEventListener(type, (event) => event.stopPropagation());
+  search.addEventListener("input", () => {
+    const words = search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    let first = null;
+    for (const option of modelSelect.options) {
+      const text = (option.value + " " + option.textContent).toLowerCase();
+      option.hidden = !words.every((w) => text.includes(w));
+      if (!option.hidden && !first) first = option;
+    }
+    if (first && modelSelect.selectedOptions[0] && modelSelect.selectedOptions[0].hidden) {
+      modelSelect.value = first.value;
+      schedule();
+    }
+  });
+  const upload = document.getElementById("calc-model-config-file");
+  upload.addEventListener("change", async (event) => {
+    event.stopPropagation();
+    const file = upload.files && upload.files[0];
+    if (!file) return;
+    if (file.size > MAX_CONFIG_BYTES) {
+      clearErrors();
+      showError({ code: "config_too_big", field: "model_config", params: {} });
+      return;
+    }
+    doc.dataset.runtime = "busy"; // at once: reading the file takes a moment
+    form.querySelector('[name="model_config"]').value = await file.text();
+    schedule();
   });
   const reportFile = document.getElementById("calc-report-file");
   reportFile.addEventListener("change", async () => {
