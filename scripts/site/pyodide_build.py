@@ -251,6 +251,8 @@ def results_block(lang: str) -> str:
         f'<link rel="stylesheet" href="{_script_src(lang, "calculator.css")}">',
         '<p id="calc-status" class="calc-status" data-testid="runtime-status" role="status">'
         f'{html.escape(T(lang, "status_static"))}</p>',
+        f'<progress id="calc-progress" class="calc-progress" max="100" value="0" '
+        f'aria-label="{html.escape(T(lang, "status_static"))}"></progress>',
         results_html(result, lang),
         "</div>",
     ])

@@ -97,6 +97,7 @@ def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> N
     assert shown(page) == want(expected(default))
     stages = json.loads(page.get_attribute("html", "data-boot-stages") or "{}")
     assert "restored" in stages and "snapshot_failed" not in stages, stages  # booted from the memory snapshot
+    assert page.is_hidden("#calc-progress") and int(page.eval_on_selector("#calc-progress", "p => p.value")) >= 95
     rows = page.locator("[data-testid=fit-table] tbody tr").count()
     assert rows == len(expected(default)["fit_table"])
 

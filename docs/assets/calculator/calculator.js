@@ -20,6 +20,7 @@ function main() {
   const form = document.getElementById("calc-form");
   const status = document.getElementById("calc-status");
   const general = document.getElementById("calc-error-general");
+  const progress = document.getElementById("calc-progress");
   const doc = document.documentElement;
   const t = (key) => (key in L ? L[key] : key);
   const fmt = makeRenderer(t, data.lang);
@@ -130,6 +131,7 @@ function main() {
 
   function fail(reason, detail) {
     failed = true;
+    if (progress) progress.hidden = true;
     doc.dataset.runtime = "failed";
     status.dataset.state = "failed";
     status.textContent = t("status_failed") + (reason in L ? t(reason) : reason) + (detail ? ` (${detail})` : "");
@@ -156,6 +158,7 @@ function main() {
   worker.onmessage = (event) => {
     const msg = event.data;
     if (msg.type === "failed") fail(msg.reason, msg.detail);
+    else if (msg.type === "progress" && progress) progress.value = msg.percent;
     else if (msg.type === "ready") {
       doc.dataset.bootMs = String(Math.round(msg.ms));
       doc.dataset.bootStages = JSON.stringify({ worker_created: Math.round(early.at || -1), ...(msg.stages || {}) });
@@ -175,6 +178,7 @@ function main() {
       if (!doc.dataset.readyAt) doc.dataset.readyAt = String(Math.round(performance.now()));
       status.dataset.state = "ready";
       status.textContent = t("status_ready");
+      if (progress) progress.hidden = true;
     }
   };
 

@@ -1,7 +1,8 @@
 // The calculator's Web Worker: self-hosted Pyodide + the `sizing` wheel + calc_bridge.py.
 // Messages in: {type: "compute", id, config: JSON text}, {type: "report", id, text: a trial report}.
 // Out: {type: "ready", ms, stages} once booted, {type: "failed", reason, detail} when the runtime cannot
-// load, {type: "result", phase, id, json, ms}, {type: "report", id, json}.
+// load, {type: "progress", percent} while the snapshot arrives, {type: "result", phase, id, json, ms},
+// {type: "report", id, json}.
 const HERE = self.location.href;
 const BASE = new URL("../pyodide/", HERE).href;
 const TIMEOUT_MS = 60000;
@@ -21,11 +22,17 @@ async function inflateInto(response, size) {
   const out = new Uint8Array(size);
   const reader = response.body.pipeThrough(new DecompressionStream("gzip")).getReader();
   let at = 0;
+  let told = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     out.set(value, at); // a RangeError here (more bytes than announced) fails the snapshot: plain boot
     at += value.length;
+    const percent = Math.floor((100 * at) / size); // the largest download: the page's progress bar
+    if (percent >= told + 5) {
+      told = percent;
+      self.postMessage({ type: "progress", percent });
+    }
   }
   if (at !== size) throw new BootError("snapshot", `${at} of ${size} bytes`);
   return out;
