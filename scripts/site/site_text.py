@@ -18,7 +18,7 @@ TEXT: dict[str, dict[str, str]] = {
         "lang_note": "оглавление на языке: {name}",
     },
     "uz": {
-        "published": "Eʼlon qilingan",
+        "published": "E’lon qilingan",
         "updated": "Yangilangan",
         "sources_checked": "Manbalar tekshirilgan",
         "dates": "Sahifa sanalari",
@@ -27,7 +27,7 @@ TEXT: dict[str, dict[str, str]] = {
         "languages": "Boshqa tillar",
         "optional": "Optional",
         "full": "Barcha sahifalar bitta faylda",
-        "full_note": "barcha sahifalarning oʻzbekcha toʻliq matni",
+        "full_note": "barcha sahifalarning o‘zbekcha to‘liq matni",
         "lang_note": "mundarija tili: {name}",
     },
     "en": {

@@ -1,5 +1,6 @@
-// Runs calc_bridge.compute_json under Pyodide in Node for each configuration of a JSON list and prints
-// the answers as one JSON list. Usage: node run_node.mjs WHEEL BRIDGE CONFIGS.json
+// Runs calc_bridge.compute_json under Pyodide in Node for each configuration, and report_json for each
+// trial report, of INPUTS.json ({configs: [...], reports: [...]}, JSON texts) and prints the answers as
+// JSON. Usage: node run_node.mjs WHEEL BRIDGE INPUTS.json
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -17,5 +18,7 @@ py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", readFileSync(bridge, "utf8"
 py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
 const calc = py.pyimport("calc_bridge");
 const version = py.runPython("import sys, importlib.metadata as m; f'{sys.version_info[0]}.{sys.version_info[1]} ' + m.version('sizing')");
-const answers = JSON.parse(readFileSync(configs, "utf8")).map((text) => calc.compute_json(text));
-process.stdout.write(JSON.stringify({ version, boot_ms: performance.now() - t0, answers }));
+const inputs = JSON.parse(readFileSync(configs, "utf8"));
+const answers = inputs.configs.map((text) => calc.compute_json(text));
+const reports = inputs.reports.map((text) => calc.report_json(text));
+process.stdout.write(JSON.stringify({ version, boot_ms: performance.now() - t0, answers, reports }));

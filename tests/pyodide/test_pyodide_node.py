@@ -42,6 +42,22 @@ def configs() -> list[str]:
     return [json.dumps(v) for v in variants] + ['{"model": ', '{"model": "' + "[" * 50]
 
 
+def reports() -> list[str]:
+    """Trial reports as the page sends them: a complete one, an out-of-memory one, broken ones."""
+    gib = 2**30
+    step = {"step": 1, "completed": True, "seconds": 3.5, "tokens": 4096, "micro_batches": 1, "loss": 1.0,
+            "host_max_rss_bytes": gib, "max_memory_allocated_bytes": 9 * gib, "max_memory_reserved_bytes": 10 * gib,
+            "device_used_bytes": None, "device_source": None, "reason": "no pynvml"}
+    good = {"schema_version": 1, "status": "ok", "message": "done", "failure": None, "rank": 0, "world_size": 1,
+            "config": pyodide_build.default_config(), "measurements": {"steps": [step, {**step, "step": 2}],
+                                                                          "peaks": None},
+            "checks": {"reload_matches": True, "eval_loss_before": 2.0, "eval_loss_after": 1.0}}
+    oom = {**good, "status": "oom", "failure": {"kind": "out_of_memory", "phase": "backward", "step": 1,
+                                                 "exception": "CUDA out of memory", "peak_allocated_bytes": gib,
+                                                 "peak_reserved_bytes": gib}}
+    return [json.dumps(good), json.dumps(oom), json.dumps({**good, "schema_version": 9}), "{", "[]"]
+
+
 @pytest.fixture(scope="module")
 def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if NODE is None or not (PYODIDE / "pyodide.mjs").is_file():
@@ -51,7 +67,7 @@ def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("pyodide")
     name, data = pyodide_build.build_wheel()
     (tmp / name).write_bytes(data)
-    (tmp / "configs.json").write_text(json.dumps(configs()), "utf-8")
+    (tmp / "configs.json").write_text(json.dumps({"configs": configs(), "reports": reports()}), "utf-8")
     proc = subprocess.run([NODE, str(Path(__file__).parent / "run_node.mjs"), str(tmp / name),
                            str(pyodide_build.BRIDGE), str(tmp / "configs.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
@@ -71,6 +87,15 @@ def test_pyodide_answers_equal_cpython(pyodide_answers: dict[str, Any]) -> None:
     assert len(pyodide_answers["answers"]) == len(texts)
     for text, answer in zip(texts, pyodide_answers["answers"], strict=True):
         assert json.loads(answer) == json.loads(bridge.compute_json(text)), text[:200]
+
+
+def test_pyodide_reads_trial_reports_as_cpython_does(pyodide_answers: dict[str, Any]) -> None:
+    bridge = pyodide_build.bridge()
+    texts = reports()
+    answers = [json.loads(a) for a in pyodide_answers["reports"]]
+    assert answers == [json.loads(bridge.report_json(text)) for text in texts]
+    assert [a["ok"] for a in answers] == [True, True, False, False, False]
+    assert answers[0]["comparison"]["figures"]["reserved"]["measured_bytes"] == 10 * 2**30
 
 
 def test_some_answers_are_refusals_with_a_field(pyodide_answers: dict[str, Any]) -> None:

@@ -70,6 +70,17 @@ def test_every_source_page_exists_in_three_languages() -> None:
     assert not missing, f"untranslated pages: {missing}"
 
 
+def test_uzbek_uses_one_apostrophe_convention() -> None:
+    # o‘, g‘ with U+2018 and the tutuq belgisi with U+2019 everywhere (not the modifier letters U+02BB/U+02BC,
+    # nor the ASCII quote): one spelling, so search and copy-paste find every form of a word.
+    sources = [*DOCS.rglob("*.uz.md"), *(ROOT / "scripts" / "site").glob("*.py"), ROOT / "mkdocs.yml"]
+    for path in sources:
+        text = path.read_text("utf-8")
+        assert "\u02bb" not in text and "\u02bc" not in text, path
+        if path.name.endswith(".uz.md"):
+            assert not re.search(r"\b[oOgG]'[a-z]", text), path
+
+
 def test_every_built_page_exists_in_three_languages(built_site: BuiltSite) -> None:
     bases = Counter(page.url.removeprefix(prefix(page.lang)) for page in built_site.pages)
     assert len(bases) >= 10
