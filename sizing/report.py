@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -136,12 +135,19 @@ def _number(value: Any) -> float | None:
     return float(value) if ok else None
 
 
+def _median(values: list[float]) -> float:
+    # not statistics.median: that module pulls fractions, decimal and random into the browser's heap
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def _time(rep: TrialReport, est: Estimate) -> dict[str, Any]:
     """Measured step time and throughput next to the estimate's. The first optimizer step builds the
     optimizer states and warms up kernels, so the median leaves it out when later steps exist."""
     done = [s for s in rep.steps if s.get("completed", True) and _number(s.get("seconds"))]
     timed = done[1:] if len(done) > 1 else done
-    seconds = statistics.median(float(s["seconds"]) for s in timed) if timed else None
+    seconds = _median([float(s["seconds"]) for s in timed]) if timed else None
     tps = _number(rep.peaks.get("steady_tokens_per_second")) or _number(rep.peaks.get("tokens_per_second"))
     if tps is None and timed:
         spent = sum(float(s["seconds"]) for s in timed)
