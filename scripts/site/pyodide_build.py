@@ -329,22 +329,23 @@ def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
 SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
 
 
-def boot_script(lang: str) -> str:
+def boot_script(lang: str, depth: int = 1) -> str:
     """Pyodide boots in the worker while the rest of the page (stylesheets, theme scripts, calculator.js)
     loads: this classic inline script, first in <head> (hashed into the CSP), starts it before anything
     else and keeps its messages until calculator.js takes the worker over."""
-    return ("<script>try{var w=new Worker(" + json.dumps(_script_src(lang, "worker.js")) + ',{type:"module"}),q=[];'
+    return ("<script>try{var w=new Worker(" + json.dumps(_script_src(lang, "worker.js", depth)) + ',{type:"module"}),q=[];'
             "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
             "catch(e){window.calcBoot={error:e}}</script>")
 
 
 def fill_slots(page: str) -> str:
-    """Replace the calculator slots of a built page with their HTML; a page with the calculator's form
-    starts its worker from the top of <head>."""
-    form = re.search(r'<div data-calc-slot="form" data-lang="([\w-]+)"', page)
+    """Replace the calculator slots of a built page with their HTML; the calculator and the request page
+    start their worker from the top of <head>."""
+    slot = re.search(r'<div data-calc-slot="(form|request)" data-lang="([\w-]+)"', page)
     page = SLOT.sub(lambda m: SLOT_HTML[m.group(1)](m.group(2)), page)
-    if form:
-        page = re.sub(r"<head>", lambda _: "<head>\n  " + boot_script(form.group(1)), page, count=1)
+    if slot:
+        boot = boot_script(slot.group(2), 1 if slot.group(1) == "form" else 2)
+        page = re.sub(r"<head>", lambda _: "<head>\n  " + boot, page, count=1)
     return page
 
 

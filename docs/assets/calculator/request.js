@@ -128,14 +128,30 @@ function main() {
     out.textContent = lines.filter((l) => l !== null).join("\n") + "\n";
   }
 
-  const worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
+  function fail(reason) {
+    doc.dataset.runtime = "failed";
+    status.textContent = t("runtime_failed") + (reason in L ? t(reason) : reason);
+    assemble();
+  }
+  // The worker the inline script at the top of <head> started (its messages so far queued), or a new one.
+  const early = window.calcBoot || {};
+  let worker = early.worker || null;
+  if (!worker && !early.error) {
+    try {
+      worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
+    } catch (err) {
+      early.error = err;
+    }
+  }
+  if (!worker) {
+    fail(String(early.error)); // the request is still assembled, without the estimate
+    worker = { postMessage() {} };
+  }
+  worker.onerror = (event) => fail(event.message || "worker error");
   worker.onmessage = (event) => {
     const msg = event.data;
-    if (msg.type === "failed") {
-      doc.dataset.runtime = "failed";
-      status.textContent = t("runtime_failed") + (msg.reason in L ? t(msg.reason) : msg.reason);
-      assemble();
-    } else if (msg.type === "result") {
+    if (msg.type === "failed") fail(msg.reason);
+    else if (msg.type === "result") {
       estimate = JSON.parse(msg.json);
       doc.dataset.runtime = "ready";
       status.textContent = "";
@@ -144,6 +160,10 @@ function main() {
   };
   doc.dataset.runtime = "loading";
   worker.postMessage({ type: "compute", id: 1, config: JSON.stringify(config) });
+  for (const event of (early.queue || []).splice(0)) {
+    if (event.type === "message") worker.onmessage(event);
+    else worker.onerror(event);
+  }
   form.addEventListener("input", assemble);
   form.addEventListener("submit", (event) => event.preventDefault());
   const copied = document.getElementById("req-copied");
