@@ -333,7 +333,8 @@ def boot_script(lang: str, depth: int = 1) -> str:
     """Pyodide boots in the worker while the rest of the page (stylesheets, theme scripts, calculator.js)
     loads: this classic inline script, first in <head> (hashed into the CSP), starts it before anything
     else and keeps its messages until calculator.js takes the worker over."""
-    return ("<script>try{var w=new Worker(" + json.dumps(_script_src(lang, "worker.js", depth)) + ',{type:"module"}),q=[];'
+    worker = json.dumps(_script_src(lang, "worker.js", depth))
+    return ("<script>try{var w=new Worker(" + worker + ',{type:"module"}),q=[];'
             "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
             "catch(e){window.calcBoot={error:e}}</script>")
 

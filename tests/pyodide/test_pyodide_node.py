@@ -17,6 +17,8 @@ if str(SITE_HELPERS) not in sys.path:
     sys.path.insert(0, str(SITE_HELPERS))
 
 import pyodide_build  # noqa: E402
+import pyodide_runtime  # noqa: E402
+import stdlib_trim  # noqa: E402
 
 NODE = shutil.which("node")
 PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -68,8 +70,15 @@ def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     name, data = pyodide_build.build_wheel()
     (tmp / name).write_bytes(data)
     (tmp / "configs.json").write_text(json.dumps({"configs": configs(), "reports": reports()}), "utf-8")
+    # the page's standard library: precompiled and trimmed to what the calculator imports (stdlib_trim.py)
+    full = pyodide_runtime.stdlib_pyc(pyodide_build.pyodide_version() or "", pytest.fail)
+    assert full is not None
+    trimmed = stdlib_trim.trimmed_stdlib(full, data, pyodide_build.BRIDGE, pyodide_build.default_config(),
+                                         pyodide_runtime.STDLIB_CACHE, lambda *a: pyodide_runtime._run_node(
+                                             *a, pytest.fail))
+    assert trimmed is not None and trimmed.stat().st_size < full.stat().st_size / 2
     proc = subprocess.run([NODE, str(Path(__file__).parent / "run_node.mjs"), str(tmp / name),
-                           str(pyodide_build.BRIDGE), str(tmp / "configs.json")],
+                           str(pyodide_build.BRIDGE), str(tmp / "configs.json"), str(trimmed)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         pytest.fail(f"node exited {proc.returncode}:\n{proc.stderr[-3000:]}")
