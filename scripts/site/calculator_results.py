@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from calculator_text import T
-from sizing_labels import LABELS, fmt_gib, fmt_int, fmt_num, label
+from sizing_labels import fmt_gib, fmt_int, fmt_num, label
 
 from sizing.memory.timeline import COMPONENTS
 
@@ -88,8 +88,8 @@ def compare_html(table: list[Mapping[str, Any]], lang: str) -> str:
         ("th_cost", [_cost((r.get("time") or {}).get("cost"), lang) for r in rows]),
     ]
     head = "".join(f"<th>{e(str(r['name']))}</th>" for r in rows)
-    body = "".join(f'<tr data-row="{key}"><th scope="row">{e(label(key, lang) if key in LABELS else T(lang, key))}'
-                   f'</th>{"".join(f"<td>{e(v)}</td>" for v in values)}</tr>' for key, values in lines)
+    body = "".join(f'<tr data-row="{key}"><th scope="row">{e(T(lang, key))}</th>'
+                   + "".join(f"<td>{e(v)}</td>" for v in values) + "</tr>" for key, values in lines)
     return (f'<div class="calc-compare" data-testid="compare"><h3>{e(T(lang, "compare_title"))}</h3>'
             f'<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>'
             f'<p class="calc-note">{e(T(lang, "compare_note"))}</p></div>')

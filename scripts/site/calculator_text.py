@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from sizing_labels import LABELS
+
 
 def T(lang: str, key: str) -> str:
-    values = TEXT.get(key)
+    """The calculator's word for `key`, else the computed tables' label (sizing_labels), else the key."""
+    values = TEXT.get(key) or LABELS.get(key)
     if values is None:
         return key
     return values.get(lang, values["en"])
@@ -224,9 +227,7 @@ TEXT: dict[str, dict[str, str]] = {
     "report_oom": {"ru": "Запуску не хватило памяти на шаге {step} ({phase}).",
                    "uz": "Ishga tushirishga {step}-qadamda ({phase}) xotira yetmadi.",
                    "en": "The trial ran out of memory at step {step} ({phase})."},
-    "report_estimated": {"ru": "Оценка, ГиБ", "uz": "Baho, GiB", "en": "Estimated, GiB"},
     "report_range": {"ru": "Диапазон", "uz": "Oraliq", "en": "Range"},
-    "report_measured": {"ru": "Измерено, ГиБ", "uz": "O‘lchangan, GiB", "en": "Measured, GiB"},
     "report_diff": {"ru": "Оценка − измерение", "uz": "Baho − o‘lchov", "en": "Estimate − measured"},
     "report_step": {"ru": "Шаг оптимизатора, с", "uz": "Optimizator qadami, s", "en": "Optimizer step, s"},
     "report_reload": {"ru": "Адаптер после сохранения и загрузки даёт те же выходы",

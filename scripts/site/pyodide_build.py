@@ -48,10 +48,9 @@ from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use t
     with_csp,
 )
 from pyodide_runtime import install_runtime as _install_runtime  # noqa: E402
-from sizing_labels import label  # noqa: E402
+from sizing_labels import LABELS, label  # noqa: E402
 
 from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM  # noqa: E402
-from sizing.memory.timeline import COMPONENTS  # noqa: E402
 
 BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
@@ -204,10 +203,9 @@ def form_html(lang: str) -> str:
         parts += [_field_html(n, *specs[n], defaults.get(n), lang, catalog) for n in names]
         parts.append("</fieldset>")
     parts.append("</form>")
-    i18n = {key: values.get(lang, values["en"]) for key, values in TEXT.items()}
-    i18n.update({key: label(key, lang) for key in (*COMPONENTS, "forward", "backward", "optimizer", "gib", "allocated",
-                                                 "reserved", "device", "phase", "component",
-                                                 "capacity", "tokens_per_second")})
+    # the page's words: the calculator's own and the labels of the computed tables (components, phases, units)
+    i18n = {key: label(key, lang) for key in LABELS}
+    i18n.update({key: values.get(lang, values["en"]) for key, values in TEXT.items()})
     data = json.dumps({"lang": lang, "text": i18n, "defaults": defaults}, ensure_ascii=False)
     data = data.replace("</", "<\\/")
     return "\n".join([

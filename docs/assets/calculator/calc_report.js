@@ -63,7 +63,7 @@ export function reportPanel(answer, t, fmt) {
   body.append(h("tr", { "data-testid": "report-tps" }, h("th", { scope: "row" }, t("tokens_per_second")),
     h("td", {}, tps(time.estimated_tokens_per_second)), h("td", {}, ""), h("td", {}, tps(time.measured_tokens_per_second)),
     h("td", {}, pct(time.tokens_difference_percent))));
-  const heads = ["", "report_estimated", "report_range", "report_measured", "report_diff"].map((k) => h("th", {}, k && t(k)));
+  const heads = ["", "estimated_gib", "report_range", "measured_gib", "report_diff"].map((k) => h("th", {}, k && t(k)));
   panel.append(h("div", { class: "calc-fit-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, ...heads)), body)));
   const c = cmp.checks || {};
   const yesNo = (v) => (v === null || v === undefined ? "—" : v ? "✓" : "✗");
