@@ -102,6 +102,7 @@ def _memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
     k = LAYER_BACKWARD[reg.checkpointing][k_index]
     layer_backward = int(k * layer_tokens) + (ls.constant if reg.checkpointing else 0)
+    # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
     hopper = gpu is not None and gpu.sm >= (9, 0)
     ov = overhead(cfg, reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes

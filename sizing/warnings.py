@@ -69,6 +69,6 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
 
 
 def does_not_fit(gpu: Gpu, shortfall: int) -> dict[str, Any]:
-    return _w("does_not_fit", f"does not fit {gpu.name}: {shortfall / 2**30:.2f} GiB short; the fit table lists larger "
-              "cards, the fewest GPUs, the largest micro-batch and the longest sequence that fit",
+    return _w("does_not_fit", f"does not fit {gpu.name}: {shortfall / 2**30:.2f} GiB short; the fit table (`fit`) "
+              "lists larger cards, the fewest GPUs, the largest micro-batch and the longest sequence that fit",
               gpu=gpu.id, gpu_name=gpu.name, bytes=shortfall)
