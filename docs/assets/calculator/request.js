@@ -134,6 +134,7 @@ function main() {
     assemble();
   }
   // The worker the inline script at the top of <head> started (its messages so far queued), or a new one.
+  doc.dataset.runtime = "loading";
   const early = window.calcBoot || {};
   let worker = early.worker || null;
   if (!worker && !early.error) {
@@ -158,7 +159,6 @@ function main() {
       assemble();
     }
   };
-  doc.dataset.runtime = "loading";
   worker.postMessage({ type: "compute", id: 1, config: JSON.stringify(config) });
   for (const event of (early.queue || []).splice(0)) {
     if (event.type === "message") worker.onmessage(event);
