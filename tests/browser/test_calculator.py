@@ -267,9 +267,16 @@ def test_an_imported_trial_report_shows_measured_next_to_estimated(watched: Watc
     page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
     request = page.text_content("[data-testid=request-text]")
     assert "Measured by a trial run" in request and "10.0 GiB" in request and "4.50 s" in request
-    # a file that is not a report: a translated error, nothing else changes
-    page.go_back()
+    # a changed configuration is no longer the measured one: the request link drops the figures
+    page.go_back()  # the browser keeps the chosen file: the page reads it again
+    page.wait_for_selector("[data-testid=report][data-status=ok]")
     wait_ready(page)
+    assert "measured_reserved=" in page.get_attribute("[data-testid=request-link]", "href")
+    page.fill("#calc-r", "8")
+    wait_ready(page)
+    assert "measured_" not in page.get_attribute("[data-testid=request-link]", "href")
+    assert "calc-stale" in (page.get_attribute("[data-testid=report]", "class") or "")
+    # a file that is not a report: a translated error, nothing else changes
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 1, "status": "ok"}), "utf-8")
     page.set_input_files("[data-testid=report-file]", str(bad))

@@ -128,6 +128,7 @@ function main() {
   let snippet = "";
   let failed = false;
   let measured = {}; // from an imported trial report, for the rental request
+  let measuredFor = null; // ...while the form still holds the report's configuration (its query)
 
   function fail(reason, detail) {
     failed = true;
@@ -143,8 +144,10 @@ function main() {
     if (old) old.replaceWith(panel);
     else document.getElementById("calc-report-slot").append(panel);
     measured = answer.ok ? measuredParams(answer.comparison) : {};
+    measuredFor = null;
     if (answer.ok) {
       applyConfig(answer.config);
+      measuredFor = toQuery();
       schedule();
     }
     linkRequest();
@@ -208,7 +211,12 @@ function main() {
 
   function linkRequest() {
     const link = document.getElementById("calc-request");
-    const extra = new URLSearchParams(measured).toString();
+    // Measured figures belong to the report's configuration: once the form differs, they are not sent
+    // and the report is marked stale.
+    const same = measuredFor !== null && toQuery() === measuredFor;
+    const panel = document.getElementById("calc-report");
+    if (panel && panel.dataset.status !== "error") panel.classList.toggle("calc-stale", !same);
+    const extra = same ? new URLSearchParams(measured).toString() : "";
     if (link) link.setAttribute("href", "request/?" + toQuery() + (extra ? "&" + extra : ""));
   }
 
@@ -271,7 +279,7 @@ function main() {
     schedule();
   });
   const reportFile = document.getElementById("calc-report-file");
-  reportFile.addEventListener("change", async () => {
+  async function importReport() {
     const file = reportFile.files && reportFile.files[0];
     if (!file) return;
     reportId += 1;
@@ -280,7 +288,8 @@ function main() {
       return;
     }
     worker.postMessage({ type: "report", id: reportId, text: await file.text() });
-  });
+  }
+  reportFile.addEventListener("change", importReport);
 
   // --- start: the query wins over the defaults; compute at once (the worker queues until ready) ------
   doc.dataset.runtime = "loading";
@@ -290,6 +299,11 @@ function main() {
   form.addEventListener("change", schedule);
   form.addEventListener("submit", (event) => event.preventDefault());
   compute();
+  // Back on this page, the browser may restore the chosen report file, after this script has run.
+  const restored = () => { if (reportId === 0 && reportFile.files && reportFile.files.length) importReport(); };
+  restored();
+  window.addEventListener("load", restored);
+  window.addEventListener("pageshow", restored);
   // What the early-started worker said before this script took it over (a failure, "ready").
   for (const event of (early.queue || []).splice(0)) {
     if (event.type === "message") worker.onmessage(event);
