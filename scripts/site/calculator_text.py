@@ -90,6 +90,12 @@ TEXT: dict[str, dict[str, str]] = {
                 "en": "Pyodide did not answer within 60 s"},
     "no_worker": {"ru": "браузер не поддерживает модульные Web Worker", "uz": "brauzer modul Web Workerni "
                   "qo‘llamaydi", "en": "this browser has no module Web Workers"},
+    "noscript": {"ru": "Калькулятору нужен JavaScript: выше — расчёт для настроек по умолчанию. Любую конфигурацию "
+                 "считает и командная строка: python -m sizing estimate config.json.",
+                 "uz": "Kalkulyatorga JavaScript kerak: yuqorida standart sozlamalar uchun hisob. Istalgan "
+                 "konfiguratsiyani buyruq qatori ham hisoblaydi: python -m sizing estimate config.json.",
+                 "en": "The calculator needs JavaScript: above are the results for the default configuration. The "
+                 "command line computes any configuration: python -m sizing estimate config.json."},
     "download": {"ru": "Скачать конфигурацию JSON", "uz": "Konfiguratsiyani JSON qilib yuklash",
                  "en": "Download the config JSON"},
     "copy_snippet": {"ru": "Копировать код Python", "uz": "Python kodini nusxalash", "en": "Copy the Python snippet"},

@@ -225,6 +225,7 @@ def form_html(lang: str) -> str:
         '<p><a id="calc-request" data-testid="request-link" href="request/">'
         f'{html.escape(T(lang, "to_request"))}</a></p>',
         '<p class="calc-error calc-general" data-testid="error-general" id="calc-error-general" role="alert"></p>',
+        f'<noscript><p class="calc-status">{html.escape(T(lang, "noscript"))}</p></noscript>',
         f'<script type="module" src="{_script_src(lang, "calculator.js")}"></script>',
         "</div>",
     ])
@@ -283,6 +284,7 @@ def request_html(lang: str) -> str:
     parts.append("</fieldset></form>")
     words = {key[3:]: T(lang, key) for key in TEXT if key.startswith("rq_")}
     words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "copied")})
+    words.update({key: T(lang, key) for key in TEXT if key.startswith("e_")})  # sizing's refusals
     kinds = {name: {"json": "json", "text": "list"}.get(kind, kind) for name, kind, _ in FIELDS}
     data = json.dumps({"lang": lang, "text": words, "defaults": default_config(), "kinds": kinds},
                       ensure_ascii=False).replace("</", "<\\/")

@@ -220,6 +220,10 @@ def test_rental_request_from_the_calculator_refuses_secrets(watched: Watched, ba
     page.fill("#req-notes", "<img src=x onerror=window.__pwned=1> needs NVLink")
     assert "<img src=x" in page.text_content("[data-testid=request-text]")  # shown as text
     assert page.evaluate("window.__pwned") is None and page.locator("#req img").count() == 0
+    # a configuration sizing refuses: the request says why, in the page's language
+    page.goto(base_url + "calculator/request/?r=x", wait_until="domcontentloaded")
+    page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
+    assert "оценка не получена: Неверный тип значения поля r (r)" in page.text_content("[data-testid=request-text]")
     assert not watched.foreign, watched.foreign
     assert not watched.errors, watched.errors
 

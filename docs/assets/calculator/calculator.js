@@ -251,7 +251,7 @@ function main() {
   const search = document.getElementById("calc-model-search");
   const modelSelect = form.querySelector('[name="model"]');
   for (const type of ["input", "change"]) search.addEventListener(type, (event) => event.stopPropagation());
-  search.addEventListener("input", () => {
+  function filterModels(pick = true) {
     const words = search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     let first = null;
     for (const option of modelSelect.options) {
@@ -259,11 +259,12 @@ function main() {
       option.hidden = !words.every((w) => text.includes(w));
       if (!option.hidden && !first) first = option;
     }
-    if (first && modelSelect.selectedOptions[0] && modelSelect.selectedOptions[0].hidden) {
+    if (pick && first && modelSelect.selectedOptions[0] && modelSelect.selectedOptions[0].hidden) {
       modelSelect.value = first.value;
       schedule();
     }
-  });
+  }
+  search.addEventListener("input", () => filterModels());
   const upload = document.getElementById("calc-model-config-file");
   upload.addEventListener("change", async (event) => {
     event.stopPropagation();
@@ -299,8 +300,12 @@ function main() {
   form.addEventListener("change", schedule);
   form.addEventListener("submit", (event) => event.preventDefault());
   compute();
-  // Back on this page, the browser may restore the chosen report file, after this script has run.
-  const restored = () => { if (reportId === 0 && reportFile.files && reportFile.files.length) importReport(); };
+  // Back on this page, the browser may restore the chosen report file and the catalog search text after
+  // this script has run: read the report again, filter the list again (the model stays the URL's).
+  const restored = () => {
+    if (reportId === 0 && reportFile.files && reportFile.files.length) importReport();
+    if (search.value) filterModels(false);
+  };
   restored();
   window.addEventListener("load", restored);
   window.addEventListener("pageshow", restored);

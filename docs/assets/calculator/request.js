@@ -119,7 +119,12 @@ function main() {
         est.time ? line(t("throughput"), `${fmt(est.time.tokens_per_second, 0)} tokens/s`) : null,
         est.time ? line(t("hours"), fmt(est.time.total_hours, 1)) : null);
     } else if (estimate && !estimate.ok) {
-      lines.push("", `## ${t("s_estimate")}`, `- ${t("no_estimate")} (${estimate.error.code}${estimate.error.field ? ", " + estimate.error.field : ""})`);
+      const err = estimate.error;
+      const params = { ...(err.params || {}), field: err.field || "" };
+      const template = t("e_" + err.code);
+      const why = template === "e_" + err.code ? err.code
+        : template.replace(/\{(\w+)\}/g, (m, k) => (k in params ? String(params[k]) : m));
+      lines.push("", `## ${t("s_estimate")}`, `- ${t("no_estimate")}: ${why}${err.field ? ` (${err.field})` : ""}`);
     }
     const m = measured();
     if (m.length) lines.push("", `## ${t("s_measured")}`, ...m);
