@@ -96,6 +96,9 @@ TEXT: dict[str, dict[str, str]] = {
                  "konfiguratsiyani buyruq qatori ham hisoblaydi: python -m sizing estimate config.json.",
                  "en": "The calculator needs JavaScript: above are the results for the default configuration. The "
                  "command line computes any configuration: python -m sizing estimate config.json."},
+    "p_param": {"ru": "Параметр", "uz": "Parametr", "en": "Parameter"},
+    "p_field": {"ru": "Поле", "uz": "Maydon", "en": "Field"},
+    "p_default": {"ru": "По умолчанию", "uz": "Standart qiymat", "en": "Default"},
     "download": {"ru": "Скачать конфигурацию JSON", "uz": "Konfiguratsiyani JSON qilib yuklash",
                  "en": "Download the config JSON"},
     "copy_snippet": {"ru": "Копировать код Python", "uz": "Python kodini nusxalash", "en": "Copy the Python snippet"},

@@ -326,6 +326,18 @@ def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
             f"{results_markdown(default_result(), lang)}\n\n</div>")
 
 
+def _params_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
+    """The URL parameters of the calculator (the contract's names), what each is and its default: a link
+    can be written by hand, and a parameter left out takes the default."""
+    defaults = default_config()
+    head = [T(lang, k) for k in ("p_param", "p_field", "p_default")]
+    rows = []
+    for name in (spec[0] for spec in FIELDS):
+        value = _text(defaults.get(name))
+        rows.append(f"| `{name}` | {T(lang, f'f_{name}')} | {f'`{value}`' if value else '—'} |")
+    return "\n".join([f"| {head[0]} | {head[1]} | {head[2]} |", "|---|---|---|", *rows])
+
+
 SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
 
 
@@ -353,6 +365,7 @@ def fill_slots(page: str) -> str:
 sizing_blocks.HANDLERS.setdefault("calculator_form", _form_slot)
 sizing_blocks.HANDLERS.setdefault("calculator_results", _results_slot)
 sizing_blocks.HANDLERS.setdefault("calculator_request", _request_slot)
+sizing_blocks.HANDLERS.setdefault("calculator_params", _params_slot)
 
 __all__ = [
     "BRIDGE", "CALC_DIR", "EXAMPLE", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES", "TEXT", "T",

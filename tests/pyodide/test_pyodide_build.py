@@ -7,6 +7,7 @@ import hashlib
 import html
 import io
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -87,3 +88,29 @@ def test_slots_become_the_form_and_the_first_paint_results() -> None:
     assert 'name="r"' in out and 'type="module"' in out
     markdown = pyodide_build.results_markdown(pyodide_build.default_result(), "ru")
     assert "<" not in markdown and markdown.count("\n|") > 20
+
+
+def test_the_documented_example_links_compute() -> None:
+    # The calculator page shows an example query in each language; it must be one the page can compute.
+    from urllib.parse import parse_qsl
+
+    kinds = {name: kind for name, kind, _ in pyodide_build.FIELDS}
+    for lang in ("ru", "uz", "en"):
+        text = (ROOT / "docs" / "calculator" / f"index.{lang}.md").read_text("utf-8")
+        query = re.search(r"`\?([^`]+)`", text)
+        assert query, lang
+        config = pyodide_build.default_config()
+        for key, value in parse_qsl(query.group(1)):
+            assert key in kinds, key
+            config[key] = int(value) if kinds[key] == "int" else value
+        result = pyodide_build.bridge().compute(config)
+        assert result["ok"], (lang, result)
+        assert "[[sizing:calculator_params]]" in text
+
+
+def test_the_parameter_table_lists_every_field_with_its_default() -> None:
+    table = pyodide_build.sizing_blocks.HANDLERS["calculator_params"]([], {}, "en")
+    defaults = pyodide_build.default_config()
+    for name, _, _ in pyodide_build.FIELDS:
+        assert f"| `{name}` |" in table
+    assert "| `r` | Rank | `16` |" in table and f"`{defaults['model']}`" in table
