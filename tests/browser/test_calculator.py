@@ -130,7 +130,14 @@ def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> N
     watched.errors.clear()  # the control's own console report
     page.click("#calc-copy-trial")
     assert page.evaluate("navigator.clipboard.readText()") == (
-        "python trial.py CONFIG.json --data DATA.jsonl --out DIR --max-steps 20")
+        "python trial.py config.json --data data.jsonl --out trial-out --max-steps 20")
+    page.fill("#calc-num_gpus", "4")
+    page.select_option("#calc-parallelism", "fsdp")
+    wait_ready(page)
+    page.click("#calc-copy-trial")
+    assert page.evaluate("navigator.clipboard.readText()") == ("accelerate launch --config_file fsdp.yaml "
+                                                               "--num_processes 4 trial.py config.json --data "
+                                                               "data.jsonl --out trial-out --max-steps 20")
     assert not watched.foreign, watched.foreign
     assert not watched.errors, watched.errors
 

@@ -5,7 +5,9 @@
 import { h, makeRenderer } from "./calc_render.js";
 import { MAX_REPORT_BYTES, measuredParams, reportPanel } from "./calc_report.js";
 
-const TRIAL = "python trial.py CONFIG.json --data DATA.jsonl --out DIR --max-steps 20";
+const TRIAL = "trial.py config.json --data data.jsonl --out trial-out --max-steps 20";
+// Accelerate's own config for a sharded run (the recipe page shows both forms)
+const SHARDING_CONFIG = { fsdp: "fsdp.yaml", zero2: "deepspeed.yaml", zero3: "deepspeed.yaml" };
 const MAX_CONFIG_BYTES = 1e6; // a model's config.json is a few kB
 
 const root = document.getElementById("calc");
@@ -237,7 +239,16 @@ function main() {
     setTimeout(() => { copied.textContent = ""; }, 2000);
   }
   document.getElementById("calc-copy-snippet").addEventListener("click", () => copy(snippet));
-  document.getElementById("calc-copy-trial").addEventListener("click", () => copy(TRIAL));
+  // The trial recipe's command for this configuration, with the downloaded config.json: Accelerate starts
+  // one process per GPU when there are several.
+  function trialCommand() {
+    const config = current || readForm().config;
+    const gpus = Number.isInteger(config.num_gpus) && config.num_gpus > 1 ? config.num_gpus : 1;
+    if (gpus === 1) return "python " + TRIAL;
+    const sharding = SHARDING_CONFIG[config.parallelism];
+    return `accelerate launch ${sharding ? `--config_file ${sharding} ` : ""}--num_processes ${gpus} ${TRIAL}`;
+  }
+  document.getElementById("calc-copy-trial").addEventListener("click", () => copy(trialCommand()));
   document.getElementById("calc-download").addEventListener("click", () => {
     const config = current || readForm().config;
     const blob = new Blob([JSON.stringify(config, null, 2) + "\n"], { type: "application/json" });
