@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from mkdocs.plugins import event_priority, get_plugin_logger
 
@@ -148,8 +149,12 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         file = files.get_file_from_path(found[0]) if found else None
         if found is None or file is None:
             return None
-        url = urls.md_copy_url(file.url, prefix) if file.is_documentation_page() else file.url
-        return urls.absolute(site_url, url) + found[1]
+        # A query only means something to the live page (the calculator's configuration): keep it, on the
+        # page's HTML address rather than its Markdown copy.
+        query = urlsplit(target).query
+        copy = file.is_documentation_page() and not query
+        url = urls.md_copy_url(file.url, prefix) if copy else file.url
+        return urls.absolute(site_url, url) + (f"?{query}" if query else "") + found[1]
 
     ancestors = list(page.ancestors)
     top = ancestors[-1] if ancestors else None

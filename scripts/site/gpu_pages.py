@@ -28,6 +28,7 @@ TEXT = {
         "fits_text": "Эталонные прогоны: LoRA (веса bf16) и QLoRA (NF4 с двойной квантизацией), ранг 16 на всех "
                      "линейных слоях, контрольные точки градиента, упакованные последовательности, микробатч 1. "
                      "Запас считается относительно памяти, доступной CUDA, за вычетом контекста CUDA.",
+        "open": "Свой запуск на этой карте: [открыть калькулятор с {name}](../calculator/index.md?gpu={gpu_id}).",
         "chart": "Память в зависимости от длины контекста",
         "chart_text": "Зарезервированная память (как `torch.cuda.max_memory_reserved`) для Llama 3.1 8B; "
                       "пунктир — память, доступная процессу.",
@@ -47,6 +48,8 @@ TEXT = {
         "fits_text": "Namunaviy ishga tushirishlar: LoRA (bf16 vaznlar) va QLoRA (ikki bosqichli kvantlashli NF4), "
                      "barcha chiziqli qatlamlarda 16-rang, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar, "
                      "mikrobatch 1. Zaxira CUDA uchun mavjud xotiradan CUDA konteksti ayirib hisoblanadi.",
+        "open": "Shu kartadagi o‘z ishga tushirishingiz: [kalkulyatorni {name} bilan ochish]"
+                "(../calculator/index.md?gpu={gpu_id}).",
         "chart": "Kontekst uzunligiga qarab xotira",
         "chart_text": "Llama 3.1 8B uchun zaxiralangan xotira (`torch.cuda.max_memory_reserved` kabi); "
                       "uzuq chiziq — jarayon uchun mavjud xotira.",
@@ -66,6 +69,8 @@ TEXT = {
         "fits_text": "Reference runs: LoRA (bf16 weights) and QLoRA (NF4 with double quantization), rank 16 on "
                      "all linear layers, gradient checkpointing, packed sequences, micro-batch 1. Headroom is "
                      "measured against the memory CUDA can allocate, minus the CUDA context.",
+        "open": "Your own run on this card: [open the calculator with the {name}]"
+                "(../calculator/index.md?gpu={gpu_id}).",
         "chart": "Memory against context length",
         "chart_text": "Reserved memory (as `torch.cuda.max_memory_reserved`) for Llama 3.1 8B; the dashed line is "
                       "the memory available to the process.",
@@ -121,6 +126,8 @@ sources_checked: {DATE}
 {t['fits_text']}
 
 [[sizing:gpu_fit_table gpu={gpu_id}]]
+
+{t['open'].format(name=gpu.name, gpu_id=gpu_id)}
 
 ### {t['sources']}
 

@@ -121,6 +121,14 @@ def test_llms_txt_and_markdown_copy_links_resolve(built_site: BuiltSite) -> None
     assert not broken, "\n".join(broken[:40])
 
 
+def test_gpu_pages_open_the_calculator_with_their_gpu(built_site: BuiltSite) -> None:
+    # The live page takes the query; the Markdown copy links there too, not to the calculator's copy.
+    html = (built_site.root / "en" / "gpus" / "h100-sxm-80gb" / "index.html").read_text("utf-8")
+    assert 'href="../../calculator/?gpu=H100-SXM-80GB"' in html
+    copy = (built_site.root / "en" / "gpus" / "h100-sxm-80gb.md").read_text("utf-8")
+    assert f"({built_site.site_url}en/calculator/?gpu=H100-SXM-80GB)" in copy
+
+
 def test_no_asset_from_another_origin(built_site: BuiltSite) -> None:
     """Nothing the browser loads comes from elsewhere: HTML src/href (links to read, <a>, excepted), CSS url()."""
     site = built_site.site_url
