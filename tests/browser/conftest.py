@@ -7,6 +7,8 @@ chromium, or without node_modules/pyodide (the page could not compute), the test
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -107,6 +109,34 @@ class NotInstalledHandler(Handler):
 @pytest.fixture(scope="session")
 def not_installed_url(site_server: tuple[Path, str]) -> Iterator[str]:
     server = _server(site_server[0], NotInstalledHandler)
+    try:
+        yield _url(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class StaleSnapshotHandler(Handler):
+    """A memory snapshot that does not belong to this build (here: the right size, the wrong bytes)."""
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0].endswith("/assets/pyodide/calc_heap-gzip.bin"):
+            root = Path(self.directory)
+            size = json.loads((root / "assets" / "calculator" / "runtime.json").read_text("utf-8"))[
+                "snapshot_packed_bytes"]
+            body = gzip.compress(b"\x07" * size)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+
+@pytest.fixture(scope="session")
+def stale_snapshot_url(site_server: tuple[Path, str]) -> Iterator[str]:
+    server = _server(site_server[0], StaleSnapshotHandler)
     try:
         yield _url(server)
     finally:

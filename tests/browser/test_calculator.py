@@ -207,6 +207,22 @@ def test_a_runtime_that_cannot_load_fails_clearly(browser: Any, server: str, mes
         context.close()
 
 
+def test_a_snapshot_from_another_build_falls_back_to_a_plain_boot(browser: Any, stale_snapshot_url: str) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(stale_snapshot_url + "en/calculator/", wait_until="domcontentloaded")
+        page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
+        stages = json.loads(page.get_attribute("html", "data-boot-stages") or "{}")
+        assert "snapshot_failed" in stages and "restored" not in stages, stages
+        assert shown(page) == want(expected(pyodide_build.default_config()))  # the trimmed stdlib suffices
+        page.fill("#calc-r", "64")
+        wait_ready(page)
+        assert shown(page) == want(expected({**pyodide_build.default_config(), "r": 64}))
+    finally:
+        context.close()
+
+
 def test_rental_request_from_the_calculator_refuses_secrets(watched: Watched, base_url: str) -> None:
     page = watched.page
     page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
