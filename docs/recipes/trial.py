@@ -506,9 +506,10 @@ def make_trainer(model: Any, cfg: dict[str, Any], args: argparse.Namespace, trai
     targs = TrainingArguments(
         output_dir=str(Path(args.out) / "checkpoints"), max_steps=args.max_steps, per_device_train_batch_size=batch,
         per_device_eval_batch_size=batch, gradient_accumulation_steps=int(cfg.get("gradient_accumulation_steps", 1)),
-        gradient_checkpointing=bool(cfg.get("gradient_checkpointing", False)),
-        gradient_checkpointing_kwargs={"use_reentrant": False}, bf16=bf16, fp16=fp16,
-        optim=cfg.get("optim", "adamw_torch"), learning_rate=lr, logging_steps=1, save_strategy="no",
+        # transformers 5 names gradient checkpointing `activation_checkpointing` (the old name is deprecated)
+        activation_checkpointing=bool(cfg.get("gradient_checkpointing", False)),
+        activation_checkpointing_kwargs={"use_reentrant": False}, bf16=bf16, fp16=fp16,
+        optim=cfg.get("optim", "adamw_torch_fused"), learning_rate=lr, logging_steps=1, save_strategy="no",
         eval_strategy="no", report_to=[], seed=args.seed, data_seed=args.seed, remove_unused_columns=False,
         dataloader_num_workers=0, disable_tqdm=True, prediction_loss_only=True, use_cpu=not torch.cuda.is_available(),
         warmup_steps=0, lr_scheduler_type="constant",

@@ -45,10 +45,17 @@ def _py(value: Any) -> str:
 
 
 def snippet(cfg: dict[str, Any]) -> str:
-    """BitsAndBytesConfig, LoraConfig and TrainingArguments for a normalised configuration."""
-    dtype = {"bfloat16": "torch.bfloat16", "float16": "torch.float16", "float32": "torch.float32"}
-    lines = ["import torch", "from peft import LoraConfig", "from transformers import BitsAndBytesConfig, TrainingArguments",
-             ""]
+    """The Hugging Face setup of a normalised configuration, ready to run: BitsAndBytesConfig, the model
+    load, prepare_model_for_kbit_training, LoraConfig + get_peft_model, TrainingArguments."""
+    dtype = {"bfloat16": "torch.bfloat16", "float16": "torch.float16", "float32": "torch.float32", "auto": '"auto"'}
+    quantized = bool(cfg.get("load_in_4bit") or cfg.get("load_in_8bit"))
+    prepare = quantized and bool(cfg.get("prepare_model_for_kbit_training"))
+    peft_names = ["LoraConfig", "get_peft_model"] + (["prepare_model_for_kbit_training"] if prepare else [])
+    hf_names = ["AutoModelForCausalLM", "TrainingArguments"] + (["BitsAndBytesConfig"] if quantized else [])
+    lines = ["# transformers 5.24, peft 0.21, bitsandbytes 0.50 (the trial recipe's versions)", "import torch"]
+    if cfg.get("method") != "full":
+        lines.append(f"from peft import {', '.join(sorted(peft_names))}")
+    lines += [f"from transformers import {', '.join(sorted(hf_names))}", ""]
     if cfg.get("load_in_4bit"):
         lines += ["bnb_config = BitsAndBytesConfig(", "    load_in_4bit=True,",
                   f"    bnb_4bit_quant_type={_py(cfg.get('bnb_4bit_quant_type'))},",
@@ -57,18 +64,31 @@ def snippet(cfg: dict[str, Any]) -> str:
                   ")", ""]
     elif cfg.get("load_in_8bit"):
         lines += ["bnb_config = BitsAndBytesConfig(load_in_8bit=True)", ""]
+    model = cfg.get("model") or "path/to/your/model"  # a pasted config.json: the checkpoint it describes
+    lines += ["model = AutoModelForCausalLM.from_pretrained(", f"    {_py(model)},",
+              f"    dtype={dtype.get(str(cfg.get('torch_dtype')), 'torch.bfloat16')},",
+              f"    attn_implementation={_py(cfg.get('attn_implementation'))},"]
+    lines += ["    quantization_config=bnb_config,", ")"] if quantized else [")"]
+    if "prepare_model_for_kbit_training" in peft_names and cfg.get("method") != "full":
+        lines.append("model = prepare_model_for_kbit_training(model)  # also turns gradient checkpointing on")
     if cfg.get("method") != "full":
-        lines += ["lora_config = LoraConfig(", f"    r={_py(cfg.get('r'))},", f"    lora_alpha={_py(cfg.get('lora_alpha'))},",
-                  f"    lora_dropout={_py(cfg.get('lora_dropout'))},",
+        lines += ["", "lora_config = LoraConfig(", f"    r={_py(cfg.get('r'))},",
+                  f"    lora_alpha={_py(cfg.get('lora_alpha'))},", f"    lora_dropout={_py(cfg.get('lora_dropout'))},",
                   f"    target_modules={_py(cfg.get('target_modules'))},",
-                  f"    use_dora={_py(bool(cfg.get('use_dora')))},", '    task_type="CAUSAL_LM",', ")", ""]
-    lines += ["training_args = TrainingArguments(", '    output_dir="out",',
+                  f"    use_dora={_py(bool(cfg.get('use_dora')))},", '    task_type="CAUSAL_LM",', ")",
+                  "model = get_peft_model(model, lora_config)"]
+    lines += ["", "training_args = TrainingArguments(", '    output_dir="out",',
               f"    per_device_train_batch_size={_py(cfg.get('per_device_train_batch_size'))},",
               f"    gradient_accumulation_steps={_py(cfg.get('gradient_accumulation_steps'))},",
               f"    num_train_epochs={_py(cfg.get('num_train_epochs'))},",
               f"    bf16={_py(bool(cfg.get('bf16')))},", f"    fp16={_py(bool(cfg.get('fp16')))},",
-              f"    gradient_checkpointing={_py(bool(cfg.get('gradient_checkpointing')))},",
-              f"    optim={_py(cfg.get('optim'))},", ")", ""]
+              f"    activation_checkpointing={_py(bool(cfg.get('gradient_checkpointing')))},"
+              "  # gradient_checkpointing before transformers 5",
+              f"    optim={_py(cfg.get('optim'))},", ")",
+              f"# Sequences of up to {cfg.get('max_seq_length')} tokens, "
+              + ("packed into full blocks" if cfg.get("packing") else "padded to the longest in each batch")
+              + f": with TRL, SFTConfig(max_length={cfg.get('max_seq_length')}, packing={bool(cfg.get('packing'))}).",
+              ""]
     return "\n".join(lines)
 
 
