@@ -303,6 +303,17 @@ def test_an_imported_trial_report_shows_measured_next_to_estimated(watched: Watc
     wait_ready(page)
     assert "measured_" not in page.get_attribute("[data-testid=request-link]", "href")
     assert "calc-stale" in (page.get_attribute("[data-testid=report]", "class") or "")
+    # a report of a run on a pasted config.json: the config goes into its field, the model list stays as it is
+    tiny = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    custom = tmp_path / "custom.json"
+    custom.write_text(json.dumps(trial_report({**config, "model": None, "model_config": tiny}, "ok")), "utf-8")
+    page.set_input_files("[data-testid=report-file]", str(custom))
+    page.wait_for_function("() => (document.querySelector('#calc-model_config') || {}).value")
+    wait_ready(page)
+    assert json.loads(page.input_value("#calc-model_config")) == tiny
+    assert page.locator("#calc-model option[value='']").count() == 0
+    assert shown(page) == want(expected({**config, "model": None, "model_config": tiny}))
     # a file that is not a report: a translated error, nothing else changes
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 1, "status": "ok"}), "utf-8")

@@ -97,6 +97,7 @@ function main() {
       : typeof v === "object" ? JSON.stringify(v) : String(v));
     for (const el of fields()) {
       const v = el.name in config ? config[el.name] : el.dataset.kind === "json" ? "" : data.defaults[el.name];
+      if (el.tagName === "SELECT" && (v === null || v === undefined)) continue; // model: null beside a config.json
       setField(el, text(v));
     }
   }
