@@ -1,17 +1,15 @@
-"""The calculator page: its self-hosted Pyodide runtime (pyodide_runtime.py), the `sizing` wheel, and its
-first-paint numbers; its words are in calculator_text.py.
+"""The calculator pages: the form, the request page and the slots that place them (the runtime is in
+pyodide_runtime.py, heap_pack.py and stdlib_trim.py; the first-paint results in calculator_results.py; the
+words in calculator_text.py).
 
-* `install_runtime(site_dir)` (on_post_build, once): copies the five Pyodide files the browser fetches from
-  node_modules/pyodide (npm pyodide, pinned in package.json) to site/assets/pyodide/, writes the
-  `sizing` py3-none-any wheel next to them and site/assets/calculator/runtime.json (wheel name, version).
-  Without node_modules the build still succeeds: it logs how to fix it, and runtime.json says
-  `"installed": false`, so the page shows "calculator runtime not installed" instead of numbers that
-  never update.
-* `add_csp(site_dir)`: a Content-Security-Policy <meta> on the calculator pages: 'self', 'wasm-unsafe-eval'
-  and the hashes of the theme's own inline scripts.
-* Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]` (registered into
-  sizing_blocks.HANDLERS on import): the form with the contract's field names and the default
-  configuration's results, computed at build time by the same calc_bridge.py the Web Worker runs.
+* `install_runtime(site_dir)` (on_post_build, once): pyodide_runtime.install_runtime with the form's
+  default configuration, so the memory snapshot already holds its answer.
+* `add_csp(site_dir)`: fills the calculator pages' slots, starts their worker from the top of <head>, and
+  adds a Content-Security-Policy <meta>: 'self', 'wasm-unsafe-eval' and the hashes of the inline scripts.
+* Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]`, `[[sizing:calculator_request]]`,
+  `[[sizing:calculator_params]]` (registered into sizing_blocks.HANDLERS on import): the form with the
+  contract's field names, the default configuration's results computed at build time by the same
+  calc_bridge.py the Web Worker runs, the request form, and the table of URL parameters.
 """
 
 from __future__ import annotations
