@@ -1,5 +1,7 @@
 """The calculator's runtime: the self-hosted Pyodide files, the `sizing` wheel, a precompiled standard
-library, and the Content-Security-Policy of the calculator pages (see pyodide_build.py for the page)."""
+library trimmed to what the calculator imports (stdlib_trim.py), a memory snapshot with the calculator
+already imported, shipped without its zero pages (heap_pack.py), and the Content-Security-Policy of the
+calculator pages (see pyodide_build.py for the pages)."""
 
 from __future__ import annotations
 
