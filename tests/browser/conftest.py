@@ -81,9 +81,9 @@ def base_url(site_server: tuple[Path, str]) -> str:
     return site_server[1]
 
 
-@pytest.fixture(scope="session")
-def bad_wasm_url(site_server: tuple[Path, str]) -> Iterator[str]:
-    server = _server(site_server[0], BadWasmHandler)
+def _serve(site_server: tuple[Path, str], handler: type[Handler]) -> Iterator[str]:
+    """The built site on another free port, through `handler`."""
+    server = _server(site_server[0], handler)
     try:
         yield _url(server)
     finally:
@@ -91,57 +91,60 @@ def bad_wasm_url(site_server: tuple[Path, str]) -> Iterator[str]:
         server.server_close()
 
 
-class NotInstalledHandler(Handler):
-    """What a build without node_modules serves: runtime.json says the runtime is not installed."""
+@pytest.fixture(scope="session")
+def bad_wasm_url(site_server: tuple[Path, str]) -> Iterator[str]:
+    yield from _serve(site_server, BadWasmHandler)
+
+
+class OneFileHandler(Handler):
+    """Serves `replacement()` for the file whose path ends with `target`, the built site for the rest."""
+
+    target: ClassVar[str] = ""
+    content_type: ClassVar[str] = "application/octet-stream"
+
+    def replacement(self) -> bytes:
+        raise NotImplementedError
 
     def do_GET(self) -> None:
-        if self.path.split("?")[0].endswith("/assets/calculator/runtime.json"):
-            body = b'{"installed": false, "message": "calculator runtime not installed"}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+        if not self.path.split("?")[0].endswith(self.target):
+            super().do_GET()
             return
-        super().do_GET()
+        body = self.replacement()
+        self.send_response(200)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class NotInstalledHandler(OneFileHandler):
+    """What a build without node_modules serves: runtime.json says the runtime is not installed."""
+
+    target = "/assets/calculator/runtime.json"
+    content_type = "application/json"
+
+    def replacement(self) -> bytes:
+        return b'{"installed": false, "message": "calculator runtime not installed"}'
+
+
+class StaleSnapshotHandler(OneFileHandler):
+    """A memory snapshot that does not belong to this build (here: the right size, the wrong bytes)."""
+
+    target = "/assets/pyodide/calc_heap-gzip.bin"
+
+    def replacement(self) -> bytes:
+        manifest = Path(self.directory) / "assets" / "calculator" / "runtime.json"
+        return gzip.compress(b"\x07" * json.loads(manifest.read_text("utf-8"))["snapshot_packed_bytes"])
 
 
 @pytest.fixture(scope="session")
 def not_installed_url(site_server: tuple[Path, str]) -> Iterator[str]:
-    server = _server(site_server[0], NotInstalledHandler)
-    try:
-        yield _url(server)
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class StaleSnapshotHandler(Handler):
-    """A memory snapshot that does not belong to this build (here: the right size, the wrong bytes)."""
-
-    def do_GET(self) -> None:
-        if self.path.split("?")[0].endswith("/assets/pyodide/calc_heap-gzip.bin"):
-            root = Path(self.directory)
-            size = json.loads((root / "assets" / "calculator" / "runtime.json").read_text("utf-8"))[
-                "snapshot_packed_bytes"]
-            body = gzip.compress(b"\x07" * size)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        super().do_GET()
+    yield from _serve(site_server, NotInstalledHandler)
 
 
 @pytest.fixture(scope="session")
 def stale_snapshot_url(site_server: tuple[Path, str]) -> Iterator[str]:
-    server = _server(site_server[0], StaleSnapshotHandler)
-    try:
-        yield _url(server)
-    finally:
-        server.shutdown()
-        server.server_close()
+    yield from _serve(site_server, StaleSnapshotHandler)
 
 
 @pytest.fixture(scope="session")
