@@ -37,6 +37,7 @@ class TrialReport:
     rank: int
     world_size: int
     failure: Mapping[str, Any] | None
+    before_train: Mapping[str, Any] | None  # memory as training started (reports since it was added)
     data: Mapping[str, Any]
 
 
@@ -88,9 +89,14 @@ def parse_report(data: Any) -> TrialReport:
     failure = data.get("failure")
     if failure is not None and not isinstance(failure, Mapping):
         raise _malformed("failure must be an object or null", "failure")
+    before = meas.get("before_train")
+    if before is not None and (not isinstance(before, Mapping)
+                               or not all(_is_bytes(before.get(k)) for k in ("allocated_bytes", "reserved_bytes"))):
+        raise _malformed("measurements.before_train must be an object with byte counts or null",
+                         "measurements.before_train")
     return TrialReport(status=data["status"], message=data["message"], config=data["config"], peaks=peaks,
                        steps=list(steps), checks=data["checks"], rank=data["rank"], world_size=data["world_size"],
-                       failure=failure, data=data)
+                       failure=failure, before_train=before, data=data)
 
 
 def load_report(source: str | bytes | Mapping[str, Any]) -> TrialReport:
@@ -163,6 +169,19 @@ def _time(rep: TrialReport, est: Estimate) -> dict[str, Any]:
             "tokens_difference_percent": diff(t.get("tokens_per_second"), tps), "steps_timed": len(timed)}
 
 
+def _before_train(rep: TrialReport, reserved_peak: int | None) -> dict[str, Any] | None:
+    """What was reserved as training began. The caching allocator keeps what loading and the first
+    evaluation freed, and a step's reserved peak does not read below it unless memory runs short: when the
+    measured peak is that floor, the step's own need is what `allocated` shows, not reserved."""
+    b = rep.before_train
+    if b is None:
+        return None
+    reserved = b.get("reserved_bytes")
+    floor = reserved is not None and reserved_peak is not None and reserved_peak <= reserved
+    return {"allocated_bytes": b.get("allocated_bytes"), "reserved_bytes": reserved,
+            "reserved_peak_is_this_floor": floor}
+
+
 def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
     """Measured peaks against the estimate of the report's configuration.
 
@@ -185,6 +204,7 @@ def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
                          "reason": reason}
     checks = rep.checks
     return {
+        "before_train": _before_train(rep, figures["reserved"]["measured_bytes"]),
         "status": rep.status, "message": rep.message, "rank": rep.rank, "world_size": rep.world_size,
         "failure": dict(rep.failure) if rep.failure is not None else None,
         "steps": len(rep.steps), "peak_phase": est.peak_moment.phase, "confidence": est.confidence,
@@ -221,6 +241,11 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.4f}"
 
+    before = cmp.get("before_train")
+    if before and before["reserved_bytes"] is not None:
+        lines.append(f"reserved when training began: {_gib(before['reserved_bytes'])} GiB (left by loading and the "
+                     "first evaluation)" + ("; the reserved peak is that floor: compare allocated"
+                                            if before["reserved_peak_is_this_floor"] else ""))
     t = cmp["time"]
 
     def sec(v: Any) -> str:

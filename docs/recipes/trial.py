@@ -589,6 +589,21 @@ def reload_check(saved: Path, base_source: str, cfg: dict[str, Any], reference: 
 # The trial
 
 
+def before_train() -> dict[str, Any]:
+    """GPU memory as training starts (model loaded, adapter applied, first evaluation done). The caching
+    allocator keeps what it freed on the way (bf16 copies quantized to 4 bits, the evaluation's logits), so
+    a step's reserved peak does not read below `reserved_bytes` even when the step itself needs less (the
+    cache is released only when memory runs short)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"allocated_bytes": None, "reserved_bytes": None,
+                "reason": "CUDA is not available (CPU run): GPU memory is not measured"}
+    torch.cuda.synchronize()
+    return {"allocated_bytes": int(torch.cuda.memory_allocated()), "reserved_bytes": int(torch.cuda.memory_reserved()),
+            "reason": None}
+
+
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -669,6 +684,7 @@ def run(args: argparse.Namespace, report: dict[str, Any], recorder_box: list[Rec
     progress("evaluating the held-out loss before training")
     report["checks"]["eval_loss_before"] = float(trainer.evaluate()["eval_loss"])
     progress(f"eval loss before: {report['checks']['eval_loss_before']:.4f}; training {args.max_steps} steps")
+    report["measurements"]["before_train"] = before_train()
     report["phase"] = "train"
     trainer.train()
     report["measurements"]["steps"] = recorder.steps

@@ -244,6 +244,15 @@ TEXT: dict[str, dict[str, str]] = {
                       "en": "The adapter gives the same outputs after save and reload"},
     "report_loss": {"ru": "потери на отложенной выборке до → после", "uz": "ajratilgan to‘plamdagi yo‘qotish oldin → "
                     "keyin", "en": "held-out loss before → after"},
+    "report_before": {"ru": "Когда обучение началось, было зарезервировано {gib} ГиБ: столько оставили в кэше "
+                      "загрузка модели и первая оценка.", "uz": "O‘qitish boshlanganda {gib} GiB zaxiralangan edi: "
+                      "buni keshda model yuklanishi va birinchi baholash qoldirgan.",
+                      "en": "{gib} GiB were reserved when training began: what loading the model and the first "
+                      "evaluation left in the cache."},
+    "report_floor": {"ru": "Пик reserved равен этому уровню, поэтому о самом шаге говорит allocated, а не reserved.",
+                     "uz": "reserved cho‘qqisi shu darajaga teng, shuning uchun qadamning o‘zi haqida reserved emas, "
+                     "allocated gapiradi.", "en": "The reserved peak is that level, so for the step itself compare "
+                     "allocated, not reserved."},
     "report_not_measured": {"ru": "Не измерено", "uz": "O‘lchanmagan", "en": "Not measured"},
     "report_note": {"ru": "Оценка — для конфигурации из отчёта (она загружена в форму); пик оценки приходится на "
                     "фазу «{phase}», уверенность {confidence}. Разница в процентах — от измерения.",

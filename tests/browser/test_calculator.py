@@ -259,7 +259,8 @@ def trial_report(config: dict[str, Any], message: str) -> dict[str, Any]:
               "max_memory_reserved_bytes": 10 * gib, "device_used_bytes": 11 * gib, "device_source": "pynvml",
               "reason": None} for n, s in ((1, 9.0), (2, 4.0), (3, 5.0))]
     return {"schema_version": 1, "status": "ok", "message": message, "failure": None, "rank": 0, "world_size": 1,
-            "config": config, "measurements": {"steps": steps, "peaks": None},
+            "config": config, "measurements": {"steps": steps, "peaks": None, "before_train": {
+                "allocated_bytes": 6 * gib, "reserved_bytes": 10 * gib, "reason": None}},
             "checks": {"reload_matches": True, "eval_loss_before": 2.5, "eval_loss_after": 1.25}}
 
 
@@ -282,6 +283,8 @@ def test_an_imported_trial_report_shows_measured_next_to_estimated(watched: Watc
         assert int(page.get_attribute(row, "data-estimated")) == figure["estimated_bytes"]
         assert int(page.get_attribute(row, "data-measured")) == figure["measured_bytes"]
     assert "4.50" in page.text_content("[data-testid=report-step]")  # median of 4 and 5 s: step 1 left out
+    # the steps' reserved peak (10 GiB) is what was reserved before training: the page says so
+    assert page.get_attribute("[data-testid=report-before-train]", "data-floor") == "true"
     assert page.text_content("[data-testid=report-message]").startswith("<img src=x")  # text, not markup
     assert page.evaluate("window.__pwned") is None and page.locator("#calc img").count() == 0
     # the report's configuration is in the form, and the page's estimate is for it

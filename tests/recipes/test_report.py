@@ -103,3 +103,21 @@ def test_step_time_leaves_out_the_first_step_and_compares_with_the_estimate() ->
     assert est is not None and t["estimated_step_seconds"] == est["step_seconds"]
     assert t["step_difference_percent"] == pytest.approx((est["step_seconds"] - 3.0) / 3.0 * 100, abs=0.01)
     assert "step time: measured 3.00 s (median of 3 step(s))" in format_comparison(cmp)
+
+
+def test_a_reserved_peak_at_the_floor_left_before_training_is_named() -> None:
+    data = report([_step(1, 9 * GiB, 12 * GiB, None), _step(2, 9 * GiB, 12 * GiB, None)])
+    data["measurements"]["before_train"] = {"allocated_bytes": 6 * GiB, "reserved_bytes": 12 * GiB, "reason": None}
+    cmp = compare(load_report(json.dumps(data)))
+    assert cmp["before_train"] == {"allocated_bytes": 6 * GiB, "reserved_bytes": 12 * GiB,
+                                   "reserved_peak_is_this_floor": True}
+    assert "reserved when training began: 12.00 GiB" in format_comparison(cmp)
+    assert "compare allocated" in format_comparison(cmp)
+    data["measurements"]["before_train"]["reserved_bytes"] = 8 * GiB
+    assert compare(load_report(json.dumps(data)))["before_train"]["reserved_peak_is_this_floor"] is False
+    del data["measurements"]["before_train"]  # reports written before the field existed
+    assert compare(load_report(json.dumps(data)))["before_train"] is None
+    data["measurements"]["before_train"] = {"allocated_bytes": "x", "reserved_bytes": 1}
+    with pytest.raises(SizingError) as err:
+        load_report(json.dumps(data))
+    assert err.value.code == "report_malformed" and err.value.field == "measurements.before_train"

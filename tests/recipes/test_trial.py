@@ -164,6 +164,8 @@ def _assert_cpu_nulls(report: dict[str, Any]) -> None:
     for key in ("max_memory_allocated_bytes", "max_memory_reserved_bytes", "device_used_bytes"):
         peak = report["measurements"]["peaks"][key]
         assert peak["value"] is None and peak["reason"]
+    before = report["measurements"]["before_train"]
+    assert before["allocated_bytes"] is None and before["reserved_bytes"] is None and "CUDA" in before["reason"]
 
 
 def test_lora_trial_report(lora: Trial, schema: Any) -> None:

@@ -70,6 +70,13 @@ export function reportPanel(answer, t, fmt) {
   const loss = (v) => (v === null || v === undefined ? "—" : fmt.num(v, 4));
   panel.append(h("p", { "data-testid": "report-checks" }, `${t("report_reload")}: ${yesNo(c.reload_matches)}; `
     + `${t("report_loss")}: ${loss(c.eval_loss_before)} → ${loss(c.eval_loss_after)}`));
+  const before = cmp.before_train;
+  if (before && before.reserved_bytes !== null && before.reserved_bytes !== undefined) {
+    panel.append(h("p", { class: "calc-note", "data-testid": "report-before-train",
+      "data-floor": String(Boolean(before.reserved_peak_is_this_floor)) },
+    fmt.fill(t("report_before"), { gib: fmt.gib(before.reserved_bytes) })
+      + (before.reserved_peak_is_this_floor ? " " + t("report_floor") : "")));
+  }
   for (const note of notes) panel.append(h("p", { class: "calc-note" }, `${t("report_not_measured")}: ${note}`));
   panel.append(h("p", { class: "calc-note" }, fmt.fill(t("report_note"), { phase: t(cmp.peak_phase),
     confidence: t("conf_" + cmp.confidence) })));
