@@ -3,14 +3,14 @@
     python scripts/device_trials.py OUT [--set gpu|tiny] [--max-steps 6] [--timeout 300]
 
 For a session that is lent a GPU: one command, no model hub (random weights with the catalog's own
-config.json, the recipe's byte-level tokenizer, generated text). The `gpu` set is sized for a device
-budget of minutes: six runs of a few steps on models of at most 1.2 B parameters, each capped by
---timeout (it has not run on a GPU yet: no session so far was lent one). Each configuration runs `docs/recipes/trial.py --random-weights` in its own process (so one
-run's cache does not leak into the next), then `sizing.report.compare` puts its measured peaks next to the
-estimate. It prints one row per run and writes OUT/summary.json. The `gpu` set pairs runs that differ
-only in context length (512 vs 2,048 tokens) to show a reserved floor left by loading
-(`before_train`), and covers LoRA, QLoRA and full fine-tuning on Llama and Qwen shapes. `tiny` is a
-CPU smoke test of the same path (the figures are null there).
+config.json, the recipe's byte-level tokenizer, generated text). Each configuration runs
+`docs/recipes/trial.py --random-weights` in its own process (so one run's cache does not leak into the
+next), then `sizing.report.compare` puts its measured peaks next to the estimate. It prints one row per
+run and writes OUT/summary.json. The `gpu` set pairs runs that differ only in context length (512 vs
+2,048 tokens) to show a reserved floor left by loading (`before_train`), and covers LoRA, QLoRA and full
+fine-tuning on Llama and Qwen shapes; it is sized for a device budget of minutes (six runs of a few
+steps on models of at most 1.2 B parameters, each capped by --timeout) and has not run on a GPU yet:
+no session so far was lent one. `tiny` is a CPU smoke test of the same path (the figures are null).
 """
 
 from __future__ import annotations
