@@ -4,6 +4,7 @@
 // setAttribute only, never as HTML.
 import { h, makeRenderer } from "./calc_render.js";
 import { MAX_REPORT_BYTES, measuredParams, reportPanel } from "./calc_report.js";
+import { pageWorker } from "./calc_worker.js";
 
 const TRIAL = "trial.py config.json --data data.jsonl --out trial-out --max-steps 20";
 // Accelerate's own config for a sharded run (the recipe page shows both forms)
@@ -27,18 +28,8 @@ function main() {
   const t = (key) => (key in L ? L[key] : key);
   const fmt = makeRenderer(t, data.lang);
 
-  // The worker was started by the inline script at the top of <head> (window.calcBoot, with the messages it
-  // sent so far); without it, start it here, before anything else is wired.
-  const early = window.calcBoot || {};
-  let worker = early.worker || null;
-  let workerError = early.error || null;
-  if (!worker && !workerError) {
-    try {
-      worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
-    } catch (err) {
-      workerError = err;
-    }
-  }
+  // The worker, taken over before anything else is wired.
+  const { worker, error: workerError, startedAt, replay } = pageWorker();
 
   // --- form <-> configuration <-> URL -----------------------------------------------------------------
   const fields = () => Array.from(form.querySelectorAll("[name][data-kind]"));
@@ -167,7 +158,7 @@ function main() {
     else if (msg.type === "progress" && progress) progress.value = msg.percent;
     else if (msg.type === "ready") {
       doc.dataset.bootMs = String(Math.round(msg.ms));
-      doc.dataset.bootStages = JSON.stringify({ worker_created: Math.round(early.at || -1), ...(msg.stages || {}) });
+      doc.dataset.bootStages = JSON.stringify({ worker_created: Math.round(startedAt || -1), ...(msg.stages || {}) });
     } else if (msg.type === "report" && msg.id === reportId) showReport(JSON.parse(msg.json));
     else if (msg.type === "result" && msg.id === latest) {
       const result = JSON.parse(msg.json);
@@ -321,9 +312,5 @@ function main() {
   restored();
   window.addEventListener("load", restored);
   window.addEventListener("pageshow", restored);
-  // What the early-started worker said before this script took it over (a failure, "ready").
-  for (const event of (early.queue || []).splice(0)) {
-    if (event.type === "message") worker.onmessage(event);
-    else worker.onerror(event);
-  }
+  replay(); // what the worker said before this script took it over
 }

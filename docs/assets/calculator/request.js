@@ -1,6 +1,9 @@
 // The rental request page: the configuration comes from the URL query (the calculator links here with
 // its own query), the estimate from the same Web Worker (Pyodide + sizing); the request is plain text
 // assembled with textContent. Anything that looks like a secret (tokens, keys, passwords) is refused.
+import { makeRenderer } from "./calc_render.js";
+import { pageWorker } from "./calc_worker.js";
+
 const SECRET_PATTERNS = [
   /\bhf_[A-Za-z0-9]{20,}/, /\bsk-[A-Za-z0-9_-]{16,}/, /\bgh[pousr]_[A-Za-z0-9]{20,}/, /\bgithub_pat_[A-Za-z0-9_]{20,}/,
   /\bAKIA[0-9A-Z]{16}\b/, /\bxox[abprs]-[A-Za-z0-9-]{10,}/, /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
@@ -24,8 +27,7 @@ function main() {
   const status = document.getElementById("req-status");
   const doc = document.documentElement;
   const GiB = 2 ** 30;
-  const fmt = (v, d) => Number(v).toLocaleString(lang === "uz" ? "uz-Latn" : lang, {
-    minimumFractionDigits: d, maximumFractionDigits: d });
+  const fmt = makeRenderer(t, lang).num; // the calculator's number format
 
   // The configuration: defaults, then the query (the calculator's names; lists comma-separated).
   const config = { ...data.defaults };
@@ -138,19 +140,11 @@ function main() {
     status.textContent = t("runtime_failed") + (reason in L ? t(reason) : reason);
     assemble();
   }
-  // The worker the inline script at the top of <head> started (its messages so far queued), or a new one.
   doc.dataset.runtime = "loading";
-  const early = window.calcBoot || {};
-  let worker = early.worker || null;
-  if (!worker && !early.error) {
-    try {
-      worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
-    } catch (err) {
-      early.error = err;
-    }
-  }
+  const taken = pageWorker();
+  let worker = taken.worker;
   if (!worker) {
-    fail(String(early.error)); // the request is still assembled, without the estimate
+    fail(String(taken.error)); // the request is still assembled, without the estimate
     worker = { postMessage() {} };
   }
   worker.onerror = (event) => fail(event.message || "worker error");
@@ -165,10 +159,7 @@ function main() {
     }
   };
   worker.postMessage({ type: "compute", id: 1, config: JSON.stringify(config) });
-  for (const event of (early.queue || []).splice(0)) {
-    if (event.type === "message") worker.onmessage(event);
-    else worker.onerror(event);
-  }
+  if (taken.worker) taken.replay();
   form.addEventListener("input", assemble);
   form.addEventListener("submit", (event) => event.preventDefault());
   const copied = document.getElementById("req-copied");
