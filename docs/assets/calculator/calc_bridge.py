@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from sizing import SizingError, estimate, load_config
@@ -110,21 +111,28 @@ def _fit_table(cfg: Any) -> list[dict[str, Any]]:
     return copy.deepcopy(rows)
 
 
-def compute(data: Any, table: bool = True) -> dict[str, Any]:
-    """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
-    peak first, the table about half a second later) and the snippet; or the SizingError as data."""
+def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """{"ok": True, **answer()}, or the refusal as data: a SizingError with its code, anything else the
+    input can provoke as code "internal"."""
     try:
-        cfg = load_config(data)
-        est = estimate(cfg)
-        rows = _fit_table(cfg) if table else None
-        normal = config_to_dict(cfg)
-        out = {"ok": True, "estimate": est.to_dict(), "fit_table": rows, "snippet": snippet(normal)}
+        out = {"ok": True, **answer()}
     except SizingError as err:
         out = {"ok": False, "error": err.to_dict()}
     except (RecursionError, MemoryError, OverflowError, TypeError, ValueError, KeyError) as err:
         out = {"ok": False, "error": {"code": "internal", "field": None, "message": f"{type(err).__name__}: {err}",
                                       "params": {}}}
     return _finite(out)  # type: ignore[no-any-return]
+
+
+def compute(data: Any, table: bool = True) -> dict[str, Any]:
+    """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
+    peak first, the table about half a second later) and the snippet; or the SizingError as data."""
+    def answer() -> dict[str, Any]:
+        cfg = load_config(data)
+        rows = _fit_table(cfg) if table else None
+        return {"estimate": estimate(cfg).to_dict(), "fit_table": rows, "snippet": snippet(config_to_dict(cfg))}
+
+    return _answered(answer)
 
 
 def compute_json(text: str, table: bool = True) -> str:
@@ -141,12 +149,8 @@ def compute_json(text: str, table: bool = True) -> str:
 def report_json(text: str) -> str:
     """A trial report (JSON text) against the estimate of the configuration it ran: the comparison and that
     configuration (the page loads it into the form), or the SizingError as data."""
-    try:
+    def answer() -> dict[str, Any]:
         rep = load_report(text)
-        out: dict[str, Any] = {"ok": True, "comparison": compare_report(rep), "config": dict(rep.config)}
-    except SizingError as err:
-        out = {"ok": False, "error": err.to_dict()}
-    except (RecursionError, MemoryError, OverflowError, TypeError, ValueError, KeyError) as err:
-        out = {"ok": False, "error": {"code": "internal", "field": None, "message": f"{type(err).__name__}: {err}",
-                                      "params": {}}}
-    return json.dumps(_finite(out), allow_nan=False)
+        return {"comparison": compare_report(rep), "config": dict(rep.config)}
+
+    return json.dumps(_answered(answer), allow_nan=False)

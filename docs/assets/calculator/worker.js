@@ -143,15 +143,20 @@ const runtime = withTimeout(boot()).then(
 
 let newest = 0;
 
-function run(bridge, config, table) {
+// A bridge call's JSON answer; an error the bridge did not turn into a refusal becomes one (code "internal").
+function call(fn) {
   const t0 = performance.now();
   let json;
   try {
-    json = bridge.compute_json(config, table);
+    json = fn();
   } catch (err) {
     json = JSON.stringify({ ok: false, error: { code: "internal", field: null, message: String(err), params: {} } });
   }
   return { json, ms: performance.now() - t0 };
+}
+
+function run(bridge, config, table) {
+  return call(() => bridge.compute_json(config, table));
 }
 
 // Two answers per configuration: the estimate at once ("estimate"), then with the fit table over every
@@ -161,12 +166,7 @@ self.onmessage = async (event) => {
   if (msg.type === "report") {
     const rt = await runtime;
     if (!rt) return;
-    let json;
-    try {
-      json = rt.bridge.report_json(String(msg.text));
-    } catch (err) {
-      json = JSON.stringify({ ok: false, error: { code: "internal", field: null, message: String(err), params: {} } });
-    }
+    const { json } = call(() => rt.bridge.report_json(String(msg.text)));
     self.postMessage({ type: "report", id: msg.id, json });
     return;
   }
