@@ -197,21 +197,22 @@ function main() {
     if (failed) return;
     doc.dataset.runtime = "busy";
     status.textContent = t("status_busy");
-    history.replaceState(null, "", "?" + toQuery() + location.hash);
-    linkRequest();
+    const query = toQuery();
+    history.replaceState(null, "", "?" + query + location.hash);
+    linkRequest(query);
     if (timer) clearTimeout(timer);
     timer = setTimeout(compute, 60); // typing: one compute per pause; the worker drops stale ones too
   }
 
-  function linkRequest() {
+  function linkRequest(query = toQuery()) {
     const link = document.getElementById("calc-request");
     // Measured figures belong to the report's configuration: once the form differs, they are not sent
     // and the report is marked stale.
-    const same = measuredFor !== null && toQuery() === measuredFor;
+    const same = measuredFor !== null && query === measuredFor;
     const panel = document.getElementById("calc-report");
     if (panel && panel.dataset.status !== "error") panel.classList.toggle("calc-stale", !same);
     const extra = same ? new URLSearchParams(measured).toString() : "";
-    if (link) link.setAttribute("href", "request/?" + toQuery() + (extra ? "&" + extra : ""));
+    if (link) link.setAttribute("href", "request/?" + query + (extra ? "&" + extra : ""));
   }
 
   // --- buttons --------------------------------------------------------------------------------------
