@@ -1,7 +1,7 @@
 # MkDocs hooks: wire build events to the small pure functions of the sitebuild package (scripts/sitebuild/).
 """Thin glue between MkDocs events and scripts/sitebuild/*.py.
 
-MkDocs puts this file's folder (scripts/) on sys.path while it loads it, so `sitebuild` imports as a package.
+MkDocs puts this file's folder (scripts/) on the import path while it loads it, so `sitebuild` imports as a package.
 
 mkdocs-static-i18n builds every language in turn with the same config object, so each event here runs
 once per language (on_config, on_pre_build, page events and on_post_build three times). Page events

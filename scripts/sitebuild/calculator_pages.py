@@ -9,16 +9,14 @@ words in calculator_text.py).
 * Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]`, `[[sizing:calculator_request]]`,
   `[[sizing:calculator_params]]` (in HANDLERS, which hooks.py passes to sizing_blocks.render): the form with
   the contract's field names, the default configuration's results computed at build time by the same
-  calc_bridge.py the Web Worker runs, the request form, and the table of URL parameters.
+  sizing.web the Web Worker runs, the request form, and the table of URL parameters.
 """
 
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -42,11 +40,11 @@ from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them
 )
 from sitebuild.pyodide_runtime import install_runtime as _install_runtime
 from sitebuild.sizing_labels import LABELS, label
+from sizing import web
 from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
 CALC_PAGE = re.compile(r"(^|/)calculator/(request/)?index\.html$")
 
@@ -68,15 +66,8 @@ def add_csp(site_dir: Path) -> list[Path]:
 
 
 def bridge() -> ModuleType:
-    if "calc_bridge" in sys.modules:
-        return sys.modules["calc_bridge"]
-    spec = importlib.util.spec_from_file_location("calc_bridge", BRIDGE)
-    if spec is None or spec.loader is None:
-        raise ImportError(BRIDGE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calc_bridge"] = module
-    spec.loader.exec_module(module)
-    return module
+    """sizing.web, the module the page's worker imports from the wheel (kept for the callers of bridge())."""
+    return web
 
 
 # --- the form -----------------------------------------------------------------------------------------
@@ -365,7 +356,7 @@ HANDLERS: dict[str, sizing_blocks.Handler] = {
 }
 
 __all__ = [
-    "BRIDGE", "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
+    "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
     "TEXT", "T",
     "add_csp", "bridge", "build_wheel", "csp", "default_config", "default_result", "fill_slots", "form_html",
     "install_runtime", "package_version", "pyodide_version", "request_html", "results_markdown", "stdlib_pyc",

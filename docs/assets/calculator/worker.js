@@ -1,4 +1,4 @@
-// The calculator's Web Worker: self-hosted Pyodide + the `sizing` wheel + calc_bridge.py.
+// The calculator's Web Worker: self-hosted Pyodide + the `sizing` wheel (its Python API: sizing.web).
 // Messages in: {type: "compute", id, config: JSON text}, {type: "report", id, text: a trial report}.
 // Out: {type: "ready", ms, stages} once booted, {type: "failed", reason, detail} when the runtime cannot
 // load, {type: "progress", percent} while the snapshot arrives, {type: "result", phase, id, json, ms},
@@ -77,8 +77,7 @@ async function boot() {
   if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
   if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
   const wheelP = fetchOk(new URL(manifest.wheel, BASE)).then((r) => r.arrayBuffer());
-  const bridgeP = fetchOk(new URL("calc_bridge.py", HERE)).then((r) => r.text());
-  // The memory snapshot (made at build time with sizing and calc_bridge imported) skips Python's start-up;
+  // The memory snapshot (made at build time with sizing.web imported) skips Python's start-up;
   // fetched here, in parallel with pyodide.mjs. Without it (or if it fails to restore) boot from scratch.
   const snapshotP = manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes
     ? fetchOk(BASE + manifest.snapshot).then((r) => inflateInto(r, manifest.snapshot_packed_bytes))
@@ -117,10 +116,7 @@ async function boot() {
   // The snapshot holds the heap, not the file system: put the package files back for anything read lazily.
   const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
   py.unpackArchive(new Uint8Array(await wheelP), "wheel", { extractDir: sitePackages });
-  py.FS.mkdirTree("/home/pyodide/calc");
-  py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", await bridgeP);
-  if (!restored) py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
-  const bridge = py.pyimport("calc_bridge");
+  const bridge = py.pyimport("sizing.web");
   mark("bridge");
   return { bridge, ms: performance.now() - t0 };
 }

@@ -1,5 +1,6 @@
-"""The calculator's Python side: the same file runs under CPython (the site build renders the default
-configuration with it) and under Pyodide in the page's Web Worker, so both show the same numbers.
+# The calculator page's Python API: what its Web Worker (Pyodide) and the site build call.
+"""The same module runs under CPython (the site build renders the default configuration with it) and
+under Pyodide in the page's Web Worker (it ships in the `sizing` wheel), so both show the same numbers.
 
 Input and output are JSON text, so nothing but strings crosses the JS/Python boundary.
 """
@@ -12,12 +13,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from sizing import SizingError, estimate, load_config
-from sizing.catalog import gpus, model_records
-from sizing.config import config_to_dict
-from sizing.report import compare as compare_report
-from sizing.report import load_report
-from sizing.solve import fit_table
+from . import SizingError, estimate, load_config
+from .catalog import gpus, model_records
+from .config import config_to_dict
+from .report import compare as compare_report
+from .report import load_report
+from .solve import fit_table
 
 
 def _finite(value: Any) -> Any:
