@@ -21,6 +21,7 @@ from mkdocs.plugins import event_priority, get_plugin_logger
 
 from sitebuild import (
     assemble,
+    calculator_copy,
     calculator_pages,
     hreflang,
     llmstxt,
@@ -171,7 +172,7 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         dates=pagemeta.dates(page.meta),
         section=str(top.title) if top is not None and top.title else "",
         order=_state.order.get(page.file.src_uri, len(_state.order)),
-        body=mdcopy.rewrite_links(markdown, resolve),
+        body=mdcopy.rewrite_links(calculator_copy.copy_markdown(markdown), resolve),
         fallback=getattr(page.file, "locale", lang) != lang,
     )
     return markdown

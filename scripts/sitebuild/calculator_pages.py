@@ -24,7 +24,7 @@ from typing import Any
 
 from sitebuild import sizing_blocks
 from sitebuild.calculator_results import results_html, results_markdown
-from sitebuild.calculator_text import TEXT, T
+from sitebuild.calculator_text import TEXT, T, words
 from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them from here
     CALC_DIR,
     NODE_PYODIDE,
@@ -39,7 +39,6 @@ from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them
     with_csp,
 )
 from sitebuild.pyodide_runtime import install_runtime as _install_runtime
-from sitebuild.sizing_labels import LABELS, label
 from sizing import web
 from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM
 
@@ -189,9 +188,7 @@ def form_html(lang: str) -> str:
         parts.append("</fieldset>")
     parts.append("</form>")
     # the page's words: the calculator's own and the labels of the computed tables (components, phases, units)
-    i18n = {key: label(key, lang) for key in LABELS}
-    i18n.update({key: values.get(lang, values["en"]) for key, values in TEXT.items()})
-    data = json.dumps({"lang": lang, "text": i18n, "defaults": defaults}, ensure_ascii=False)
+    data = json.dumps({"lang": lang, "text": words(lang), "defaults": defaults}, ensure_ascii=False)
     data = data.replace("</", "<\\/")
     return "\n".join([
         f'<div id="calc" class="calc" data-lang="{lang}">',

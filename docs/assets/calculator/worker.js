@@ -151,8 +151,9 @@ function call(fn) {
   return { json, ms: performance.now() - t0 };
 }
 
-function run(bridge, config, table) {
-  return call(() => bridge.compute_json(config, table));
+// `words` (the page's words, JSON text): the answer then carries the results view in them (sizing.view).
+function run(bridge, config, table, words) {
+  return call(() => bridge.compute_json(config, table, words));
 }
 
 // Two answers per configuration: the estimate at once ("estimate"), then with the fit table over every
@@ -171,12 +172,13 @@ self.onmessage = async (event) => {
   const rt = await runtime;
   if (!rt || msg.id !== newest) return;
   const config = String(msg.config);
-  const first = run(rt.bridge, config, false);
+  const words = typeof msg.words === "string" ? msg.words : null;
+  const first = run(rt.bridge, config, false, words);
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, ...first });
   await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
   if (msg.id !== newest || !JSON.parse(first.json).ok) {
     if (msg.id === newest) self.postMessage({ type: "result", phase: "full", id: msg.id, ...first });
     return;
   }
-  self.postMessage({ type: "result", phase: "full", id: msg.id, ...run(rt.bridge, config, true) });
+  self.postMessage({ type: "result", phase: "full", id: msg.id, ...run(rt.bridge, config, true, words) });
 };
