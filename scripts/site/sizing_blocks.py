@@ -26,6 +26,7 @@ from sizing_svg import line_chart, scatter_chart  # noqa: E402
 from sizing import SizingError, estimate  # noqa: E402
 from sizing.arch import ATTN_IN, Linear  # noqa: E402
 from sizing.catalog import find_gpu, gpus  # noqa: E402
+from sizing.contract import parse_value  # noqa: E402
 from sizing.memory.adapters import lora_params  # noqa: E402
 from sizing.memory.timeline import COMPONENTS  # noqa: E402
 
@@ -67,10 +68,7 @@ def parse_args(text: str) -> tuple[list[str], dict[str, Any]]:
         if not sep:
             words.append(token)
             continue
-        try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
+        kwargs[key] = parse_value(key, value)  # the CLI's --set parser: by the field's type in the contract
     return words, kwargs
 
 
