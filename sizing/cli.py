@@ -16,6 +16,7 @@ from .contract import BY_NAME, FIELDS, doc, flag, parse_value, read_json
 from .errors import SizingError
 from .estimate import Estimate, estimate
 from .memory.timeline import COMPONENTS
+from .schema import SCHEMA_PATH, schema_text
 from .solve import fit_table
 
 GiB = 2**30
@@ -123,6 +124,11 @@ def _cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(schema_text())
+    return 0
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     rows = fit_table(load_config(_run(args)))
     if args.json:
@@ -204,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "print the rows as JSON")
     _run_parser(sub, "config", _cmd_config, "print the complete normalised configuration (what a trial runs)",
                 None)
+    sub.add_parser("schema", help=f"print the JSON Schema of configurations ({SCHEMA_PATH})").set_defaults(
+        func=_cmd_schema)
     for name, func, text in (("models", _cmd_models, "list catalog models"), ("gpus", _cmd_gpus, "list catalog GPUs")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")
