@@ -57,6 +57,8 @@ class Field:
 _M, _P, _L, _B, _G, _T = ("group_model", "group_precision", "group_lora", "group_batch", "group_gpu", "group_time")
 _ANY_DTYPE = (*DTYPES, "auto")
 
+# Bounds are sanity limits that catch typos and overflow, not physics (the engine refuses what cannot run, e.g. a
+# rank above the layer width): 10**15 dataset tokens is ~67x Llama 3's 15T-token pretraining set (Meta, 2024).
 # Order = RunConfig's field order = config_to_dict's key order = the calculator form's order.
 FIELDS: tuple[Field, ...] = (
     Field("model", "str", None, ("Идентификатор модели из каталога; null, если задан model_config",
