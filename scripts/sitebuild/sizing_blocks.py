@@ -19,6 +19,7 @@ from sitebuild.sizing_svg import line_chart, scatter_chart
 from sizing import SizingError, estimate
 from sizing.arch import ATTN_IN, Linear
 from sizing.catalog import find_gpu, gpus
+from sizing.contract import parse_value
 from sizing.memory.adapters import lora_params
 from sizing.memory.timeline import COMPONENTS
 
@@ -60,10 +61,7 @@ def parse_args(text: str) -> tuple[list[str], dict[str, Any]]:
         if not sep:
             words.append(token)
             continue
-        try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
+        kwargs[key] = parse_value(key, value)  # the CLI's --set parser: by the field's type in the contract
     return words, kwargs
 
 
