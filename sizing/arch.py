@@ -94,6 +94,50 @@ class Architecture:
     def linear_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lin.name for lin in self.linears))
 
+    def role_targets(self, role: str) -> tuple[str, ...]:
+        """The module names that play a role (q, k, v, o, gate, up, down, mlp) in this layer."""
+        attn_in = [lin.name for lin in self.linears if lin.feeds_from == ATTN_IN]
+        if role in ("q", "k", "v"):
+            named = [n for n in attn_in if n == f"{role}_proj"]
+            return tuple(named or [n for n in attn_in if not n.endswith("_proj") or n == "qkv_proj"])
+        if role == "o":
+            return tuple(lin.name for lin in self.linears if lin.feeds_from == ATTN_OUT)
+        mlp_in = [lin.name for lin in self.linears if lin.feeds_from == MLP_IN and lin.count == self._mlp_count]
+        mid = [lin.name for lin in self.linears if lin.feeds_from == MLP_MID]
+        if role == "down":
+            return tuple(mid)
+        if role in ("gate", "up"):
+            if len(mlp_in) == 2 and self.gated_mlp:  # (gate, up) in the order the families declare them
+                return (mlp_in[0 if role == "gate" else 1],)
+            return tuple(mlp_in)
+        return tuple(mlp_in + mid) if role == "mlp" else ()
+
+    @property
+    def _mlp_count(self) -> int:
+        return max(lin.count for lin in self.linears)
+
+
+# Names other stacks give the same projections, by role: LitGPT (lora_query, lora_key, lora_value,
+# lora_projection, lora_mlp, lora_head: litgpt/lora.py Config), torchtune lora_attn_modules
+# (q_proj, k_proj, v_proj, output_proj) and apply_lora_to_mlp (FeedForward w1 gate, w2 down, w3 up:
+# torchtune/modules/feed_forward.py), Megatron / GPT-NeoX fused query_key_value.
+ROLE_ALIASES = {"query": "q", "key": "k", "value": "v", "projection": "o", "output_proj": "o", "out_proj": "o",
+                "mlp": "mlp", "w1": "gate", "w3": "up", "w2": "down", "q_proj": "q", "k_proj": "k", "v_proj": "v",
+                "o_proj": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
+HEAD_ALIASES = ("lm_head", "head", "output")
+
+
+def target_aliases(arch: Architecture, name: str) -> tuple[str, ...] | None:
+    """This model's modules for a target name another stack uses (see ROLE_ALIASES); None if unknown."""
+    key = name.lower().removeprefix("lora_")
+    if key in arch.linear_names():
+        return (key,)
+    if key in HEAD_ALIASES:
+        return ("lm_head",)
+    role = ROLE_ALIASES.get(key)
+    found = arch.role_targets(role) if role else ()
+    return found or None
+
 
 # model_type -> (norm, pre_norms, post_norms, gated, parallel, names, tie default, PEFT default targets)
 # Names are the attribute names in transformers' modeling files; PEFT defaults are

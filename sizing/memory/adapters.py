@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import Architecture, Linear
+from ..arch import Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
 
@@ -39,6 +39,9 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         # are 3-D parameters, not nn.Linear, so all-linear does not reach them.
         return tuple(lin for lin in arch.linears if lin.count == 1), False
     wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
+    if cfg.framework in ("litgpt", "torchtune"):
+        # Their own model code: LitGPT / torchtune names (query, projection, mlp, w1...) by role.
+        wanted = tuple(dict.fromkeys(m for n in wanted for m in (target_aliases(arch, n) or (n,))))
     unknown = [n for n in wanted if n not in names and n != LM_HEAD]
     if unknown:
         raise SizingError("unknown_target_module",
