@@ -25,6 +25,9 @@ from sizing import SizingError, estimate  # noqa: E402
 from sizing.catalog import find_gpu  # noqa: E402
 from sizing.estimate import usable_bytes  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from validate_time import speed_lines  # noqa: E402
+
 GiB = 2**30
 # The measurement harnesses that are plain PyTorch loops over a transformers model.
 FRAMEWORK_ALIASES = {"peft_harness": "custom", "answerai_fsdp_qlora": "custom"}
@@ -179,7 +182,7 @@ def main() -> int:
     out += table("Single GPU, by metric", group(single, "metric"))
     out += table("Single GPU, overall", {"all": single})
     out += table("Multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"all": multi})
-    out += speed_table(speeds)
+    out += speed_lines()  # the step-time roofline's report (scripts/validate_time.py) replaces speed_table
     if args.rows:
         head = f"{'row':<6}{'src':<5}{'method':<7}{'metric':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
         out.append(f"\n  {head}{'err %':>8}")

@@ -15,6 +15,8 @@ from .errors import SizingError
 from .estimate import Estimate, estimate
 from .memory.timeline import COMPONENTS
 from .solve import fit_table
+from .time.cost import parse_deadline, parse_prices, rank
+from .time.report import time_lines
 
 GiB = 2**30
 # Flags that override configuration fields (the most used ones); --set covers every other field.
@@ -94,12 +96,7 @@ def format_estimate(est: Estimate) -> str:
     if t is None:
         lines += ["", "Time: no throughput figures for this GPU"]
     else:
-        lines += ["", f"Time: {t['step_seconds']:.2f} s per optimizer step, {t['tokens_per_second']:,.0f} tokens/s "
-                  f"(utilization {t['utilization']:.2f} of {t['peak_tflops']} TFLOPS)"]
-        if t["total_hours"] is not None:
-            cost = f", cost {t['cost']:,.2f}" if t["cost"] is not None else ""
-            lines.append(f"  {cfg.dataset_tokens:,} tokens x {cfg.num_train_epochs:g} epochs: "
-                         f"{t['total_hours']:.1f} h on {cfg.num_gpus} GPU(s){cost}")
+        lines += ["", *time_lines(t, cfg.dataset_tokens, cfg.num_train_epochs, cfg.num_gpus)]
     if est.warnings:
         lines += ["", "Warnings:"] + [f"  - {w['message']}" for w in est.warnings]
     return "\n".join(lines)
@@ -116,7 +113,9 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 def _cmd_fit(args: argparse.Namespace) -> int:
     data = _read_config(args.config)
     data.update(_overrides(args))
-    rows = fit_table(load_config(data))
+    cfg = load_config(data)
+    deadline = parse_deadline(args.deadline) if args.deadline else None
+    rows = rank(fit_table(cfg), args.by, parse_prices(args.price), cfg.price_per_gpu_hour, deadline)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -132,6 +131,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         print(f"{r['gpu']:<20} {'yes' if r['fits'] else 'no':<4} {_gib(r['headroom_bytes']):>9} "
               f"{r['max_micro_batch']:>9} {r['max_seq_length']:>8} {fewest if r['fewest_gpus'] else '-':>7} "
               f"{tps:>9} {hours:>8} {cost:>10}")
+    if not rows and deadline is not None:
+        print("no GPU fits and finishes within the deadline (hours need dataset_tokens)")
     print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs")
     return 0
 
@@ -186,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
     for name, kind in _FLAGS.items():
         fit.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    fit.add_argument("--by", choices=("gpu", "cost", "hours"), default="gpu", help="sort: catalog order, cost, hours")
+    fit.add_argument("--deadline", help="keep GPUs that finish within this time (24h, 90m, 2d); needs dataset_tokens")
+    fit.add_argument("--price", action="append", metavar="GPU=PRICE", help="your price per GPU-hour for one GPU")
     fit.set_defaults(func=_cmd_fit)
     for name, func, text in (("models", _cmd_models, "list catalog models"), ("gpus", _cmd_gpus, "list catalog GPUs")):
         p = sub.add_parser(name, help=text)
