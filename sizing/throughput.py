@@ -14,7 +14,7 @@ from .time.roofline import step_time
 
 
 def residual_band() -> tuple[float, float]:
-    """Factors (low, high) by which measured step times scatter around the estimate (10th-90th percentile)."""
+    """Factors (low, high) by which measured step times scatter around the estimate (90th pct of |log ratio|)."""
     lo, hi = model_data()["residual_log_quantiles"]
     return math.exp(float(lo)), math.exp(float(hi))
 
@@ -23,12 +23,26 @@ def _span(value: float | None, low: float, high: float) -> list[float] | None:
     return None if value is None else [value * low, value * high]
 
 
+def step_bounds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
+                seconds: float, fitted: bool) -> tuple[float, float]:
+    """Low and high step seconds: the timed runs' residual band around the corners of the two unfitted inputs,
+    the host cost per kernel launch and, on a GPU without timed runs, its GEMM efficiency."""
+    data = model_data()
+    launch_lo, launch_hi = (x / data["launch_seconds"] for x in data["launch_seconds_span"])
+    eff_lo, eff_hi = (None, None) if fitted else data["unfitted_gemm_efficiency_span"]
+    fast = step_time(cfg, arch, reg, tr, gpu, eff_hi, launch_lo)
+    slow = step_time(cfg, arch, reg, tr, gpu, eff_lo, launch_hi)
+    low, high = residual_band()
+    return (min(seconds, fast.seconds if fast else seconds) * low, max(seconds, slow.seconds if slow else seconds) * high)
+
+
 def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
                   gpu: Gpu) -> dict[str, Any] | None:
     """Step seconds, tokens/s, total hours and cost (with their ranges), or None without the GPU's figures."""
     st = step_time(cfg, arch, reg, tr, gpu)
     if st is None:
         return None
+    s_lo, s_hi = step_bounds(cfg, arch, reg, tr, gpu, st.seconds, st.fitted)
     tokens_step = cfg.max_seq_length * cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
     per_gpu = tokens_step / st.seconds
     total_tps = per_gpu * cfg.num_gpus  # every GPU trains its own micro-batches (data parallel)
@@ -39,7 +53,7 @@ def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable
         per_million = 1e6 / total_tps / 3600 * cfg.num_gpus * cfg.price_per_gpu_hour
         if hours is not None:
             cost = hours * cfg.num_gpus * cfg.price_per_gpu_hour
-    low, high = residual_band()  # time scales by the factor; throughput by its inverse
+    low, high = s_lo / st.seconds, s_hi / st.seconds  # time scales by the factor; throughput by its inverse
     useful = st.flops_per_token * total_tps / cfg.num_gpus
     return {
         "step_seconds": st.seconds, "tokens_per_second": total_tps, "tokens_per_second_per_gpu": per_gpu,

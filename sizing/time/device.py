@@ -36,6 +36,7 @@ class Device:
     bandwidth_efficiency: float
     pcie_GBps: float
     link_GBps: float  # NVLink bidirectional per GPU, or PCIe when none
+    fitted: bool = False  # gemm_efficiency comes from this GPU's own timed runs (or the user's utilization)
 
 
 # PCIe unidirectional x16 throughput in GB/s by generation (PCI-SIG: 3.0 ~15.8, 4.0 ~31.5, 5.0 ~63, 6.0 ~121);
@@ -54,9 +55,11 @@ def matmul_dtype(cfg: RunConfig, reg: Regime, gpu: Gpu) -> str:
     return "tf32" if cfg.extra.get("tf32") else "fp32"
 
 
-def _generation(arch: str) -> dict[str, float]:
-    gens: dict[str, dict[str, float]] = model_data()["generations"]
-    return {**gens["default"], **gens.get(arch, {})}
+def _generation(arch: str, gpu_id: str) -> dict[str, float]:
+    """Efficiencies of the GPU: its own fitted values where timed runs exist, else its architecture's, else default."""
+    data = model_data()
+    gens: dict[str, dict[str, float]] = data["generations"]
+    return {**gens["default"], **gens.get(arch, {}), **data.get("gpus", {}).get(gpu_id, {})}
 
 
 def device(cfg: RunConfig, reg: Regime, gpu: Gpu) -> Device | None:
@@ -70,10 +73,11 @@ def device(cfg: RunConfig, reg: Regime, gpu: Gpu) -> Device | None:
     if not peak or not fp32 or not gpu.memory_bandwidth_GBps:
         return None
     data = model_data()
-    gen = _generation(str(rec.get("architecture", "")))
+    gen = _generation(str(rec.get("architecture", "")), gpu.id)
     eff = cfg.utilization if cfg.utilization is not None else gen["gemm_efficiency"]
     pcie = PCIE_GBPS.get(int(rec.get("pcie_gen") or 4), 31.5) * PCIE_EFFICIENCY
     link = float(rec.get("nvlink_GBps") or 0) / 2 * 0.8 or pcie  # bidirectional -> one way, ~80 % reached
     return Device(gpu.id, str(rec.get("architecture", "")), dtype, float(peak) * 1e12, float(fp32) * 1e12,
                   float(gpu.memory_bandwidth_GBps) * 1e9, int(data["sm_count"].get(gpu.id, data["default_sm_count"])),
-                  float(eff), float(gen["bandwidth_efficiency"]), pcie * 1e9, link * 1e9)
+                  float(eff), float(gen["bandwidth_efficiency"]), pcie * 1e9, link * 1e9,
+                  gpu.id in data.get("gpus", {}) or cfg.utilization is not None)

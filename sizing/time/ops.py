@@ -20,9 +20,16 @@ def linear_ops(name: str, phase: str, count: float, tokens: int, fin: int, fout:
     return out
 
 
-# bitsandbytes NF4/FP4: 0.5 B per packed weight + an fp32 absmax per 64-block (0.0625 B), dequantized copy
-# written in the compute dtype (bitsandbytes functional.dequantize_4bit). LLM.int8 reads 1 B and writes 2.
+# Bytes moved per weight when a quantized weight is dequantized for a matmul:
+# bitsandbytes NF4/FP4: one kernel reads 0.5 B + an fp32 absmax per 64-block (0.0625 B) and writes the weight
+# in the compute dtype (functional.dequantize_4bit); LLM.int8 reads 1 B and writes the compute dtype.
+# torchao NF4Tensor.get_original_weight in eager mode, per weight (two per byte): >>4 and &15 (1 + 1), two
+# .to(long) (4.5 + 4.5), two nf4[idx] gathers (5 + 5), two * scalers (2 + 2), stack + reshape (4) -> 29 B, 12
+# kernels. torch.compile traces NF4 (torchao's NF4 is compile-compatible) and fuses it into one kernel that
+# reads the packed bytes and writes the weight, as bitsandbytes does.
 DEQUANT_READ = {"4bit": 0.5625, "8bit": 1.0}
+TORCHAO_NF4_BYTES = 29.0
+TORCHAO_NF4_KERNELS = 12.0
 
 
 def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, tokens: int, phase: str,
@@ -37,9 +44,10 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
         n = layers * lin.count
         ops += linear_ops(lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, w, reg.full)
         if reg.quant and not reg.full and not (reg.profile.quantize_only_adapted and lin.name not in targets):
-            kernels = 1.0 if (reg.profile.torchao_nf4 is False or reg.compiled) else 6.0
-            ops.append(Op(lin.name + ".dequant", phase, n, 0.0,
-                          lin.in_features * lin.out_features * (DEQUANT_READ[reg.quant] + e), kernels))
+            torchao = reg.profile.torchao_nf4 and reg.quant == "4bit" and not reg.compiled
+            per_weight = TORCHAO_NF4_BYTES if torchao else DEQUANT_READ[reg.quant] + e
+            ops.append(Op(lin.name + ".dequant", phase, n, 0.0, lin.in_features * lin.out_features * per_weight,
+                          TORCHAO_NF4_KERNELS if torchao else 1.0))
         if reg.autocast and reg.weight == 4 and not reg.quant and phase != "backward":
             # autocast casts fp32 weights once per forward (and recompute); backward reuses the saved copy
             ops.append(Op(lin.name + ".cast", phase, n, 0.0, lin.in_features * lin.out_features * 6.0))
@@ -69,11 +77,15 @@ def _lora(cfg: RunConfig, reg: Regime, name: str, phase: str, n: float, t: int, 
     in_bytes = t * fin * ((e + a) if (reg.peft_casts_input and a != e) else 0)
     in_bytes += t * fin * (2 * a + 1) if reg.dropout > 0 else 0
     kernels = 2 + (1 if cast_back else 0) + (1 if in_bytes else 0) + (1 if reg.dropout > 0 else 0)
-    if reg.dora:  # DoRA: weight norm over the base weight every forward (peft dora.py): read W, several kernels
-        out_bytes += fin * fout * e * 2
-        kernels += 6
-    scale = 1.5 if phase == "backward" else 1.0  # backward: gradient of each cast / mul / add, plus accumulation
-    ops.append(Op(name + ".lora_elementwise", phase, n, 0.0, (out_bytes + in_bytes) * scale, kernels * scale))
+    if reg.dora:
+        # DoRA (peft/tuners/lora/dora.py) every pass: lora_B @ lora_A into a weight-sized fp32 matrix, W + scaling
+        # * that (read e + 4, write 4), its row norm (read 4): ~18 B per weight; the norm is detached, so backward
+        # only re-reads the delta (~10 B). The output side: (m/||W'|| - 1) * base + m/||W'|| * lora * s, ~34 B each.
+        ops.append(gemm(name + ".dora_delta", phase, n, fout, r, fin, a, a, fp32))
+        out_bytes += t * fout * 34
+        kernels += 8
+        ops.append(Op(name + ".dora_norm", phase, n, 0.0, fin * fout * (10.0 if phase == "backward" else 18.0), 4.0))
+    # Backward of the casts, the scaling mul and the add: one gradient cast / mul each, ~ the forward's bytes.
     return ops
 
 

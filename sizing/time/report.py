@@ -10,7 +10,8 @@ def _range(t: dict[str, Any], key: str, fmt: str) -> str:
 
 
 def time_lines(t: dict[str, Any], dataset_tokens: int | None, epochs: float, gpus: int) -> list[str]:
-    """The `time` object of an estimate as text; ranges in brackets are the timed runs' 5th-95th percentile."""
+    """The `time` object of an estimate as text; ranges in brackets come from the timed runs' residuals
+    and the spans of the unfitted inputs (sizing/throughput.py step_bounds)."""
     dtype = t["matmul_dtype"]
     lines = [f"Time: {t['step_seconds']:.3g} s{_range(t, 'step_seconds', '.3g')} per optimizer step, "
              f"{t['tokens_per_second']:,.0f}{_range(t, 'tokens_per_second', ',.0f')} tokens/s",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..arch import Architecture
 from ..catalog import Gpu
@@ -70,6 +70,8 @@ class StepTime:
     attention_kernel: str
     bound: str  # "gpu" or "host" (kernel launches)
     breakdown: dict[str, float] = field(default_factory=dict)
+    gemm_efficiency: float = 0.0
+    fitted: bool = False  # the GPU's efficiency was fitted on its own timed runs
 
 
 def _kind(op: Op) -> str:
@@ -80,13 +82,18 @@ def _kind(op: Op) -> str:
     return "memory"
 
 
-def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu) -> StepTime | None:
-    """Seconds per optimizer step on one GPU of the run, or None when the catalog lacks the GPU's figures."""
+def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
+              gemm_efficiency: float | None = None, launch_scale: float = 1.0) -> StepTime | None:
+    """Seconds per optimizer step on one GPU of the run, or None when the catalog lacks the GPU's figures.
+
+    `gemm_efficiency` and `launch_scale` move the two least certain inputs (for the range's corners)."""
     dev = device(cfg, reg, gpu)
     if dev is None:
         return None
+    if gemm_efficiency is not None:
+        dev = replace(dev, gemm_efficiency=gemm_efficiency)
     data = model_data()
-    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"]
+    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"] * launch_scale
     floor = data.get("kernel_floor_seconds", 3e-6)
     kernel = attention_kernel(reg, gpu.sm[0])
     ops = micro_batch_ops(cfg, arch, reg, tr, kernel)
@@ -106,15 +113,17 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
         step_gpu += op.count * op_seconds(op, dev, floor)
         step_host += op.count * op.kernels * launch
     optimizer = max(step_gpu, step_host)
-    traf = traffic(cfg, arch, reg, tr)
+    traf = traffic(cfg, arch, reg, tr, gpu.usable_bytes)
     comm = traf.link_bytes / dev.link_GBps + traf.pcie_bytes / dev.pcie_GBps
     window = micro * accum if traf.overlap_window == "step" else micro * 0.6
     exposed = max(0.0, comm - window) + (1 - COMM_OVERLAP) * min(comm, window)
     host_optimizer = traf.cpu_optimizer_bytes / (HOST_GBPS * 1e9)
-    seconds = micro * accum + optimizer + exposed + host_optimizer
+    paging = traf.paged_bytes / dev.pcie_GBps  # the update waits for its pages: nothing overlaps it
+    seconds = micro * accum + optimizer + exposed + host_optimizer + paging
     breakdown = {k: v * accum for k, v in parts.items()}
     breakdown.update({"launch_wait": (micro - gpu_micro) * accum, "optimizer": optimizer,
-                      "communication": exposed, "host_optimizer": host_optimizer})
+                      "communication": exposed, "host_optimizer": host_optimizer,
+                      "optimizer_paging": paging})
     tokens = cfg.max_seq_length * cfg.per_device_train_batch_size
     return StepTime(seconds, micro, flops / tokens, dev.matmul_dtype, dev.peak_flops, kernel,
-                    "host" if host > gpu_micro else "gpu", breakdown)
+                    "host" if host > gpu_micro else "gpu", breakdown, dev.gemm_efficiency, dev.fitted)

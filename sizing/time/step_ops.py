@@ -68,19 +68,39 @@ class Traffic:
     pcie_bytes: float
     overlap_window: str  # "backward" (DDP buckets) | "step" (FSDP prefetch) | ""
     cpu_optimizer_bytes: float  # host memory traffic of a CPU-side optimizer step
+    paged_bytes: float = 0.0  # paged optimizer states migrated over PCIe (out and back in) every step
 
 
-def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable) -> Traffic:
+PAGED = ("paged_adamw_8bit", "paged_adamw_32bit")
+STATE_BYTES = {"paged_adamw_8bit": 2, "paged_adamw_32bit": 8}  # m and v per parameter
+
+
+def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int) -> float:
+    """Paged (unified-memory) optimizer states that do not fit beside weights and gradients: they are evicted to
+    host memory and paged back for every update (bitsandbytes paged optimizers, cudaMallocManaged)."""
+    if cfg.optim not in PAGED:
+        return 0.0
+    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
+    params = (arch.total_params if reg.full else tr.params) / shards
+    p = reg.weight if reg.full else reg.adapter
+    weights = arch.total_params * (reg.weight if not reg.quant else 0.6) / shards
+    grads = 0.0 if cfg.optimizer_in_backward else params * p
+    states = params * STATE_BYTES[cfg.optim]
+    return min(states, max(0.0, weights + grads + states - usable))
+
+
+def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int | None = None) -> Traffic:
     """Ring collectives move 2(n-1)/n of the buffer per all-reduce and (n-1)/n per all-gather / reduce-scatter."""
+    paged = 2 * paged_overflow(cfg, arch, reg, tr, usable) if usable else 0.0
     n = cfg.num_gpus
     trainable = (arch.total_params if reg.full else tr.params) * (reg.weight if reg.full else reg.adapter)
     weights = arch.total_params * (reg.weight if not reg.quant else 0.6)
     share = (n - 1) / n if n > 1 else 0.0
     accum = cfg.gradient_accumulation_steps
     if n == 1 or cfg.parallelism == "none":
-        return Traffic(0.0, 0.0, "", 0.0)
+        return Traffic(0.0, 0.0, "", 0.0, paged)
     if cfg.parallelism == "ddp":
-        return Traffic(2 * share * trainable, 0.0, "backward", 0.0)
+        return Traffic(2 * share * trainable, 0.0, "backward", 0.0, paged)
     # FSDP / ZeRO-3: all-gather weights for forward and again for backward (per micro-batch), reduce-scatter
     # gradients; ZeRO-2 keeps weights whole and reduce-scatters gradients, all-gathers the updated shards.
     zero2 = cfg.parallelism == "zero2"
@@ -89,4 +109,4 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable) -> T
     if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
         pcie = (weights * 2 * accum + trainable) / n
         cpu = trainable / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
-    return Traffic(link, pcie, "step", cpu)
+    return Traffic(link, pcie, "step", cpu, paged)
