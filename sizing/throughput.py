@@ -33,7 +33,9 @@ def step_bounds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
     fast = step_time(cfg, arch, reg, tr, gpu, eff_hi, launch_lo)
     slow = step_time(cfg, arch, reg, tr, gpu, eff_lo, launch_hi)
     low, high = residual_band()
-    return (min(seconds, fast.seconds if fast else seconds) * low, max(seconds, slow.seconds if slow else seconds) * high)
+    fastest = min(seconds, fast.seconds if fast else seconds)
+    slowest = max(seconds, slow.seconds if slow else seconds)
+    return fastest * low, slowest * high
 
 
 def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
