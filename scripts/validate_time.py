@@ -96,7 +96,8 @@ def evaluate(rows: list[Timed], bounds: bool = False) -> None:
         st = step_time(*row.inputs)
         row.estimated_step = st.seconds if st else float("nan")
         if bounds and st:
-            row.low, row.high = step_bounds(*row.inputs, st.seconds, st.fitted)
+            cfg, arch, reg, tr, gpu = row.inputs
+            row.low, row.high = step_bounds(cfg, arch, reg, tr, gpu, st.seconds, st.fitted)
 
 
 def _loss(rows: list[Timed]) -> float:
