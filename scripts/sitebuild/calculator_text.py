@@ -137,6 +137,8 @@ TEXT: dict[str, dict[str, str]] = {
                        "qo‘llaydigandan uzun", "en": "The sequence is longer than the model supports"},
     "e_unknown_field": {"ru": "Неизвестное поле {field}", "uz": "Noma’lum maydon {field}",
                         "en": "Unknown field {field}"},
+    "e_gpu_required": {"ru": "Для этого ответа нужен GPU: выберите его", "uz": "Bu javob uchun GPU kerak: uni tanlang",
+                       "en": "This answer needs a GPU: choose one"},
     "e_unknown_gpu": {"ru": "GPU нет в каталоге", "uz": "GPU katalogda yo‘q", "en": "The GPU is not in the catalog"},
     "e_unknown_model": {"ru": "Модели нет в каталоге", "uz": "Model katalogda yo‘q",
                         "en": "The model is not in the catalog"},
