@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.needs import cannot_run
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE_HELPERS = ROOT / "scripts" / "site"
 if str(SITE_HELPERS) not in sys.path:
@@ -63,9 +65,7 @@ def reports() -> list[str]:
 @pytest.fixture(scope="module")
 def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if NODE is None or not (PYODIDE / "pyodide.mjs").is_file():
-        reason = "node or node_modules/pyodide missing (run `npm ci`)"
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
+        cannot_run("node or node_modules/pyodide missing (run `npm ci`)")  # under CI=true: a failure
     tmp = tmp_path_factory.mktemp("pyodide")
     name, data = pyodide_build.build_wheel()
     (tmp / name).write_bytes(data)
