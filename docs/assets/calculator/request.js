@@ -2,6 +2,7 @@
 // its own query), the estimate from the same Web Worker (Pyodide + sizing); the request is plain text
 // assembled with textContent. Anything that looks like a secret (tokens, keys, passwords) is refused.
 import { makeRenderer } from "./calc_render.js";
+import { parseJSON } from "./calc_json.js";
 import { pageWorker } from "./calc_worker.js";
 import { isSecret } from "./secret_filter.js";
 
@@ -33,7 +34,14 @@ function main() {
     if (kind === "bool") config[key] = value === "true" || value === "1";
     else if (kind === "int" || kind === "float") config[key] = value === "" ? null : Number.isFinite(Number(value)) ? Number(value) : value;
     else if (kind === "list") config[key] = value === "all-linear" || value === "" ? value || null : value.split(",").map((s) => s.trim()).filter(Boolean);
-    else if (kind === "json") { if (value.trim()) { try { config.model_config = JSON.parse(value); config.model = null; } catch { config.model_config = value; } } }
+    else if (kind === "json") {
+      if (value.trim()) {
+        // a config.json that is not JSON (or nests absurdly deep) stays text: sizing refuses it, nothing throws
+        const parsed = parseJSON(value);
+        config.model_config = parsed.error ? value : parsed.value;
+        config.model = null;
+      }
+    }
     else config[key] = value;
   }
   const back = document.getElementById("req-back");
