@@ -4,7 +4,6 @@ they replace; a shared link's numbers are not the default's; nothing throws on a
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,13 +11,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.test_calculator import READY, SITE_HELPERS, Watched, expected, shown, wait_ready, want
-
-if str(SITE_HELPERS) not in sys.path:
-    sys.path.insert(0, str(SITE_HELPERS))
-
-import pyodide_build
-from calculator_text import TEXT
+from sitebuild import calculator_pages
+from sitebuild.calculator_text import TEXT
+from tests.browser.test_calculator import READY, Watched, expected, shown, wait_ready, want
 
 
 @pytest.fixture
@@ -80,7 +75,7 @@ def test_refusals_in_the_page_language_next_to_the_numbers(watched: Watched, bas
     page.fill("#calc-r", "8")
     wait_ready(page)
     assert refusal(page) == "" and status(page) == ("ready", words["status_ready"]) and not greyed(page)
-    assert shown(page) == want(expected({**pyodide_build.default_config(), "model": None, "model_config": TINY,
+    assert shown(page) == want(expected({**calculator_pages.default_config(), "model": None, "model_config": TINY,
                                          "r": 8}))
     page.fill("#calc-r", "0")
     wait_ready(page)
@@ -97,7 +92,7 @@ def test_a_shared_link_is_greyed_until_its_own_numbers(watched: Watched, base_ur
     if state != "ready":  # before the runtime answers: the default's numbers, greyed, and says so
         assert (state, text) == ("loading", words["status_link"]) and greyed(page)
     wait_ready(page)
-    assert not greyed(page) and shown(page) == want(expected({**pyodide_build.default_config(), "r": 64}))
+    assert not greyed(page) and shown(page) == want(expected({**calculator_pages.default_config(), "r": 64}))
     page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
     assert not greyed(page)  # the defaults: the build's numbers are this configuration's
     if status(page)[0] == "loading":
