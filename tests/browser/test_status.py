@@ -66,8 +66,11 @@ def test_refusals_in_the_page_language_next_to_the_numbers(watched: Watched, bas
     page.fill("#calc-model_config", json.dumps(TINY))
     page.fill("#calc-r", "100")
     wait_ready(page)
-    # the narrowest targeted layer: k_proj/v_proj, 2 KV heads x 64/4 = 32 wide
-    assert refusal(page) == words["e_rank_too_large"].format(value=100, max=32), refusal(page)
+    # the words filled with the parameters of CPython's own refusal of this configuration
+    refused = calculator_pages.bridge().compute({**calculator_pages.default_config(), "model": None,
+                                                 "model_config": TINY, "r": 100})
+    assert not refused["ok"] and refused["error"]["code"] == "rank_too_large", refused
+    assert refusal(page) == words["e_rank_too_large"].format(**refused["error"]["params"]), refusal(page)
     assert "exceeds" not in refusal(page) or lang == "en"
     assert status(page)[0] == "refused" and greyed(page)
     # the refusal is where the numbers are: right above them
