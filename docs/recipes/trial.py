@@ -482,7 +482,7 @@ from typing import Any
 
 from . import checks, data, measure, model, report
 from .config import BadInput, check_supported, configure_allocator, launch, normalise, read_raw
-from .env import gib, hardware, progress, rank, scrub_text, token, versions
+from .env import gib, hardware, now, progress, rank, scrub_text, token, versions
 from .faults import SimulatedOOM, inject
 
 
@@ -564,7 +564,7 @@ def _guarded(args: argparse.Namespace, out: Path, doc: dict[str, Any]) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not stop the last write
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         code = _failed(exc, out, doc, box)
-    doc["finished_at"] = report.now()
+    doc["finished_at"] = now()
     if box:
         doc["measurements"]["peaks"] = measure.peaks(steps, box[0].reason)
     path = report.write(out, doc)
@@ -624,6 +624,10 @@ def _failed(exc: BaseException, out: Path, doc: dict[str, Any], box: list[measur
     return report.EXIT["error"]
 
 
+def _rewrite(out: Path, doc: dict[str, Any]) -> None:
+    report.write(out, doc)
+
+
 def _phase(doc: dict[str, Any], out: Path, name: str) -> None:
     doc["phase"] = name
     report.write(out, doc)
@@ -668,7 +672,7 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     net = model.load_base(base_source, cfg)
     if cfg["framework"] != "trl":
         net = model.apply_adapter(net, cfg)  # SFTTrainer applies the peft_config itself
-    recorder = measure.Recorder(args.max_steps, doc["measurements"]["steps"], lambda: report.write(out, doc))
+    recorder = measure.Recorder(args.max_steps, doc["measurements"]["steps"], lambda: _rewrite(out, doc))
     box.append(recorder)
     lr = args.learning_rate if args.learning_rate is not None else (2e-5 if cfg["method"] == "full" else 2e-4)
     trainer = _trainer(net, cfg, out, args, lr, train, evalset, tokenizer, recorder)
@@ -1644,7 +1648,7 @@ def _common(cfg: Mapping[str, Any], out: Path, max_steps: int, lr: float, seed: 
 def _callback(recorder: Recorder) -> Any:
     from transformers import TrainerCallback
 
-    class Measure(TrainerCallback):  # type: ignore[misc]
+    class Measure(TrainerCallback):  # type: ignore[misc,unused-ignore]
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             recorder.begin()
 
@@ -1663,7 +1667,7 @@ def _measured(base: Any, recorder: Recorder) -> Any:
     \"\"\"The trainer class with the data order kept (longest first) and each micro-batch counted.\"\"\"
     from torch.utils.data import SequentialSampler
 
-    class Measured(base):  # type: ignore[misc,valid-type]
+    class Measured(base):  # type: ignore[misc,unused-ignore]
         def _get_train_sampler(self, *a: Any, **kw: Any) -> Any:
             return SequentialSampler(self.train_dataset)
 

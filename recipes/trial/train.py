@@ -32,7 +32,7 @@ def _common(cfg: Mapping[str, Any], out: Path, max_steps: int, lr: float, seed: 
 def _callback(recorder: Recorder) -> Any:
     from transformers import TrainerCallback
 
-    class Measure(TrainerCallback):  # type: ignore[misc]
+    class Measure(TrainerCallback):  # type: ignore[misc,unused-ignore]
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             recorder.begin()
 
@@ -51,7 +51,7 @@ def _measured(base: Any, recorder: Recorder) -> Any:
     """The trainer class with the data order kept (longest first) and each micro-batch counted."""
     from torch.utils.data import SequentialSampler
 
-    class Measured(base):  # type: ignore[misc,valid-type]
+    class Measured(base):  # type: ignore[misc,unused-ignore]
         def _get_train_sampler(self, *a: Any, **kw: Any) -> Any:
             return SequentialSampler(self.train_dataset)
 
