@@ -187,6 +187,7 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
         box: list[measure.Recorder]) -> None:
     """The phases: setup, load, eval_before, train, eval, save, reload, done."""
     inject("setup")
+    rows = data.read_jsonl(args.data)  # bad data is refused before torch starts
     import torch
 
     r, world, local = rank()
@@ -195,7 +196,6 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     doc["versions"], doc["hardware"] = versions(), hardware()
     if not torch.cuda.is_available():
         progress("no CUDA device: the trial runs on the CPU, GPU memory figures will be null")
-    rows = data.read_jsonl(args.data)
     model_config = cfg["model_config"] if cfg["model_config"] is not None else model.hub_config(cfg["model"])
     tokenizer = _tokenizer(args, cfg)
     vocab = model.vocab_size(model_config)
