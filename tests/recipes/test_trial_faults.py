@@ -17,7 +17,7 @@ if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "p
     pytest.skip("the trial recipe needs torch, transformers, peft and accelerate (requirements-physics.txt)",
                 allow_module_level=True)
 
-from recipes.trial.cli import main  # noqa: E402
+from recipes.trial.cli import main
 
 FAST: dict[str, Any] = {"model": None, "model_config": TINY_LLAMA, "method": "lora", "r": 4, "max_seq_length": 32,
                         "per_device_train_batch_size": 2, "optim": "adamw_torch"}
