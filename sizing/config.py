@@ -215,7 +215,7 @@ def _with_defaults(cfg: RunConfig) -> RunConfig:
                 raise SizingError("conflict", f"{name} needs method qlora or lora8, not {cfg.method}", field=name)
             changes[name] = False
     if cfg.prepare_model_for_kbit_training is None:
-        # transformers + PEFT examples call it; TRL stopped calling it in 0.22.0 (memory-model.md §2).
+        # transformers + PEFT examples call it; TRL's SFTTrainer stopped in 0.26.0 (trl#4577; #3882 only moved it).
         changes["prepare_model_for_kbit_training"] = cfg.method in ("qlora", "lora8") and cfg.framework in (
             "transformers", "custom")
     if cfg.num_gpus == 1 and cfg.parallelism not in ("none", "ddp") and not cfg.cpu_offload:
