@@ -20,6 +20,7 @@ for _path in (ROOT, Path(__file__).resolve().parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+import gpu_facts  # noqa: E402
 from ladder_block import fits_word, ladder_block  # noqa: E402
 from quick_answer import quick_answer  # noqa: E402
 from sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label  # noqa: E402
@@ -282,7 +283,7 @@ HANDLERS: dict[str, Callable[[list[str], dict[str, Any], str], str]] = {
     "breakdown": _breakdown, "compare": _compare, "gpu_specs": _gpu_specs, "gpu_fit_table": _gpu_fit_table,
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
-    "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word,
+    "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
 }
 
 
