@@ -1,8 +1,9 @@
 """`[[sizing:ladder key=value ...]]`: the "it does not fit" ladder of one configuration (sizing.ladder) as a table.
 
-Registered in sizing_blocks.HANDLERS, with the inline `[[sizing:fits ...]]` (yes / no in the page's language). Arguments are the configuration's fields (contract names), `gpu=` the
-card it must fit; each row is a lever applied on top of the rows above, with the GiB it saves, the peak
-after it, whether it then fits, and its cost in time and in GPU-hours from the engine's time estimate.
+Registered in sizing_blocks.HANDLERS, with the inline `[[sizing:fits ...]]` (yes / no in the page's
+language). Arguments are the configuration's fields (contract names), `gpu=` the card it must fit; each
+row is a lever applied on top of the rows above, with the GiB it saves, the peak after it, whether it
+then fits, and its cost in time and in GPU-hours from the engine's time estimate.
 """
 
 from __future__ import annotations
