@@ -2,15 +2,9 @@
 # (the hand-typed driver-memory table once said 79.10 GiB beside 81106 MiB, which is 79.21).
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "site"))
-
-import sizing_blocks
-
+from sitebuild import sizing_blocks
 from sizing.catalog import find_gpu
 
 

@@ -3,18 +3,13 @@
 # misses, and the link's query with the form's defaults is that very configuration.
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "site"))
-
-import quick_answer as qa
-import sizing_blocks
-
+from sitebuild import quick_answer as qa
+from sitebuild import sizing_blocks
 from sizing import estimate
 from sizing.catalog import find_gpu, gpus
 from sizing.estimate import usable_bytes

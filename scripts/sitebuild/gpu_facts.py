@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sizing_labels import fmt_num
-
+from sitebuild.sizing_labels import fmt_num
 from sizing.catalog import Gpu, find_gpu
 from sizing.estimate import usable_bytes
 from sizing.memory.overhead import CUDA_CONTEXT

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sizing_labels import fmt_gib, fmt_num
-
+from sitebuild.sizing_labels import fmt_gib, fmt_num
 from sizing.ladder import Ladder, Rung, ladder
 
 WORDS: dict[str, dict[str, str]] = {

@@ -75,7 +75,7 @@ class Cell:
 
 def base_config() -> dict[str, Any]:
     """The calculator form's defaults, so that a link with a few parameters reproduces the cell exactly."""
-    from pyodide_build import default_config  # imported here: pyodide_build imports sizing_blocks
+    from sitebuild.calculator_pages import default_config  # imported here: it imports sizing_blocks
 
     return default_config()
 
