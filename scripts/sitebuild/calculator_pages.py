@@ -39,8 +39,7 @@ from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them
     with_csp,
 )
 from sitebuild.pyodide_runtime import install_runtime as _install_runtime
-from sizing import web
-from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM
+from sizing import contract, web
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,33 +70,19 @@ def bridge() -> ModuleType:
 
 # --- the form -----------------------------------------------------------------------------------------
 
-# (name, kind, choices): kind is select, int, float, bool, text, json. Order = order on the page.
+# (name, kind, choices): kind is select, int, float, bool, text, json. Order = order on the page. All derived
+# from the contract table (sizing/contract.py): a field is on the form when the table gives it a form kind.
+# A "tristate" field (bf16, gradient_checkpointing: null = the framework's default) is a checkbox until
+# calculator.js can send a third state; "choice" is the page's select.
 FieldSpec = tuple[str, str, tuple[str, ...]]
-FIELDS: tuple[FieldSpec, ...] = (
-    ("model", "select", ()), ("model_config", "json", ()), ("framework", "select", FRAMEWORKS),
-    ("method", "select", METHODS), ("torch_dtype", "select", (*DTYPES, "auto")),
-    ("bf16", "bool", ()), ("fp16", "bool", ()),
-    ("bnb_4bit_quant_type", "select", ("nf4", "fp4")), ("bnb_4bit_use_double_quant", "bool", ()),
-    ("bnb_4bit_compute_dtype", "select", DTYPES),
-    ("r", "int", ()), ("lora_alpha", "float", ()), ("lora_dropout", "float", ()), ("target_modules", "text", ()),
-    ("use_dora", "bool", ()),
-    ("max_seq_length", "int", ()), ("per_device_train_batch_size", "int", ()),
-    ("gradient_accumulation_steps", "int", ()), ("packing", "bool", ()), ("gradient_checkpointing", "bool", ()),
-    ("attn_implementation", "select", ATTENTION), ("optim", "select", OPTIMIZERS),
-    ("gpu", "select", ()), ("num_gpus", "int", ()), ("parallelism", "select", PARALLELISM),
-    ("dataset_tokens", "int", ()), ("num_train_epochs", "float", ()), ("price_per_gpu_hour", "float", ()),
-)
+_PAGE_KIND = {"choice": "select", "tristate": "bool"}
+FIELDS: tuple[FieldSpec, ...] = tuple((f.name, _PAGE_KIND.get(f.form, f.form), f.choices)
+                                      for f in contract.FIELDS if f.form is not None)
 # The usual LoRA targets of Llama-style models (PEFT's names), offered under the target_modules field.
 TARGET_PRESETS = ("all-linear", "q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj",
                   "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
-GROUPS = (("group_model", ("model", "model_config", "framework")),
-          ("group_precision", ("method", "torch_dtype", "bf16", "fp16", "bnb_4bit_quant_type",
-                               "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")),
-          ("group_lora", ("r", "lora_alpha", "lora_dropout", "target_modules", "use_dora")),
-          ("group_batch", ("max_seq_length", "per_device_train_batch_size", "gradient_accumulation_steps",
-                           "packing", "gradient_checkpointing", "attn_implementation", "optim")),
-          ("group_gpu", ("gpu", "num_gpus", "parallelism")),
-          ("group_time", ("dataset_tokens", "num_train_epochs", "price_per_gpu_hour")))
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (group, tuple(f.name for f in contract.FIELDS if f.group == group)) for group in contract.GROUPS)
 
 
 def default_config() -> dict[str, Any]:
@@ -265,8 +250,10 @@ def request_html(lang: str) -> str:
                          f'name="{name}" id="req-{name}">{err}</div>')
     parts.append("</fieldset></form>")
     words = {key[3:]: T(lang, key) for key in TEXT if key.startswith("rq_")}
-    words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "copied")})
+    words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "stalled", "error", "http",
+                                                "copied")})
     words.update({key: T(lang, key) for key in TEXT if key.startswith("e_")})  # sizing's refusals
+    words.update({f"f_{name}": T(lang, f"f_{name}") for name, _, _ in FIELDS})  # a refused field's label
     kinds = {name: {"json": "json", "text": "list"}.get(kind, kind) for name, kind, _ in FIELDS}
     data = json.dumps({"lang": lang, "text": words, "defaults": default_config(), "kinds": kinds},
                       ensure_ascii=False).replace("</", "<\\/")
@@ -312,12 +299,13 @@ def _params_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """The URL parameters of the calculator (the contract's names), what each is and its default: a link
     can be written by hand, and a parameter left out takes the default."""
     defaults = default_config()
-    head = [T(lang, k) for k in ("p_param", "p_field", "p_default")]
+    head = [T(lang, k) for k in ("p_param", "p_field", "p_default", "p_doc")]
     rows = []
     for name in (spec[0] for spec in FIELDS):
         value = _text(defaults.get(name))
-        rows.append(f"| `{name}` | {T(lang, f'f_{name}')} | {f'`{value}`' if value else '—'} |")
-    return "\n".join([f"| {head[0]} | {head[1]} | {head[2]} |", "|---|---|---|", *rows])
+        meaning = contract.doc(name, lang).replace("|", "\\|")  # the contract table's line for this field
+        rows.append(f"| `{name}` | {T(lang, f'f_{name}')} | {f'`{value}`' if value else '—'} | {meaning} |")
+    return "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---|", *rows])
 
 
 SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
