@@ -47,7 +47,10 @@ LABELS: dict[str, dict[str, str]] = {
     "method": {"ru": "Метод", "uz": "Usul", "en": "Method"},
     "context": {"ru": "Контекст", "uz": "Kontekst", "en": "Context"},
     "gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "capacity": {"ru": "Доступно CUDA", "uz": "CUDA uchun mavjud", "en": "Available to CUDA"},
+    # Two amounts, two names: what CUDA reports (memory_cuda, torch's total_memory) and what a run may reserve
+    # once the process's CUDA context is up (capacity: sizing.estimate.usable_bytes, the fit criterion).
+    "capacity": {"ru": "Доступно после контекста CUDA", "uz": "CUDA kontekstidan keyin mavjud",
+                 "en": "Usable after the CUDA context"},
     "reserved_gib": {"ru": "Зарезервировано, ГиБ", "uz": "Zaxiralangan, GiB", "en": "Reserved, GiB"},
     "fit_legend": {
         "ru": "✓ — помещается: запас в ГиБ и наибольший микробатч; ✗ — не помещается: нехватка в ГиБ. "
