@@ -196,8 +196,10 @@ def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: 
         p.add_argument("--json", action="store_true", help=json_text)
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
     for field_name in _FLAGS:
-        p.add_argument(flag(field_name), dest=field_name, default=None, metavar=BY_NAME[field_name].type.upper(),
-                       help=doc(field_name, "en"))
+        spec = BY_NAME[field_name]
+        choices = f" (one of: {', '.join(spec.choices)})" if spec.choices else ""
+        p.add_argument(flag(field_name), dest=field_name, default=None,
+                       metavar="CHOICE" if spec.choices else spec.type.upper(), help=doc(field_name, "en") + choices)
     p.set_defaults(func=func)
 
 

@@ -47,7 +47,7 @@ class RunConfig:
     prepare_model_for_kbit_training: bool | None = None
     quantization_backend: str = "bitsandbytes"
     r: int = 8  # LoraConfig defaults
-    lora_alpha: float = 8
+    lora_alpha: float = 8.0
     lora_dropout: float = 0.0
     target_modules: str | tuple[str, ...] | None = None
     use_dora: bool = False

@@ -26,7 +26,7 @@ def test_runconfig_is_the_table() -> None:
     assert [f.name for f in own] == [f.name for f in FIELDS]
     for f in own:
         spec = BY_NAME[f.name]
-        assert f.default == spec.default, f.name
+        assert f.default == spec.default and type(f.default) is type(spec.default), f.name
         assert spec.type in TYPES and (spec.form is None or spec.form in FORM_KINDS)
         assert spec.rule is None or (spec.rule in RULES and spec.default is None), f.name
         assert (spec.low is None) == (spec.type not in ("int", "float")), f.name
