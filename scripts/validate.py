@@ -12,18 +12,16 @@ import argparse
 import csv
 import json
 import statistics
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sizing import SizingError, estimate
+from sizing.catalog import find_gpu
+from sizing.estimate import usable_bytes
 
-from sizing import SizingError, estimate  # noqa: E402
-from sizing.catalog import find_gpu  # noqa: E402
-from sizing.estimate import usable_bytes  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 GiB = 2**30
 # The measurement harnesses that are plain PyTorch loops over a transformers model.

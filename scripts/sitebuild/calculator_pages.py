@@ -7,8 +7,8 @@ words in calculator_text.py).
 * `add_csp(site_dir)`: fills the calculator pages' slots, starts their worker from the top of <head>, and
   adds a Content-Security-Policy <meta>: 'self', 'wasm-unsafe-eval' and the hashes of the inline scripts.
 * Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]`, `[[sizing:calculator_request]]`,
-  `[[sizing:calculator_params]]` (registered into sizing_blocks.HANDLERS on import): the form with the
-  contract's field names, the default configuration's results computed at build time by the same
+  `[[sizing:calculator_params]]` (in HANDLERS, which hooks.py passes to sizing_blocks.render): the form with
+  the contract's field names, the default configuration's results computed at build time by the same
   calc_bridge.py the Web Worker runs, the request form, and the table of URL parameters.
 """
 
@@ -24,15 +24,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-for _path in (ROOT, Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-import sizing_blocks  # noqa: E402
-from calculator_results import results_html, results_markdown  # noqa: E402
-from calculator_text import TEXT, T  # noqa: E402
-from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use them from here)
+from sitebuild import sizing_blocks
+from sitebuild.calculator_results import results_html, results_markdown
+from sitebuild.calculator_text import TEXT, T
+from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them from here
     CALC_DIR,
     NODE_PYODIDE,
     NOT_INSTALLED,
@@ -45,10 +40,11 @@ from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use t
     stdlib_pyc,
     with_csp,
 )
-from pyodide_runtime import install_runtime as _install_runtime  # noqa: E402
-from sizing_labels import LABELS, label  # noqa: E402
+from sitebuild.pyodide_runtime import install_runtime as _install_runtime
+from sitebuild.sizing_labels import LABELS, label
+from sizing import contract
 
-from sizing import contract  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
@@ -347,13 +343,17 @@ def fill_slots(page: str) -> str:
     return page
 
 
-sizing_blocks.HANDLERS.setdefault("calculator_form", _form_slot)
-sizing_blocks.HANDLERS.setdefault("calculator_results", _results_slot)
-sizing_blocks.HANDLERS.setdefault("calculator_request", _request_slot)
-sizing_blocks.HANDLERS.setdefault("calculator_params", _params_slot)
+# The calculator's placeholders; hooks.py renders pages with these next to sizing_blocks.HANDLERS.
+HANDLERS: dict[str, sizing_blocks.Handler] = {
+    "calculator_form": _form_slot,
+    "calculator_results": _results_slot,
+    "calculator_request": _request_slot,
+    "calculator_params": _params_slot,
+}
 
 __all__ = [
-    "BRIDGE", "CALC_DIR", "EXAMPLE", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES", "TEXT", "T",
+    "BRIDGE", "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
+    "TEXT", "T",
     "add_csp", "bridge", "build_wheel", "csp", "default_config", "default_result", "fill_slots", "form_html",
     "install_runtime", "package_version", "pyodide_version", "request_html", "results_markdown", "stdlib_pyc",
     "with_csp",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sizing_labels import LABELS
+from sitebuild.sizing_labels import LABELS
 
 
 def T(lang: str, key: str) -> str:
