@@ -148,6 +148,8 @@ TEXT: dict[str, dict[str, str]] = {
                                "qo‘llanadigan modelni tavsiflamaydi",
                                "en": "The config.json does not describe a supported model"},
     "e_bad_json": {"ru": "Это не JSON", "uz": "Bu JSON emas", "en": "This is not JSON"},
+    "e_not_utf8": {"ru": "Файл не в кодировке UTF-8", "uz": "Fayl UTF-8 kodlashda emas",
+                   "en": "The file is not UTF-8 text"},
     "e_invalid_config": {"ru": "Конфигурация должна быть объектом JSON", "uz": "Konfiguratsiya JSON obyekti "
                          "bo‘lishi kerak", "en": "The configuration must be a JSON object"},
     "e_internal": {"ru": "Расчёт не удался", "uz": "Hisoblash muvaffaqiyatsiz", "en": "The computation failed"},
