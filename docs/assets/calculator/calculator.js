@@ -166,6 +166,7 @@ function main() {
       if (result.ok) {
         fmt.render(result);
         snippet = result.snippet;
+        current = result.estimate.config; // the complete normalised configuration: what `sizing config` prints
       } else showError(result.error);
       doc.dataset[msg.phase === "full" ? "computeMs" : "estimateMs"] = String(Math.round(msg.ms));
       doc.dataset.shown = String(msg.id); // the peak on the page is this configuration's
