@@ -69,6 +69,9 @@ def test_normalize_makes_every_field_explicit() -> None:
                      "target_modules": "q_proj, v_proj", "lora_alpha": 16})
     assert (trl["bf16"], trl["gradient_checkpointing"], trl["prepare_model_for_kbit_training"]) == (True, True, False)
     assert (trl["load_in_4bit"], trl["load_in_8bit"], trl["torch_dtype"]) == (True, False, "bfloat16")
+    # TRL's SFTTrainer loads a model id in float32 when no dtype is given (trl >= 0.27 create_model_from_path)
+    assert normalize({"model": "m", "framework": "trl"})["torch_dtype"] == "float32"
+    assert normalize({"model": "m", "framework": "trl", "torch_dtype": "auto"})["torch_dtype"] == "float32"
     assert trl["target_modules"] == ["q_proj", "v_proj"] and trl["lora_alpha"] == 16.0
     json.dumps(trl, allow_nan=False)  # JSON as it stands
 
