@@ -33,7 +33,7 @@ if command -v npm >/dev/null; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check playwright==1.65.2
 
-.venv/bin/ruff check sizing scripts tests
-.venv/bin/mypy sizing scripts
+.venv/bin/ruff check sizing scripts tests recipes
+.venv/bin/mypy sizing scripts recipes
 .venv/bin/python -m pytest -q
 .venv/bin/python scripts/validate.py --summary
