@@ -10,12 +10,12 @@ from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
 from .errors import SizingError
 from .memory.adapters import trainable
-from .memory.allocator import ALLOC_ROUND, reserved_bytes, usable_bytes
-from .memory.overhead import CUDA_CONTEXT, fragmentation
+from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_bytes
+from .memory.overhead import CUDA_CONTEXT
 from .memory.regime import Regime
 from .memory.timeline import COMPONENTS, Moment
 from .solve import Sizer, fit_row
-from .step import step_memory
+from .step import reserved_peak, step_memory
 from .throughput import time_estimate
 from .warnings import collect_warnings, does_not_fit
 
@@ -97,15 +97,14 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     confidence = _confidence(cfg, arch)
     margin = CONFIDENCE_MARGIN[confidence]
     allocated = pk.total
-    static = mem.static_bytes
-    frag = fragmentation(cfg.expandable_segments)
     paged = detail["paged_optimizer_bytes"]
 
-    reserved = reserved_bytes(allocated, static, frag[1])
+    reserved = reserved_peak(mem, cfg.expandable_segments)
+    cache = reserved - allocated  # what the caching allocator holds above the allocated peak
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
     alloc_lo, alloc_hi = int(lows * (1 - margin)), int(highs * (1 + margin))
-    res_lo, res_hi = reserved_bytes(alloc_lo, static, frag[0]), reserved_bytes(alloc_hi, static, frag[2])
+    res_lo, res_hi = round_up(alloc_lo + cache), round_up(alloc_hi + cache)
     ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
               "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
