@@ -109,6 +109,11 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     # Tied embeddings trained in full: the embedding's dense gradient meets the head's at the end.
     tied_grad = arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
     layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
+    kept_logits = kept_cache = 0
+    if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
+        kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * (reg.compute if reg.autocast
+                                                                                else reg.lm_head_weight)
+        kept_cache = 0 if reg.checkpointing else 2 * arch.layers * n * arch.kv_width * reg.compute
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
         optimizer=opt.resident_bytes,
@@ -127,7 +132,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward + previous_graph,
         tied_gradient=tied_grad,
         backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
-        accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward)
+        accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward,
+        kept_logits=kept_logits, kept_cache=kept_cache,
+        cache_shared=not reg.padded and reg.attention != "eager")  # else SDPA/eager saved repeat_kv copies
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
