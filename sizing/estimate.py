@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import uncertainty
 from .arch import Architecture
 from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
@@ -20,8 +21,6 @@ from .throughput import time_estimate
 from .warnings import collect_warnings, does_not_fit
 
 __all__ = ["ALLOC_ROUND", "Estimate", "estimate", "fit_entry", "reserved_bytes", "usable_bytes"]
-# How sure we are, by how well the regime is covered by byte-exact checks (relative half-width).
-CONFIDENCE_MARGIN = {"high": 0.03, "medium": 0.08, "low": 0.15}
 
 
 @dataclass
@@ -68,13 +67,16 @@ class Estimate:
         }
 
 
-def _confidence(cfg: RunConfig, arch: Architecture) -> str:
+def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, float]], str]:
+    """Measured/estimated ratio bands per tier for the run's regime, and the confidence label."""
+    multi = cfg.num_gpus > 1
+    out = {tier: uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2] for tier in ("allocated", "reserved")}
     if arch.experts or cfg.torch_compile:
-        return "low"
-    llama_like = arch.norm != "layer" and arch.linears[0].name == "q_proj"
-    if cfg.framework in ("transformers", "trl", "custom") and llama_like and cfg.quantization_backend == "bitsandbytes":
-        return "high"
-    return "medium"
+        # Not covered by byte-exact checks: at least the unmeasured band, and said so.
+        lo, hi = uncertainty.UNMEASURED["low"], uncertainty.UNMEASURED["high"]
+        out = {k: (min(a, lo), max(b, hi)) for k, (a, b) in out.items()}
+        return out, "low"
+    return out, uncertainty.label(*out["reserved"])
 
 
 def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Estimate:
@@ -92,19 +94,17 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
     mem = step_memory(cfg, arch, gpu, backend, 1)
     reg, ms, detail, pk = mem.regime, mem.moments, mem.detail, mem.peak
-    lows = step_memory(cfg, arch, gpu, backend, 0).peak.total
-    highs = step_memory(cfg, arch, gpu, backend, 2).peak.total
-    confidence = _confidence(cfg, arch)
-    margin = CONFIDENCE_MARGIN[confidence]
+    bands, confidence = _bands(cfg, arch)
     allocated = pk.total
     paged = detail["paged_optimizer_bytes"]
 
     reserved = reserved_peak(mem, cfg.expandable_segments)
-    cache = reserved - allocated  # what the caching allocator holds above the allocated peak
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
-    alloc_lo, alloc_hi = int(lows * (1 - margin)), int(highs * (1 + margin))
-    res_lo, res_hi = round_up(alloc_lo + cache), round_up(alloc_hi + cache)
+    # The range: what the published rows of this regime measured relative to the estimate
+    # (sizing/data/residuals.json); the device tier adds the CUDA context's own spread to reserved's.
+    alloc_lo, alloc_hi = int(allocated * bands["allocated"][0]), int(allocated * bands["allocated"][1])
+    res_lo, res_hi = int(reserved * bands["reserved"][0]), round_up(int(reserved * bands["reserved"][1]))
     ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
               "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
