@@ -113,7 +113,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
     if gpu is not None:
         est.fits = [fit_entry(est, gpu)]
-        if not est.fits[0]["fits"]:
+        if not est.fits[0]["fits"] and "refusal" not in est.fits[0]:
             est.warnings.insert(0, does_not_fit(gpu, -est.fits[0]["headroom_bytes"]))
         est.time = time_estimate(cfg, arch, reg, trainable(cfg, arch), gpu)
     return est

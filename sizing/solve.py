@@ -192,10 +192,20 @@ def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
     return Sizer(cfg).fewest_gpus(_gpu(cfg), exact=True)
 
 
+def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
+    """Whether the run can start on `gpu` at all: bf16 mixed precision needs a GPU with bf16
+    (torch.autocast raises "Current CUDA Device does not support bfloat16" (torch/amp/autocast_mode.py) and
+    TrainingArguments(bf16=True) "Your setup doesn't support bf16/gpu" (transformers training_args.py))."""
+    return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
+
+
 def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:
     """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`."""
     usable = usable_bytes(gpu)
     reserved = sizer.reserved(gpu)
+    if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
+        return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
+                "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
     return {"gpu": gpu.id, "usable_bytes": usable, "fits": reserved <= usable, "headroom_bytes": usable - reserved,
             "max_micro_batch": sizer.max_micro_batch(gpu), "max_seq_length": sizer.max_seq_length(gpu)}
 
@@ -206,7 +216,7 @@ def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
     sizer = Sizer(cfg)
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
-        count, mode = sizer.fewest_gpus(gpu)
+        count, mode = sizer.fewest_gpus(gpu) if runs_on(cfg, gpu) else (0, "none")
         row: dict[str, Any] = {**fit_row(sizer, gpu), "name": gpu.name, "fewest_gpus": count,
                                "fewest_gpus_parallelism": mode, "time": None}
         if count:
