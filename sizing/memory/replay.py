@@ -36,6 +36,10 @@ class Replay:
 def replay(r: Replay, expandable: bool) -> tuple[int, int]:
     """(peak allocated, peak reserved) of STEPS steps of `r` through the caching allocator."""
     a = CachingAllocator(expandable)
+    # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
+    # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
+    # reduce-scatters on its post-backward stream, so those come from pools of their own.
+    ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
     grads: list[_Block] = []
@@ -43,7 +47,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int]:
     for _ in range(STEPS):
         kept: list[list[_Block]] = []
         for _layer in range(r.layers):
-            unit = a.malloc(r.gathered_unit) if r.gathered_unit else None
+            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
             if r.forward_transient:
                 a.free(a.malloc(r.forward_transient))
             if r.checkpoint:
@@ -54,7 +58,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int]:
             else:
                 kept.append([a.malloc(x) for x in r.saved] + ([a.malloc(r.layer_constant)] if r.layer_constant else []))
             if unit is not None:
-                a.free(unit)
+                ag.free(unit)
         head = [a.malloc(x) for x in r.head_saved]
         if r.loss_forward:
             a.free(a.malloc(r.loss_forward))
@@ -64,9 +68,9 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int]:
         new_grads = not grads
         if new_grads:
             grads += [a.malloc(x) for x in r.head_grads]
-        comm = a.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
+        comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
-            unit = a.malloc(r.gathered_unit) if r.gathered_unit else None
+            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
             recomputed = [a.malloc(x) for x in r.saved] if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
@@ -76,7 +80,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int]:
             for t in recomputed + blocks:
                 a.free(t)
             if unit is not None:
-                a.free(unit)
+                ag.free(unit)
         if not states_done:
             for g in grads:  # torch optimizers create their states lazily in the first step()
                 if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
@@ -89,9 +93,14 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int]:
             for t in [a.malloc(int(g.size * r.temp_per_grad)) for g in grads]:
                 a.free(t)
         if comm is not None:
-            a.free(comm)
+            rs.free(comm)
         if not r.accumulating:
             for g in grads:  # zero_grad(set_to_none=True)
                 a.free(g)
             grads = []
-    return a.peak_allocated, a.peak_reserved
+    if ag is a:
+        return a.peak_allocated, a.peak_reserved
+    # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
+    # figure is what is reported); reserved only grows, so the reserved peaks add.
+    return (a.peak_allocated + ag.peak_allocated + rs.peak_allocated,
+            a.peak_reserved + ag.peak_reserved + rs.peak_reserved)
