@@ -14,20 +14,17 @@ import argparse
 import csv
 import json
 import statistics
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sizing import SizingError, estimate
+from sizing.catalog import find_gpu
+from sizing.estimate import usable_bytes
+from validate_rows import RowRefused, row_case, usable
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from validate_rows import RowRefused, row_case, usable  # noqa: E402
-
-from sizing import SizingError, estimate  # noqa: E402
-from sizing.catalog import find_gpu  # noqa: E402
-from sizing.estimate import usable_bytes  # noqa: E402
 
 GiB = 2**30
 # The measurement harnesses that are plain PyTorch loops over a transformers model.

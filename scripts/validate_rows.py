@@ -8,17 +8,11 @@ and listed in `assumptions`. A row the engine cannot model is refused with a sta
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from sizing.catalog import gpus, models  # noqa: E402
+from sizing.catalog import gpus, models
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sizing_labels import LABELS
+from sitebuild.sizing_labels import LABELS
 
 
 def T(lang: str, key: str) -> str:
@@ -99,6 +99,7 @@ TEXT: dict[str, dict[str, str]] = {
     "p_param": {"ru": "Параметр", "uz": "Parametr", "en": "Parameter"},
     "p_field": {"ru": "Поле", "uz": "Maydon", "en": "Field"},
     "p_default": {"ru": "По умолчанию", "uz": "Standart qiymat", "en": "Default"},
+    "p_doc": {"ru": "Что означает", "uz": "Nimani anglatadi", "en": "Meaning"},
     "download": {"ru": "Скачать конфигурацию JSON", "uz": "Konfiguratsiyani JSON qilib yuklash",
                  "en": "Download the config JSON"},
     "copy_snippet": {"ru": "Копировать код Python", "uz": "Python kodini nusxalash", "en": "Copy the Python snippet"},
