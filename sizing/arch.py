@@ -216,6 +216,8 @@ def _attention(model_type: str, cfg: Mapping[str, Any], fam: Mapping[str, Any], 
         kv = 1 if cfg.get("multi_query", True) else heads
     elif model_type == "gpt_bigcode":
         kv = 1 if cfg.get("multi_query", True) else heads  # GPTBigCodeConfig.multi_query defaults to True
+    elif model_type in ("qwen", "baichuan"):
+        kv = heads  # c_attn / W_pack = Linear(hidden, 3 * hidden): no grouped-query attention in the remote code
     elif model_type == "chatglm" and cfg.get("multi_query_attention"):
         kv = _int(cfg, "multi_query_group_num", bound="heads")
     else:

@@ -97,8 +97,13 @@ def checkpoint_quant(cfg: Mapping[str, Any]) -> tuple[str, int, int, bool] | Non
     if method == "bitsandbytes":
         bits = 4 if qc.get("load_in_4bit") else 8
         return method, bits, 64, bool(qc.get("bnb_4bit_use_double_quant"))
-    bits = qc.get("bits", qc.get("w_bit", 4))
+    # transformers GPTQConfig(bits, group_size=128) and AwqConfig(bits=4, group_size=128) defaults
+    # (utils/quantization_config.py, 5.24.0); GPTQ has no default bit width.
+    bits = qc.get("bits", qc.get("w_bit", 4 if method == "awq" else None))
     group = qc.get("group_size", qc.get("q_group_size", 128))
+    if bits is None:
+        raise SizingError("model_config_invalid", "quantization_config of a GPTQ checkpoint must give bits",
+                          field="model_config.quantization_config.bits")
     if bits not in QUANT_METHODS[method] or isinstance(bits, bool):
         raise SizingError("unsupported_quantization", f"{method} with {bits} bits is not supported "
                           f"(supported: {', '.join(map(str, QUANT_METHODS[method]))})",
