@@ -71,8 +71,11 @@ def model_id(text: str) -> str:
 
 
 def dtype_of(text: str) -> str | None:
-    """The first dtype named in a free-text column (bf16 / fp16 / fp32 and their long names)."""
-    m = re.search(r"\b(bf16|bfloat16|fp16|float16|half|fp32|float32)\b", text.lower())
+    """The first dtype named in a free-text column (bf16 / fp16 / fp32 and their long names); after a
+    "then" ("loaded fp32 ... then DeepSpeed bf16") the dtype the weights end up in."""
+    t = text.lower()
+    t = t.rsplit(" then ", 1)[-1] if re.search(r" then .*\b(bf16|bfloat16|fp16|float16|fp32|float32)\b", t) else t
+    m = re.search(r"\b(bf16|bfloat16|fp16|float16|half|fp32|float32)\b", t)
     if not m:
         return None
     word = m.group(1)
@@ -191,16 +194,19 @@ def optimizer(text: str) -> dict[str, Any]:
     optimizer_in_bwd and CPU offload when the column says so."""
     t = text.lower()
     out: dict[str, Any] = {}
-    paged, eight = "paged" in t, bool(re.search(r"8[- ]?bit", t))
+    # The class is named in the main clause; asides in parentheses qualify it ("8-bit AdamW (config default
+    # PagedAdamW8bit)" is the 8-bit AdamW) except for the fused flag, which sources write as an aside.
+    main = re.sub(r"\([^)]*\)", " ", t)
+    paged, eight = "paged" in main, bool(re.search(r"8[- ]?bit", main))
     if paged:
         out["optim"] = "paged_adamw_8bit" if eight else "paged_adamw_32bit"
-    elif eight and "non-8bit" not in t:
+    elif eight and "non-8bit" not in main:
         out["optim"] = "adamw_8bit"
-    elif "sgd" in t:
+    elif "sgd" in main:
         out["optim"] = "sgd"
-    elif "adafactor" in t:
+    elif "adafactor" in main:
         out["optim"] = "adafactor"
-    elif "adamw" in t and "default" not in t:
+    elif "adamw" in main and "default" not in main:
         out["optim"] = "adamw_torch_fused" if re.search(r"(?<!non-)\bfused\b", t) else "adamw_torch"
     if re.search(r"optimizer_in_bwd\s*(=\s*)?true|fused into backward", t):
         out["optimizer_in_backward"] = True
@@ -325,6 +331,11 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
         words, form, mem = _gpu_family(gpus()[gid].id)
         if words and all(w in tokens for w in words):
             found.append((len(words), gpus()[gid].id, form, mem))
+    if not found and stated:
+        # Only a memory size ("2X40GB GPUs"): the catalog cards of that size, if they are one model.
+        same = [gpus()[g].id for g in gpus() if _gpu_family(gpus()[g].id)[2] == int(stated.group(1))]
+        if same and len({_gpu_family(g)[0] for g in same}) == 1:
+            found = [(1, g, _gpu_family(g)[1], _gpu_family(g)[2]) for g in same]
     if not found:
         return None, None
     best_len = max(f[0] for f in found)

@@ -139,7 +139,8 @@ def test_target_module_texts(text: str, expected: object) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("NVIDIA L40S", "L40S-48GB"), ("RTX 4090 (24 GB)", "RTX-4090-24GB"), ("4090", "RTX-4090-24GB"),
     ("A100 80GB", "A100-SXM-80GB"), ("A6000", "RTX-A6000-48GB"), ("H100 80GB", "H100-SXM-80GB"),
-    ("not stated", None), ("40 GB GPUs (text: '2X40GB GPUs'; model not named)", None),
+    ("not stated", None), ("24 GB GPUs (text: '2X24GB GPUs')", None),  # 3090, 4090, A10G, L4, A5000...
+    ("40 GB GPUs (text: '2X40GB GPUs'; model not named)", "A100-SXM-40GB"),  # only A100s have 40 GB
 ])
 def test_gpu_texts(text: str, expected: str | None) -> None:
     assert vr.match_gpu(text)[0] == expected
@@ -162,3 +163,25 @@ def test_metric_texts(text: str, expected: str) -> None:
 ])
 def test_torchtune_versions_from_dates(text: str, expected: str) -> None:
     assert vr.torchtune_version(text.lower()) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("8-bit AdamW (bitsandbytes; config default PagedAdamW8bit) with optimizer_in_bwd=True",
+     {"optim": "adamw_8bit", "optimizer_in_backward": True}),
+    ("bnb.optim.PagedAdamW (32-bit paged)", {"optim": "paged_adamw_32bit"}),
+    ("torch.optim.AdamW (fused), no optimizer_in_bwd", {"optim": "adamw_torch_fused"}),
+    ("torch.optim.AdamW (non-fused, lr 1e-5, wd 0.1)", {"optim": "adamw_torch"}),
+    ("HF TrainingArguments default (AdamW torch)", {}),
+    ("torch SGD (no momentum state by default)", {"optim": "sgd"}),
+])
+def test_optimizer_texts(text: str, expected: dict[str, object]) -> None:
+    assert vr.optimizer(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("loaded fp32 (no torch_dtype at the time) then DeepSpeed bf16", "bfloat16"),
+    ("loaded fp32 (no torch_dtype at the time), FSDP bf16 mixed precision", "float32"),
+    ("nf4 4-bit linear weights, rest bf16", "bfloat16"),
+])
+def test_dtype_texts(text: str, expected: str) -> None:
+    assert vr.dtype_of(text) == expected
