@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sizing.arch import from_hf_config
 from sizing.catalog import gpus, models
 
 GiB = 2**30
@@ -87,12 +88,22 @@ def quantization(text: str, base_text: str) -> dict[str, Any]:
     q = text.lower()
     if q in ("", "none", "no", "n/a"):
         return {}
+    ckpt = re.search(r"\b(gptq|awq)\b", q)
+    if ckpt:
+        return {"checkpoint_quant": ckpt.group(1)}  # a pre-quantized base: its quantization_config says how
+    other = re.search(r"\b(hqq|aqlm|eetq|exl2|gguf|quanto|fp8|mxfp4|nvfp4|bitnet|spqr|vptq|higgs)\b", q)
+    if other:
+        raise RowRefused("row_quantization_unsupported",
+                         f"quantization '{text}' ({other.group(1)}) is not modelled (supported: bitsandbytes / torchao "
+                         "nf4, fp4, int8; GPTQ and AWQ checkpoints)")
     out: dict[str, Any] = {}
     if "nf4" in q or "fp4" in q or "4-bit" in q or "4bit" in q:
         out["load_in_4bit"] = True
         out["bnb_4bit_quant_type"] = "fp4" if "fp4" in q and "nf4" not in q else "nf4"
         if "torchao" in q:
             out["quantization_backend"] = "torchao"
+        if re.search(r"double[- ]quant|nested", q):
+            out["bnb_4bit_use_double_quant"] = True
         storage = re.search(r"quant_storage\s*=?\s*(bf16|bfloat16|fp16|float16|fp32|float32)", base_text.lower())
         if storage:
             out["bnb_4bit_quant_storage"] = dtype_of(storage.group(1))
@@ -100,7 +111,8 @@ def quantization(text: str, base_text: str) -> dict[str, Any]:
     if "int8" in q or "8-bit" in q or "8bit" in q:
         return {"load_in_8bit": True}
     raise RowRefused("row_quantization_unsupported",
-                     f"quantization '{text}' is not modelled (supported: bitsandbytes/torchao nf4/fp4, int8)")
+                     f"quantization '{text}' is not modelled (supported: bitsandbytes / torchao nf4, fp4, int8; GPTQ "
+                     "and AWQ checkpoints)")
 
 
 def yes_no(text: str) -> bool | None:
@@ -137,6 +149,16 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
                          "DoRA, QLoRA)")
     quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
+    ckpt = quant.pop("checkpoint_quant", None)
+    if ckpt:
+        rec = models().get(model_id(row.get("model", "")).lower())
+        cq = from_hf_config(rec.config).checkpoint_quant if rec else None
+        if cq is None or cq.method != ckpt:
+            raise RowRefused("row_quantization_unsupported", f"a {ckpt.upper()} base needs a {ckpt.upper()} checkpoint "
+                             "in the catalog (or its config.json); this model has none")
+        if method == "full":
+            raise RowRefused("row_inconsistent", "full fine-tuning of a GPTQ/AWQ checkpoint is not a training run")
+        return {"method": "lora"}  # LoRA on the pre-quantized base (sizing.memory.weights)
     out: dict[str, Any] = dict(quant)
     if method == "full":
         if quant:
@@ -155,6 +177,11 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
     """framework (+version): LitGPT, torchtune, TRL; a hand-written loop (train.py, accelerate loop,
     example scripts) is `custom`; the Trainer is `transformers`."""
     f, v = _low(row, "framework"), _low(row, "framework_version")
+    own = re.search(r"unsloth|megatron|nemo\b|colossal|torchtitan|mlx|jax|maxtext|levanter|paxml", f)
+    if own:
+        raise RowRefused("row_framework_unsupported", f"framework '{row.get('framework')}' runs its own kernels and "
+                         "memory savings, which are not modelled (supported: transformers / TRL / a PyTorch loop, "
+                         "LitGPT, torchtune)")
     if "litgpt" in f:
         return "litgpt", None
     if "torchtune" in f:
@@ -207,7 +234,11 @@ def optimizer(text: str) -> dict[str, Any]:
     elif "adafactor" in main:
         out["optim"] = "adafactor"
     elif "adamw" in main and "default" not in main:
-        out["optim"] = "adamw_torch_fused" if re.search(r"(?<!non-)\bfused\b", t) else "adamw_torch"
+        fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
+        out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
+    elif main.strip() and not re.search(r"default|undocumented|not (stated|documented)|unknown|^\W*$", main):
+        raise RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
+                         "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
     if re.search(r"optimizer_in_bwd\s*(=\s*)?true|fused into backward", t):
         out["optimizer_in_backward"] = True
     elif re.search(r"optimizer_in_bwd\s*(=\s*)?false", t):
@@ -264,7 +295,7 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
         out["parallelism"] = "ddp"
     elif re.search(r"zero[- ]?(stage[- ]?)?3", s):
         out["parallelism"] = "zero3"
-    elif re.search(r"zero[- ]?(stage[- ]?)?2", s):
+    elif re.search(r"zero[- ]?(stage[- ]?)?2|shard_grad_op", s):  # SHARD_GRAD_OP: ZeRO-2 semantics
         out["parallelism"] = "zero2"
     elif "fsdp" in s:
         out["parallelism"] = "fsdp"

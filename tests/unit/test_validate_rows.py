@@ -185,3 +185,38 @@ def test_optimizer_texts(text: str, expected: dict[str, object]) -> None:
 ])
 def test_dtype_texts(text: str, expected: str) -> None:
     assert vr.dtype_of(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("adamw_torch_fused", "adamw_torch_fused"), ("torch AdamW, fused=False", "adamw_torch"),
+    ("paged_adamw_8bit", "paged_adamw_8bit"), ("adamw_bnb_8bit", "adamw_8bit"),
+])
+def test_optimizer_names_as_the_trainer_spells_them(text: str, expected: str) -> None:
+    assert vr.optimizer(text)["optim"] == expected
+
+
+def test_unknown_optimizer_framework_and_quantization_refused() -> None:
+    with pytest.raises(vr.RowRefused) as err:
+        vr.optimizer("Lion (lr 1e-4)")
+    assert err.value.code == "row_optimizer_unsupported"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.framework({"framework": "Unsloth 2024.8", "framework_version": ""})
+    assert err.value.code == "row_framework_unsupported"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.quantization("HQQ 4-bit", "")
+    assert err.value.code == "row_quantization_unsupported"
+    assert vr.quantization("bnb nf4 with double quant", "")["bnb_4bit_use_double_quant"] is True
+
+
+def test_gptq_row_uses_the_catalog_checkpoint() -> None:
+    row = {**rows()["R063"], "model": "TheBloke/Mistral-7B-v0.1-GPTQ", "quantization": "GPTQ 4-bit (act order)",
+           "method": "qlora", "lora_target_modules": "q_proj,v_proj", "framework": "HF Trainer + PEFT"}
+    c = vr.row_case(row).config
+    assert c["method"] == "lora" and "load_in_4bit" not in c
+    estimate(c)  # LoRA over the GPTQ base is a valid run
+    with pytest.raises(vr.RowRefused):
+        vr.row_case({**row, "model": "mistralai/Mistral-7B-v0.1"})  # no GPTQ checkpoint of that id in the catalog
+
+
+def test_fsdp_shard_grad_op_is_zero2() -> None:
+    assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "zero2"
