@@ -71,6 +71,22 @@ def model_id(text: str) -> str:
     return words[0] if words else ""
 
 
+def catalog_model(text: str) -> tuple[str, str | None]:
+    """The catalog id a model column names: its first word as an id or alias, else that word without the
+    organisation, else the column as a display name (each only when it names one model)."""
+    word = model_id(text)
+    if word.lower() in models():
+        return word, None
+    base = word.lower().rsplit("/", 1)[-1]
+    by_base = {rec.id for key, rec in models().items() if key.rsplit("/", 1)[-1] == base}
+    by_name = {rec.id for rec in models().values() if rec.name.lower() == re.sub(r"\s*\(.*", "", text).strip().lower()}
+    for found in (by_base, by_name):
+        if len(found) == 1:
+            rid = found.pop()
+            return rid, f"model '{text}' taken as catalog {rid}"
+    raise RowRefused("row_unknown_model", f"model '{word}' is not in the catalog")
+
+
 def dtype_of(text: str) -> str | None:
     """The first dtype named in a free-text column (bf16 / fp16 / fp32 and their long names); after a
     "then" ("loaded fp32 ... then DeepSpeed bf16") the dtype the weights end up in."""
@@ -425,9 +441,9 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     """The run configuration of one CSV row, or RowRefused with a stable code."""
     rid, source = row.get("row_id", "?"), (row.get("source_id") or "?").split("_")[0]
     notes: list[str] = []
-    model = model_id(row.get("model", ""))
-    if model.lower() not in models():
-        raise RowRefused("row_unknown_model", f"model '{model}' is not in the catalog")
+    model, model_note = catalog_model(row.get("model", ""))
+    if model_note:
+        notes.append(model_note)
     cfg: dict[str, Any] = {"model": model, **method_fields(row)}
     fw, version = framework(row)
     cfg["framework"] = fw

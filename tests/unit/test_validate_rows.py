@@ -220,3 +220,13 @@ def test_gptq_row_uses_the_catalog_checkpoint() -> None:
 
 def test_fsdp_shard_grad_op_is_zero2() -> None:
     assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "zero2"
+
+
+def test_model_names_without_organisation_or_as_display_names() -> None:
+    assert vr.catalog_model("meta-llama/Llama-3.2-3B-Instruct (torchtune default checkpoint)")[0] == \
+        "meta-llama/Llama-3.2-3B-Instruct"
+    assert vr.catalog_model("Llama-2-7b-hf")[0] == "meta-llama/Llama-2-7b-hf"
+    assert vr.catalog_model("Llama 3.1 8B Instruct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.catalog_model("bigscience/T0_3B")  # encoder-decoder: not a catalog model
+    assert err.value.code == "row_unknown_model"
