@@ -23,8 +23,10 @@ from sizing import SizingError, estimate
 from sizing.catalog import find_gpu
 from sizing.estimate import usable_bytes
 from validate_rows import RowRefused, row_case, usable
+from validate_time import speed_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+
 
 GiB = 2**30
 # The measurement harnesses that are plain PyTorch loops over a transformers model.
@@ -280,8 +282,8 @@ def main() -> int:
         speeds: list[Speed] = []
         scored, unmodelled = score(cases, rows, speeds)
         out += report("Curated: validation/cases.json (settings fixed per row)", scored, unmodelled, None, args.rows)
-        out += speed_table(speeds)
         refusals += unmodelled
+    out += speed_lines()  # the step-time roofline's report (scripts/validate_time.py)
     if not args.summary:
         out.append("\nRows refused or not modelled:")
         out += [f"  {rid}: {why}" for rid, why in refusals]

@@ -18,6 +18,8 @@ from .estimate import Estimate, estimate
 from .memory.timeline import COMPONENTS
 from .schema import SCHEMA_PATH, schema_text
 from .solve import fit_table
+from .time.cost import parse_deadline, parse_prices, rank
+from .time.report import time_lines
 
 GiB = 2**30
 # Fields with their own option (the most used ones, marked in the contract table); --set covers every field.
@@ -102,12 +104,7 @@ def format_estimate(est: Estimate) -> str:
     if t is None:
         lines += ["", "Time: no throughput figures for this GPU"]
     else:
-        lines += ["", f"Time: {t['step_seconds']:.2f} s per optimizer step, {t['tokens_per_second']:,.0f} tokens/s "
-                  f"(utilization {t['utilization']:.2f} of {t['peak_tflops']} TFLOPS)"]
-        if t["total_hours"] is not None:
-            cost = f", cost {t['cost']:,.2f}" if t["cost"] is not None else ""
-            lines.append(f"  {cfg.dataset_tokens:,} tokens x {cfg.num_train_epochs:g} epochs: "
-                         f"{t['total_hours']:.1f} h on {cfg.num_gpus} GPU(s){cost}")
+        lines += ["", *time_lines(t, cfg.dataset_tokens, cfg.num_train_epochs, cfg.num_gpus)]
     if est.warnings:
         lines += ["", "Warnings:"] + [f"  - {w['message']}" for w in est.warnings]
     return "\n".join(lines)
@@ -130,7 +127,9 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    rows = fit_table(load_config(_run(args)))
+    cfg = load_config(_run(args))
+    deadline = parse_deadline(args.deadline) if args.deadline else None
+    rows = rank(fit_table(cfg), args.by, parse_prices(args.price), cfg.price_per_gpu_hour, deadline)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -146,6 +145,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         print(f"{r['gpu']:<20} {'yes' if r['fits'] else 'no':<4} {_gib(r['headroom_bytes']):>9} "
               f"{r['max_micro_batch']:>9} {r['max_seq_length']:>8} {fewest if r['fewest_gpus'] else '-':>7} "
               f"{tps:>9} {hours:>8} {cost:>10}")
+    if not rows and deadline is not None:
+        print("no GPU fits and finishes within the deadline (hours need dataset_tokens)")
     print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs")
     return 0
 
@@ -188,7 +189,7 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, func: Command, text: str,
-                json_text: str | None) -> None:
+                json_text: str | None) -> argparse.ArgumentParser:
     """A subcommand that reads one configuration: the file, --json, --set and the table's flags."""
     p = sub.add_parser(name, help=text)
     p.add_argument("config", help="configuration JSON (- for stdin)")
@@ -199,6 +200,7 @@ def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: 
         p.add_argument(flag(field_name), dest=field_name, default=None, metavar=BY_NAME[field_name].type.upper(),
                        help=doc(field_name, "en"))
     p.set_defaults(func=func)
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,8 +208,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _run_parser(sub, "estimate", _cmd_estimate, "estimate one run from a configuration JSON (- for stdin)",
                 "print the estimate object of the shared contract")
-    _run_parser(sub, "fit", _cmd_fit, "every catalog GPU: fits, headroom, largest batch and sequence, fewest GPUs",
-                "print the rows as JSON")
+    fit = _run_parser(sub, "fit", _cmd_fit,
+                      "every catalog GPU: fits, headroom, largest batch and sequence, fewest GPUs",
+                      "print the rows as JSON")
+    fit.add_argument("--by", choices=("gpu", "cost", "hours"), default="gpu", help="sort: catalog order, cost, hours")
+    fit.add_argument("--deadline", help="keep GPUs that finish within this time (24h, 90m, 2d); needs dataset_tokens")
+    fit.add_argument("--price", action="append", metavar="GPU=PRICE", help="your price per GPU-hour for one GPU")
     _run_parser(sub, "config", _cmd_config, "print the complete normalised configuration (what a trial runs)",
                 None)
     sub.add_parser("schema", help=f"print the JSON Schema of configurations ({SCHEMA_PATH})").set_defaults(
