@@ -61,8 +61,20 @@ def _first_number(text: str) -> float | None:
 
 
 def _first_int(text: str) -> int | None:
-    m = re.search(r"\d+", text)
-    return int(m.group()) if m else None
+    """The first whole number: thousands separators joined ("4,096"), a k suffix as x1024 ("4k" context)."""
+    t = re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", text)
+    m = re.search(r"(\d+)\s*([kK]\b)?", t)
+    if not m:
+        return None
+    return int(m.group(1)) * (1024 if m.group(2) else 1)
+
+
+def per_device(text: str) -> int | None:
+    """A per-GPU count where a text gives both ("global 32 (8 per GPU)"), else the first number."""
+    m = re.search(r"(\d+)\s*(?:per[- ]?(?:gpu|device)|/\s*gpu)|per[- ]?(?:gpu|device)[^\d]{0,12}(\d+)", text, re.I)
+    if m:
+        return int(m.group(1) or m.group(2))
+    return _first_int(text)
 
 
 def model_id(text: str) -> str:
@@ -84,7 +96,21 @@ def catalog_model(text: str) -> tuple[str, str | None]:
         if len(found) == 1:
             rid = found.pop()
             return rid, f"model '{text}' taken as catalog {rid}"
+    # A chat / instruct / base sibling: fine-tuned variants keep their base model's architecture; used only
+    # when every sibling in the catalog has the same config shape.
+    core = _sibling_key(base)
+    siblings = sorted({rec.id for key, rec in models().items() if _sibling_key(key.rsplit("/", 1)[-1]) == core})
+    shapes = {tuple(sorted((k, str(v)) for k, v in models()[sid.lower()].config.items()
+                           if k in ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads",
+                                    "num_key_value_heads", "vocab_size", "tie_word_embeddings"))) for sid in siblings}
+    if siblings and len(shapes) == 1:
+        return siblings[0], f"model '{text}' not in the catalog: its sibling {siblings[0]} (same architecture)"
     raise RowRefused("row_unknown_model", f"model '{word}' is not in the catalog")
+
+
+def _sibling_key(name: str) -> str:
+    """A checkpoint name without its chat / instruct / base / -hf suffixes."""
+    return re.sub(r"(-(instruct|chat|it|base|hf|v\d(\.\d)?-instruct))+$", "", name.lower())
 
 
 def dtype_of(text: str) -> str | None:
@@ -158,7 +184,12 @@ def target_modules(text: str) -> list[str] | str | None:
 
 def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     """method + method_detail + quantization -> method (full/lora/qlora/lora8), use_dora; other PEFT refused."""
-    method, detail = _low(row, "method"), _low(row, "method_detail")
+    raw, detail = _low(row, "method"), _low(row, "method_detail")
+    # The method column's keyword: qlora before lora; dora is LoRA with use_dora; "full" / "fft" full FT.
+    method = next((m for m, pat in (("qlora", r"qlora"), ("lora", r"\b(lora|dora)\b"), ("full", r"\bfull|\bfft\b"))
+                   if re.search(pat, raw)), raw)
+    if re.search(r"\bdora\b", raw):
+        detail += " dora"
     other = next((name for name in _OTHER_PEFT if re.search(rf"\b{re.escape(name)}\b", detail)), None)
     if other or method not in ("full", "lora", "qlora"):
         raise RowRefused("row_method_not_modelled",
@@ -470,7 +501,7 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         if dq is not None and cfg.get("load_in_4bit"):
             cfg["bnb_4bit_use_double_quant"] = dq
     cfg.update(sequences(row))
-    batch = _first_int(row.get("micro_batch_size", ""))
+    batch = per_device(row.get("micro_batch_size", ""))
     if batch is None:
         raise RowRefused("row_missing_field", "micro_batch_size is not stated")
     cfg["per_device_train_batch_size"] = batch

@@ -230,3 +230,20 @@ def test_model_names_without_organisation_or_as_display_names() -> None:
     with pytest.raises(vr.RowRefused) as err:
         vr.catalog_model("bigscience/T0_3B")  # encoder-decoder: not a catalog model
     assert err.value.code == "row_unknown_model"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("4,096", 4096), ("4k", 4096), ("2048 (packed)", 2048), ("global 32 (8 per GPU)", 8), ("10 (per GPU)", 10),
+])
+def test_numbers_as_sources_write_them(text: str, expected: int) -> None:
+    assert vr.per_device(text) == expected
+
+
+def test_method_keywords_and_siblings() -> None:
+    row = rows()["R063"]
+    assert vr.method_fields({**row, "method": "QLoRA (4-bit)"})["method"] == "qlora"
+    assert vr.method_fields({**row, "method": "DoRA", "quantization": "none"}) == {"method": "lora", "use_dora": True}
+    assert vr.method_fields({**row, "method": "Full fine-tuning", "quantization": "none"}) == {"method": "full"}
+    # a chat variant not in the catalog takes its base model's architecture, and says so
+    rid, note = vr.catalog_model("meta-llama/Llama-2-7b-chat-hf")
+    assert rid in ("meta-llama/Llama-2-7b", "meta-llama/Llama-2-7b-hf") and note and "sibling" in note
