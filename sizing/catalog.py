@@ -195,7 +195,9 @@ def resolve_architecture(model: str | None, model_config: Any) -> tuple[Architec
             model_config = {**model_config, "model_type": match[0]}
             name = f"{name} (model_type {match[0]} from the shape of {match[1]})"
         return from_hf_config(model_config), name
-    assert model is not None  # parse_config guarantees one of the two
+    if model is None:  # parse_config refuses this already; a direct caller gets the same refusal
+        raise SizingError("missing_field", "give a catalog model id in 'model' or a config.json in 'model_config'",
+                          field="model")
     rec = models().get(model.lower())
     if rec is None:
         raise SizingError("unknown_model", f"unknown model '{model}': use a catalog id (see `sizing models`) "

@@ -220,3 +220,11 @@ def test_catalog_gptq_checkpoints_are_sized_as_gptq() -> None:
     gptq = estimate({**run, "model": "TheBloke/Mistral-7B-v0.1-GPTQ"}).detail["param_bytes"]
     bf16 = estimate({**run, "model": "mistralai/Mistral-7B-v0.1", "torch_dtype": "bfloat16"}).detail["param_bytes"]
     assert gptq < 0.35 * bf16
+
+
+def test_resolve_without_model_or_config_is_a_refusal_not_an_assert() -> None:
+    from sizing.catalog import resolve_architecture
+
+    with pytest.raises(SizingError) as err:
+        resolve_architecture(None, None)
+    assert (err.value.code, err.value.field) == ("missing_field", "model")
