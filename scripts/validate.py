@@ -97,7 +97,7 @@ def load_cases() -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
 
 
 def load_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as fh:
+    with open(path, encoding="utf-8-sig", newline="") as fh:  # -sig: a spreadsheet's byte-order mark
         return list(csv.DictReader(fh))
 
 
@@ -180,6 +180,9 @@ def score_as_written(csv_rows: list[dict[str, str]]) -> tuple[list[Scored], list
             refused.append((rid, f"{exc.code}: {exc.message}"))
         except SizingError as exc:
             refused.append((rid, str(exc)))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # A text the mapping cannot read must not stop the benchmark; the refusal names the error.
+            refused.append((rid, f"row_unreadable: {type(exc).__name__}: {exc}"))
     return scored, refused, n_usable
 
 

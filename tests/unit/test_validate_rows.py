@@ -247,3 +247,22 @@ def test_method_keywords_and_siblings() -> None:
     # a chat variant not in the catalog takes its base model's architecture, and says so
     rid, note = vr.catalog_model("meta-llama/Llama-2-7b-chat-hf")
     assert rid in ("meta-llama/Llama-2-7b", "meta-llama/Llama-2-7b-hf") and note and "sibling" in note
+
+
+def test_benchmark_scores_any_csv_of_the_format(tmp_path: object) -> None:
+    import pathlib
+
+    import validate
+
+    path = pathlib.Path(str(tmp_path)) / "other.csv"
+    # a byte-order mark, a usable row, an OOM row, an unreadable row and a row marked "no"
+    bad = {**rows()["R063"], "row_id": "X3", "micro_batch_size": "two"}
+    skip = {**rows()["R063"], "row_id": "X4", "usable_for_scoring": "no"}
+    with open(path, "w", encoding="utf-8-sig", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows()["R063"]))
+        w.writeheader()
+        w.writerows([{**rows()["R063"], "row_id": "X1"}, {**rows()["R064"], "row_id": "X2"}, bad, skip])
+    scored, refused, n_usable = validate.score_as_written(validate.load_csv(path))
+    assert n_usable == 2  # X1 and X3 (the OOM row is a lower bound, X4 is not usable)
+    assert [s.row_id for s in scored] == ["X1", "X2"]
+    assert refused == [("X3", "row_missing_field: micro_batch_size is not stated")]
