@@ -68,6 +68,7 @@ class Scored:
     framework: str = "?"
     low_gib: float = 0.0
     high_gib: float = 0.0
+    confidence: str = "?"  # the estimate's printed label
 
     @property
     def error_pct(self) -> float:
@@ -136,7 +137,7 @@ def _scored(rid: str, source: str, cfg: dict[str, Any], metric: str, measured: f
         value = est.reserved_bytes
     return Scored(rid, source, str(cfg.get("method", "lora")), "allocated" if metric == "active" else metric,
                   int(cfg.get("num_gpus", 1)), measured, value / GiB, oom, str(est.config.framework),
-                  low / GiB, high / GiB)
+                  low / GiB, high / GiB, est.confidence)
 
 
 def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]],
@@ -231,6 +232,8 @@ def report(title: str, scored: list[Scored], refused: list[tuple[str, str]], n_u
     out += table("By method", group(measured, "method"))
     out += table("Single vs multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"single": single, "multi": multi})
     out += table("All rows", {"all": measured})
+    out += table("By the printed confidence label (should be monotone: high errs least)",
+                 group(measured, "confidence"))
     out += table("By regime (method/tier/framework/single-multi)", group(measured, "regime"))
     if show_rows:
         head = f"{'row':<6}{'src':<5}{'method':<7}{'tier':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
