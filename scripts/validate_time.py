@@ -149,8 +149,11 @@ def out_of_source_band(rows: list[Timed], chosen: dict[str, float]) -> list[floa
     residuals: list[float] = []
     for src in sorted({r.source for r in single}):
         others = [r for r in single if r.source != src]
-        best = min(((f, b) for f in FACTOR_GRID[::2] for b in BW_GRID[::2]),
-                   key=lambda fb: (_set(data, *fb), _loss(others))[1])
+        def loss_at(fb: tuple[float, float], others: list[Timed] = others) -> float:
+            _set(data, *fb)
+            return _loss(others)
+
+        best = min(((f, b) for f in FACTOR_GRID[::2] for b in BW_GRID[::2]), key=loss_at)
         _set(data, *best)
         held = [r for r in single if r.source == src]
         evaluate(held)
