@@ -38,7 +38,7 @@ async function inflateInto(response, size) {
   return out;
 }
 
-// The heap without its zero pages (scripts/site/heap_pack.py) -> the heap: allocate it zeroed, copy the runs.
+// The heap without its zero pages (scripts/sitebuild/heap_pack.py) -> the heap: allocate it zeroed, copy the runs.
 function unpackHeap(packed) {
   const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
   if (view.getUint32(0, true) !== 0x31504843) throw new BootError("snapshot", "not a packed heap"); // "CHP1"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sizing_labels import LABELS
+from sitebuild.sizing_labels import LABELS
 
 
 def T(lang: str, key: str) -> str:
@@ -99,6 +99,7 @@ TEXT: dict[str, dict[str, str]] = {
     "p_param": {"ru": "Параметр", "uz": "Parametr", "en": "Parameter"},
     "p_field": {"ru": "Поле", "uz": "Maydon", "en": "Field"},
     "p_default": {"ru": "По умолчанию", "uz": "Standart qiymat", "en": "Default"},
+    "p_doc": {"ru": "Что означает", "uz": "Nimani anglatadi", "en": "Meaning"},
     "download": {"ru": "Скачать конфигурацию JSON", "uz": "Konfiguratsiyani JSON qilib yuklash",
                  "en": "Download the config JSON"},
     "copy_snippet": {"ru": "Копировать код Python", "uz": "Python kodini nusxalash", "en": "Copy the Python snippet"},
@@ -146,7 +147,25 @@ TEXT: dict[str, dict[str, str]] = {
     "e_model_config_invalid": {"ru": "config.json не описывает поддерживаемую модель", "uz": "config.json "
                                "qo‘llanadigan modelni tavsiflamaydi",
                                "en": "The config.json does not describe a supported model"},
+    "e_encoder_decoder_unsupported": {
+        "ru": "Модели «энкодер-декодер» (T5, BART) не поддерживаются, только декодерные",
+        "uz": "Enkoder-dekoder modellari (T5, BART) qo‘llab-quvvatlanmaydi, faqat dekoderli",
+        "en": "Encoder-decoder models (T5, BART) are not supported, decoder-only ones are"},
+    "e_unsupported_quantization": {
+        "ru": "Этот формат квантования не поддерживается (есть GPTQ, AWQ, bitsandbytes)",
+        "uz": "Bu kvantlash formati qo‘llab-quvvatlanmaydi (GPTQ, AWQ, bitsandbytes bor)",
+        "en": "This quantization format is not supported (GPTQ, AWQ, bitsandbytes are)"},
+    "e_target_modules_required": {
+        "ru": "У PEFT нет модулей по умолчанию для этой модели: укажите target_modules",
+        "uz": "PEFT’da bu model uchun standart modullar yo‘q: target_modules ni kiriting",
+        "en": "PEFT has no default modules for this model: set target_modules"},
+    "e_target_not_linear": {
+        "ru": "Эти модули не nn.Linear (эксперты MoE в transformers 5): LoRA их не оборачивает",
+        "uz": "Bu modullar nn.Linear emas (transformers 5 dagi MoE ekspertlari): LoRA ularni o‘ramaydi",
+        "en": "These modules are not nn.Linear (MoE experts in transformers 5): LoRA cannot wrap them"},
     "e_bad_json": {"ru": "Это не JSON", "uz": "Bu JSON emas", "en": "This is not JSON"},
+    "e_not_utf8": {"ru": "Файл не в кодировке UTF-8", "uz": "Fayl UTF-8 kodlashida emas",
+                   "en": "The file is not UTF-8 text"},
     "e_invalid_config": {"ru": "Конфигурация должна быть объектом JSON", "uz": "Konfiguratsiya JSON obyekti "
                          "bo‘lishi kerak", "en": "The configuration must be a JSON object"},
     "e_internal": {"ru": "Расчёт не удался", "uz": "Hisoblash muvaffaqiyatsiz", "en": "The computation failed"},
