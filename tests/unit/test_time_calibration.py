@@ -10,10 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from validate_time import evaluate, fit, load_rows  # noqa: E402
-
 from sizing.throughput import residual_band  # noqa: E402
 from sizing.time.device import model_data  # noqa: E402
+from validate_time import evaluate, fit, load_rows  # noqa: E402
 
 
 def test_split_alternates_within_each_source_and_keeps_multi_gpu_apart() -> None:
