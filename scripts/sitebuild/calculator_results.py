@@ -55,6 +55,12 @@ def _cost(value: Any, lang: str) -> str:
     return "—" if value is None else fmt_num(float(value), lang, 2)
 
 
+def _span(time: Mapping[str, Any], key: str, digits: int, lang: str) -> str:
+    """" (low–high)" of a time figure from the estimate's range (sizing/throughput.py), or "" without one."""
+    pair = (time.get("range") or {}).get(key)
+    return "" if not pair else f" ({fmt_num(float(pair[0]), lang, digits)}–{fmt_num(float(pair[1]), lang, digits)})"
+
+
 def _uncertainty(est: Mapping[str, Any], lang: str) -> str:
     unc = est["uncertainty"]
     low, high = int(unc["reserved_low_bytes"]), int(unc["reserved_high_bytes"])
@@ -119,11 +125,13 @@ def results_html(result: Mapping[str, Any], lang: str) -> str:
                    f'data-color="{name}"></span>{e(label(name, lang))}</td><td>{fmt_gib(value, lang)}</td></tr>')
     out.append("</tbody></table>")
     out.append(f'<p class="calc-time" data-testid="time">{e(T(lang, "time_line"))} '
-               f'<span data-testid="total-hours">{_hours(time.get("total_hours"), lang)}</span> {e(T(lang, "hours"))}; '
+               f'<span data-testid="total-hours">{_hours(time.get("total_hours"), lang)}</span>'
+               f'<span data-testid="total-hours-range">{_span(time, "total_hours", 1, lang)}</span> {e(T(lang, "hours"))}; '
                f'{e(T(lang, "step"))} <span data-testid="step-seconds">{_hours(time.get("step_seconds"), lang)}</span> '
                f's; {e(T(lang, "tps"))} <span data-testid="tokens-per-second">'
                f'{fmt_int(round(time.get("tokens_per_second") or 0), lang)}</span>; {e(T(lang, "cost"))} '
-               f'<span data-testid="cost">{_cost(time.get("cost"), lang)}</span></p>')
+               f'<span data-testid="cost">{_cost(time.get("cost"), lang)}</span>'
+               f'<span data-testid="cost-range">{_span(time, "cost", 2, lang)}</span></p>')
     out.append('<ul class="calc-warnings" data-testid="warnings">'
                + "".join(f'<li data-code="{e(str(w.get("code")))}">{e(warning_text(w, lang))}</li>'
                          for w in est.get("warnings") or []) + "</ul>")

@@ -35,6 +35,11 @@ export function makeRenderer(t, lang) {
   const gib = (bytes) => num(bytes / GiB, 2);
   const hours = (v) => (v === null || v === undefined ? "—" : num(Number(v), 1));
   const cost = (v) => (v === null || v === undefined ? "—" : num(Number(v), 2));
+  // " (low–high)" of a time figure from the estimate's range, or "" without one (as calculator_results.py)
+  const span = (time, key, digits) => {
+    const pair = (time.range || {})[key];
+    return pair ? ` (${num(Number(pair[0]), digits)}–${num(Number(pair[1]), digits)})` : "";
+  };
   const fill = (template, params) => template.replace(/\{(\w+)\}/g, (m, k) => (k in params ? String(params[k]) : m));
 
   function warningText(w) {
@@ -137,10 +142,12 @@ export function makeRenderer(t, lang) {
     box.append(h("table", { class: "calc-components", "data-testid": "components" },
       h("thead", {}, h("tr", {}, h("th", {}, t("component")), h("th", {}, t("gib")))), body));
     box.append(h("p", { class: "calc-time", "data-testid": "time" }, t("time_line"), " ",
-      h("span", { "data-testid": "total-hours" }, hours(time.total_hours)), ` ${t("hours")}; ${t("step")} `,
+      h("span", { "data-testid": "total-hours" }, hours(time.total_hours)),
+      h("span", { "data-testid": "total-hours-range" }, span(time, "total_hours", 1)), ` ${t("hours")}; ${t("step")} `,
       h("span", { "data-testid": "step-seconds" }, hours(time.step_seconds)), ` s; ${t("tps")} `,
       h("span", { "data-testid": "tokens-per-second" }, num(Math.round(time.tokens_per_second || 0), 0)),
-      `; ${t("cost")} `, h("span", { "data-testid": "cost" }, cost(time.cost))));
+      `; ${t("cost")} `, h("span", { "data-testid": "cost" }, cost(time.cost)),
+      h("span", { "data-testid": "cost-range" }, span(time, "cost", 2))));
     const warnings = h("ul", { class: "calc-warnings", "data-testid": "warnings" });
     for (const w of est.warnings || []) warnings.append(h("li", { "data-code": w.code }, warningText(w)));
     box.append(warnings);
