@@ -126,7 +126,8 @@ def results_html(result: Mapping[str, Any], lang: str) -> str:
     out.append("</tbody></table>")
     out.append(f'<p class="calc-time" data-testid="time">{e(T(lang, "time_line"))} '
                f'<span data-testid="total-hours">{_hours(time.get("total_hours"), lang)}</span>'
-               f'<span data-testid="total-hours-range">{_span(time, "total_hours", 1, lang)}</span> {e(T(lang, "hours"))}; '
+               f'<span data-testid="total-hours-range">{_span(time, "total_hours", 1, lang)}</span> '
+               f'{e(T(lang, "hours"))}; '
                f'{e(T(lang, "step"))} <span data-testid="step-seconds">{_hours(time.get("step_seconds"), lang)}</span> '
                f's; {e(T(lang, "tps"))} <span data-testid="tokens-per-second">'
                f'{fmt_int(round(time.get("tokens_per_second") or 0), lang)}</span>; {e(T(lang, "cost"))} '

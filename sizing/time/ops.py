@@ -6,7 +6,7 @@ from ..config import RunConfig
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
 from .elementwise import attention_ops, layer_elementwise, loss_ops
-from .op import Op, gemm
+from .op import VIEWS_PER_LAYER_PASS, Op, gemm
 
 
 def linear_ops(name: str, phase: str, count: float, tokens: int, fin: int, fout: int, e: int, w: int,
@@ -55,6 +55,7 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
             ops += _lora(cfg, reg, lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, a)
     ops += layer_elementwise(cfg, arch, reg, tokens, phase)
     ops += attention_ops(cfg, arch, reg, tokens, phase, kernel)
+    ops.append(Op("layer_views", phase, layers, kernels=0.0, views=VIEWS_PER_LAYER_PASS))
     return ops
 
 

@@ -94,6 +94,7 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
         dev = replace(dev, gemm_efficiency=gemm_efficiency)
     data = model_data()
     launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"] * launch_scale
+    view = 0.0 if reg.compiled else data["view_seconds"] * launch_scale  # Inductor traces views away
     floor = data.get("kernel_floor_seconds", 3e-6)
     kernel = attention_kernel(reg, gpu.sm[0])
     ops = micro_batch_ops(cfg, arch, reg, tr, kernel)
@@ -102,7 +103,7 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
     flops = 0.0
     for op in ops:
         parts[_kind(op)] += op.count * op_seconds(op, dev, floor)
-        host += op.count * op.kernels * launch
+        host += op.count * (op.kernels * launch + op.views * view)
         flops += op.count * op.flops
     gpu_micro = sum(parts.values())
     micro = max(gpu_micro, host)
