@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import validate  # scripts/validate.py: the accuracy benchmark whose scores the accuracy pages show
+from sitebuild import gpu_facts
+from sitebuild.ladder_block import fits_word, ladder_block
+from sitebuild.quick_answer import quick_answer
 from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
 from sitebuild.sizing_svg import line_chart, scatter_chart
 from sizing import SizingError, estimate
@@ -271,6 +274,7 @@ HANDLERS: dict[str, Handler] = {
     "breakdown": _breakdown, "compare": _compare, "gpu_specs": _gpu_specs, "gpu_fit_table": _gpu_fit_table,
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
+    "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
 }
 
 

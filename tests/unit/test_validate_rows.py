@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import validate_rows as vr  # noqa: E402
-
 from sizing import estimate  # noqa: E402
 
 HEADER = ("row_id,source_id,model,method,method_detail,base_weight_dtype,quantization,double_quant,lora_rank,"
