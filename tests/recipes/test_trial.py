@@ -47,7 +47,8 @@ LORA: dict[str, Any] = {
     "gpu": "H100-SXM-80GB",
 }
 QLORA: dict[str, Any] = {
-    **LORA, "target_modules": "all-linear", "gradient_checkpointing": True, "method": "qlora", "torch_dtype": "bfloat16", "bf16": True, "load_in_4bit": True,
+    **LORA, "target_modules": "all-linear", "gradient_checkpointing": True,
+    "method": "qlora", "torch_dtype": "bfloat16", "bf16": True, "load_in_4bit": True,
     "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16",
     "prepare_model_for_kbit_training": True,
 }
