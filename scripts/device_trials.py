@@ -1,6 +1,8 @@
 """The device check: the trial recipe on a set of configurations, each report against the estimate.
 
-    python scripts/device_trials.py OUT [--set gpu|tiny] [--max-steps 6] [--budget 480] [--timeout 150]
+    PYTHONPATH=. python scripts/device_trials.py OUT [--set gpu|tiny] [--max-steps 6] [--budget 480] [--timeout 150]
+
+(PYTHONPATH=. where `sizing` is not installed; `pip install -e .` installs it; `recipes` comes from the checkout.)
 
 For a session that is lent a GPU: one command, no model hub (random weights with the catalog's own
 config.json, the recipe's byte-level tokenizer, generated text). It builds the single-file trial.py from
@@ -35,14 +37,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from recipes import build  # noqa: E402
-from sizing import SizingError  # noqa: E402
-from sizing.catalog import models  # noqa: E402
-from sizing.report import compare, read_report  # noqa: E402
+from recipes import build
+from sizing import SizingError
+from sizing.catalog import models
+from sizing.report import compare, read_report
 
 GiB = 2**30
 LOG_TAIL = 20_000  # characters of each run's log that come back

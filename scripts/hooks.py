@@ -1,5 +1,7 @@
-# MkDocs hooks: wire build events to the small pure functions in scripts/site/.
-"""Thin glue between MkDocs events and scripts/site/*.py.
+# MkDocs hooks: wire build events to the small pure functions of the sitebuild package (scripts/sitebuild/).
+"""Thin glue between MkDocs events and scripts/sitebuild/*.py.
+
+MkDocs puts this file's folder (scripts/) on sys.path while it loads it, so `sitebuild` imports as a package.
 
 mkdocs-static-i18n builds every language in turn with the same config object, so each event here runs
 once per language (on_config, on_pre_build, page events and on_post_build three times). Page events
@@ -10,7 +12,6 @@ llms-full.txt, sitemap.xml, the OpenGraph image) are written once, after the las
 from __future__ import annotations
 
 import posixpath
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -18,24 +19,24 @@ from urllib.parse import urlsplit
 
 from mkdocs.plugins import event_priority, get_plugin_logger
 
-SITE_HELPERS = Path(__file__).resolve().parent / "site"
-if str(SITE_HELPERS) not in sys.path:
-    sys.path.insert(0, str(SITE_HELPERS))
+from sitebuild import (
+    assemble,
+    calculator_pages,
+    hreflang,
+    llmstxt,
+    mdcopy,
+    navtree,
+    ogimage,
+    pagemeta,
+    sitemap,
+    sizing_blocks,
+    urls,
+)
+from sitebuild.assemble import OG_IMAGE
 
-# `[[sizing:...]]` placeholders -> Markdown computed by `sizing`. No stand-in: a page whose numbers
-# cannot be computed must stop the build, not be published with its placeholders.
-import hreflang  # noqa: E402
-import jsonld  # noqa: E402
-import llmstxt  # noqa: E402
-import mdcopy  # noqa: E402
-import navtree  # noqa: E402
-import ogimage  # noqa: E402
-import pagemeta  # noqa: E402
-import pyodide_build  # noqa: E402  # calculator: Pyodide runtime, wheel, CSP, its placeholders
-import sitemap  # noqa: E402
-import urls  # noqa: E402
-from site_text import OG_LOCALES, text  # noqa: E402
-from sizing_blocks import render  # noqa: E402
+# `[[sizing:...]]` placeholders -> Markdown computed by `sizing`, the calculator's among them. No stand-in:
+# a page whose numbers cannot be computed must stop the build, not be published with its placeholders.
+BLOCKS = {**sizing_blocks.HANDLERS, **calculator_pages.HANDLERS}
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 log = get_plugin_logger("site")
 
-OG_IMAGE = "assets/images/og.png"
 GPU_SECTION, GPU_FOLDER = "GPUs", "gpus"
 SECTION_FOLDERS = {"Guides": "guides", GPU_SECTION: GPU_FOLDER}  # nav section -> folder with an index page
 
@@ -97,6 +97,10 @@ def _site_url(config: MkDocsConfig) -> str:
     return config.site_url or "http://127.0.0.1:8000/"
 
 
+def _site(config: MkDocsConfig) -> assemble.Site:
+    return assemble.Site(_site_url(config), _langs(config), _default(config))
+
+
 # --- events --------------------------------------------------------------------------------------------
 
 
@@ -134,7 +138,7 @@ def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     """Fill in the computed tables, then keep what the Markdown copy and llms.txt need."""
     lang, default = _lang(config), _default(config)
-    markdown = render(markdown, lang)
+    markdown = sizing_blocks.render(markdown, lang, BLOCKS)
     problems = pagemeta.problems(page.meta)
     for problem in problems:
         log.warning(f"{page.file.src_uri}: {problem}")
@@ -180,48 +184,16 @@ def on_page_context(context: TemplateContext, page: Page, config: MkDocsConfig,
     record = _state.records.get((lang, page.url))
     if record is None:  # front matter problems, already reported
         return context
-    site_url = _site_url(config)
-    prefix = urls.lang_prefix(lang, default)
-    canonical = urls.absolute(site_url, page.url)
-    links = hreflang.alternates(site_url, record.base, langs, default)
+    site = _site(config)
+    links = hreflang.alternates(site.url, record.base, langs, default)
     # static-i18n sets extra.alternate per page (priority 50, before this hook) with relative links.
     entries = getattr(config.extra, "alternate", None) or config.extra.get("alternate") or []
     if entries:
         setattr(config.extra, "alternate", hreflang.switcher(entries, links))  # noqa: B010
-
-    home = nav.homepage
-    home_crumb = (str(home.title), urls.absolute(site_url, home.url)) if home else (config.site_name, site_url)
-    sections = [(str(s.title), urls.absolute(site_url, navtree.first_url(s))) for s in reversed(list(page.ancestors))]
-    crumbs = jsonld.trail(home_crumb, sections, (record.title, canonical))
-    org = jsonld.organization(config.site_name, urls.absolute(site_url, prefix))
-    image = urls.absolute(site_url, OG_IMAGE)
-    data = jsonld.graph(
-        jsonld.breadcrumb_list(canonical, crumbs),
-        jsonld.article(url=canonical, headline=record.title, description=record.description, lang=lang,
-                       published=record.dates.published, modified=record.dates.updated, org=org, image=image),
-    )
-    record.jsonld = jsonld.pretty(data)
-    cast("dict[str, Any]", context)["seo"] = {
-        "canonical": canonical,
-        "title": record.title,
-        "description": record.description,
-        "x_default": links[hreflang.X_DEFAULT],
-        "md_url": urls.absolute(site_url, urls.md_copy_url(page.url, prefix)),
-        "llms_url": urls.absolute(site_url, prefix + "llms.txt"),
-        "image": image,
-        "image_width": jsonld.IMAGE_WIDTH,
-        "image_height": jsonld.IMAGE_HEIGHT,
-        "og_locale": OG_LOCALES.get(lang, lang),
-        "og_locale_alternates": [OG_LOCALES.get(other, other) for other in langs if other != lang],
-        "jsonld": jsonld.script_text(data),
-        "noindex": record.fallback,
-        "dates_label": text(lang, "dates"),
-        "dates": [
-            (text(lang, "published"), record.dates.published),
-            (text(lang, "updated"), record.dates.updated),
-            (text(lang, "sources_checked"), record.dates.sources_checked),
-        ],
-    }
+    home = (str(nav.homepage.title), nav.homepage.url) if nav.homepage else None
+    sections = [(str(s.title), site.absolute(navtree.first_url(s))) for s in reversed(list(page.ancestors))]
+    seo, record.jsonld = assemble.head(site, record, config.site_name, home, sections)
+    cast("dict[str, Any]", context)["seo"] = seo
     return context
 
 
@@ -239,104 +211,33 @@ def on_post_build(config: MkDocsConfig) -> None:
     if i18n and i18n.building:
         return
     site_dir = Path(config.site_dir)
-    site_url = _site_url(config)
-    default, langs = _default(config), _langs(config)
     _write(site_dir / OG_IMAGE, ogimage.image())
-    pyodide_build.install_runtime(site_dir, warn=log.info)  # no node_modules: a clear note, not a failure
-    pyodide_build.add_csp(site_dir)
+    calculator_pages.install_runtime(site_dir, warn=log.info)  # no node_modules: a clear note, not a failure
+    calculator_pages.add_csp(site_dir)
     if _state.not_found_page is not None:
         _write(site_dir / "404.html", _state.not_found_page.encode("utf-8"))
 
-    for lang in langs:
-        prefix = urls.lang_prefix(lang, default)
+    site = _site(config)
+    labels = {lang: info.label for lang, info in _state.languages.items()}
+    for lang in site.langs:
         info = _state.languages.get(lang, _Language(config.site_name, config.site_description or "", lang))
-        records = sorted((r for r in _state.records.values() if r.lang == lang), key=lambda r: r.order)
         copies: list[str] = []
+        records = assemble.in_order(_state.records, lang)
         for record in records:
-            copy = _markdown_copy(record, site_url, langs, default)
-            _write(site_dir / urls.md_copy_url(record.url, prefix), copy.encode("utf-8"))
+            copy = assemble.markdown_copy(site, record)
+            _write(site_dir / urls.md_copy_url(record.url, site.prefix(lang)), copy.encode("utf-8"))
             if not record.fallback:
                 copies.append(copy)
-        others = _language_links(lang, langs, default, site_url)
-        full_link = llmstxt.Link(text(lang, "full"), urls.absolute(site_url, prefix + "llms-full.txt"),
-                                 text(lang, "full_note"))
-        sections = _llms_sections(records, site_url, prefix, text(lang, "main"))
-        sections += [(text(lang, "languages"), others), (text(lang, "optional"), [full_link])]
-        _write(site_dir / prefix / "llms.txt", llmstxt.render(info.site_name, info.description, sections).encode())
-        _write(site_dir / prefix / "llms-full.txt", llmstxt.full(info.site_name, info.description, copies).encode())
+        llms = assemble.llms_txt(site, lang, info.site_name, info.description, records, labels)
+        _write(site_dir / site.prefix(lang) / "llms.txt", llms.encode())
+        full = llmstxt.full(info.site_name, info.description, copies)
+        _write(site_dir / site.prefix(lang) / "llms-full.txt", full.encode())
 
-    xml = sitemap.render(_sitemap_entries(site_url, langs, default))
+    xml = sitemap.render(assemble.sitemap_entries(site, _state.records))
     _write(site_dir / "sitemap.xml", xml.encode("utf-8"))
     _write(site_dir / "sitemap.xml.gz", sitemap.gzipped(xml))
-
-
-# --- helpers of on_post_build ---------------------------------------------------------------------------
 
 
 def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-
-
-def _markdown_copy(record: pagemeta.PageRecord, site_url: str, langs: list[str], default: str) -> str:
-    prefix = urls.lang_prefix(record.lang, default)
-    alternates = {
-        lang: urls.absolute(site_url, urls.md_copy_url(urls.localized_url(record.base, lang, default),
-                                                       urls.lang_prefix(lang, default)))
-        for lang in langs
-    }
-    front: dict[str, str | dict[str, str]] = {
-        "title": record.title,
-        "description": record.description,
-        "url": urls.absolute(site_url, record.url),
-        "lang": record.lang,
-        "image": urls.absolute(site_url, OG_IMAGE),
-        "alternates": alternates,
-    }
-    llms_line = text(record.lang, "llms_line", url=urls.absolute(site_url, prefix + "llms.txt"))
-    return mdcopy.compose(front, llms_line, record.body, record.title, record.jsonld)
-
-
-def _llms_sections(records: list[pagemeta.PageRecord], site_url: str, prefix: str,
-                   main: str) -> list[tuple[str, list[llmstxt.Link]]]:
-    """Top-level pages first, then one H2 per nav section, in nav order; untranslated pages left out."""
-    sections: dict[str, list[llmstxt.Link]] = {main: []}
-    for record in records:
-        if record.fallback:
-            continue
-        link = llmstxt.Link(record.title, urls.absolute(site_url, urls.md_copy_url(record.url, prefix)),
-                            record.description)
-        sections.setdefault(record.section or main, []).append(link)
-    return list(sections.items())
-
-
-def _language_links(lang: str, langs: list[str], default: str, site_url: str) -> list[llmstxt.Link]:
-    """Links from one language's llms.txt to the others'."""
-    links = []
-    for other in langs:
-        if other == lang:
-            continue
-        label = _state.languages[other].label if other in _state.languages else other
-        url = urls.absolute(site_url, urls.lang_prefix(other, default) + "llms.txt")
-        links.append(llmstxt.Link(label, url, text(lang, "lang_note", name=label)))
-    return links
-
-
-def _translated(base: str, lang: str, default: str) -> bool:
-    other = _state.records.get((lang, urls.localized_url(base, lang, default)))
-    return other is not None and not other.fallback
-
-
-def _sitemap_entries(site_url: str, langs: list[str], default: str) -> list[sitemap.Entry]:
-    """Every translated page of every language, with the alternates that really exist."""
-    entries: list[sitemap.Entry] = []
-    for lang in langs:
-        records = sorted((r for r in _state.records.values() if r.lang == lang), key=lambda r: r.order)
-        for record in records:
-            if record.fallback:
-                continue
-            links = hreflang.alternates(site_url, record.base, langs, default)
-            present = {key: url for key, url in links.items()
-                       if _translated(record.base, default if key == hreflang.X_DEFAULT else key, default)}
-            entries.append(sitemap.Entry(urls.absolute(site_url, record.url), record.dates.updated, present))
-    return entries

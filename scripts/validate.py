@@ -3,7 +3,9 @@
 Like is compared with like: max_memory_allocated (and torchtune's "active") with the estimated
 allocated peak, max_memory_reserved with reserved, nvidia-smi with device memory. An out-of-memory
 row counts as right when the estimate exceeds the card. Rows that cannot be modelled are listed
-with the reason. Usage: python scripts/validate.py [--rows] [--summary]
+with the reason. By default the CSV rows are scored AS WRITTEN, through one generic mapping of the
+columns (scripts/validate_rows.py); --curated scores the per-row cases of validation/cases.json instead.
+Usage: python scripts/validate.py [--csv PATH] [--curated | --both] [--rows] [--summary]
 """
 
 from __future__ import annotations
@@ -12,24 +14,27 @@ import argparse
 import csv
 import json
 import statistics
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sizing import SizingError, estimate
+from sizing.catalog import find_gpu
+from sizing.estimate import usable_bytes
+from validate_rows import RowRefused, row_case, usable
+from validate_time import speed_lines
 
-from sizing import SizingError, estimate  # noqa: E402
-from sizing.catalog import find_gpu  # noqa: E402
-from sizing.estimate import usable_bytes  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 GiB = 2**30
 # The measurement harnesses that are plain PyTorch loops over a transformers model.
 FRAMEWORK_ALIASES = {"peft_harness": "custom", "answerai_fsdp_qlora": "custom"}
-METRIC_FIELD = {"allocated": "allocated_bytes", "active": "allocated_bytes", "reserved": "reserved_bytes",
-                "device": "device_bytes"}
+# The estimate's tier each measured statistic is compared with (unstated: reserved, what the card must hold).
+TIER = {"allocated": "allocated", "active": "allocated", "reserved": "reserved", "device": "device",
+        "unstated": "reserved"}
+DEFAULT_GPU = "H100-SXM-80GB"  # card not stated: only the cuBLAS workspace size depends on it
 
 
 @dataclass
@@ -55,11 +60,14 @@ class Scored:
     row_id: str
     source: str
     method: str
-    metric: str
+    metric: str  # the tier scored: allocated | reserved | device | unstated (against reserved)
     gpus: int
     measured_gib: float | None
     estimated_gib: float
     oom_capacity_gib: float | None = None
+    framework: str = "?"
+    low_gib: float = 0.0
+    high_gib: float = 0.0
 
     @property
     def error_pct(self) -> float:
@@ -69,12 +77,28 @@ class Scored:
                 100.0 * (self.oom_capacity_gib - self.estimated_gib) / self.oom_capacity_gib
         return 100.0 * (self.estimated_gib - self.measured_gib) / self.measured_gib
 
+    @property
+    def covered(self) -> bool:
+        """The printed range holds the measured value."""
+        return self.measured_gib is not None and self.low_gib <= self.measured_gib <= self.high_gib
+
+    @property
+    def half_width_pct(self) -> float:
+        return 100.0 * (self.high_gib - self.low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+
+    @property
+    def regime(self) -> str:
+        return f"{self.method}/{self.metric}/{self.framework}/{'multi' if self.gpus > 1 else 'single'}"
+
 
 def load_cases() -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
     cases = json.loads((ROOT / "validation" / "cases.json").read_text(encoding="utf-8"))["cases"]
-    with open(ROOT / "validation" / "measurements.csv", encoding="utf-8", newline="") as fh:
-        rows = {r["row_id"]: r for r in csv.DictReader(fh)}
-    return cases, rows
+    return cases, {r["row_id"]: r for r in load_csv(ROOT / "validation" / "measurements.csv")}
+
+
+def load_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
 
 
 def to_config(case: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +107,7 @@ def to_config(case: dict[str, Any]) -> dict[str, Any]:
     if case.get("effective_max_seq_length"):
         cfg["max_seq_length"] = case["effective_max_seq_length"]  # the longest batch actually seen
     if not cfg.get("gpu"):
-        cfg["gpu"] = "H100-SXM-80GB"  # unknown card: only the cuBLAS workspace size depends on it
+        cfg["gpu"] = DEFAULT_GPU
     return cfg
 
 
@@ -95,33 +119,68 @@ def measured_tps(row: dict[str, str]) -> float | None:
     return value if value > 0 else None
 
 
+def _scored(rid: str, source: str, cfg: dict[str, Any], metric: str, measured: float | None,
+            oom_gpu: str | None, speeds: list[Speed] | None = None, tps: float | None = None) -> Scored:
+    """Estimate one run and pair it with its measurement (raises SizingError)."""
+    est = estimate(cfg)
+    if speeds is not None and tps and est.time and cfg.get("gpu") != DEFAULT_GPU:
+        speeds.append(Speed(rid, source, tps, est.time["tokens_per_second"], est.time["utilization"]))
+    tier = TIER[metric]
+    value = {"allocated": est.allocated_bytes, "reserved": est.reserved_bytes, "device": est.device_bytes}[tier]
+    low, high = est.range_bytes[tier]
+    if metric == "unstated":  # the statistic is not named: any of torch's two counters
+        low = est.range_bytes["allocated"][0]
+    oom = None
+    if oom_gpu:
+        oom = usable_bytes(find_gpu(oom_gpu)) / GiB
+        value = est.reserved_bytes
+    return Scored(rid, source, str(cfg.get("method", "lora")), "allocated" if metric == "active" else metric,
+                  int(cfg.get("num_gpus", 1)), measured, value / GiB, oom, str(est.config.framework),
+                  low / GiB, high / GiB)
+
+
 def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]],
           speeds: list[Speed] | None = None) -> tuple[list[Scored], list[tuple[str, str]]]:
+    """Curated mode: each row through its hand-written case in validation/cases.json."""
     scored: list[Scored] = []
     unmodelled: list[tuple[str, str]] = []
     for case in cases:
         rid = case["row_id"]
         if case["status"] != "scored":
-            unmodelled.append((rid, case["skip_reason"] or "skipped"))
+            unmodelled.append((rid, f"curated_skip: {case['skip_reason'] or 'skipped'}"))
             continue
         try:
-            est = estimate(to_config(case))
+            cfg = to_config(case)
+            cfg["method"] = case["config"].get("method", "?")
+            scored.append(_scored(rid, rows[rid]["source_id"].split("_")[0], cfg, case["metric"],
+                                  case["measured_gib"], case.get("oom_capacity_gpu"), speeds, measured_tps(rows[rid])))
         except SizingError as exc:
-            unmodelled.append((rid, f"engine refuses it: {exc}"))
-            continue
-        tps = measured_tps(rows[rid])
-        if speeds is not None and tps and est.time and case["config"].get("gpu"):
-            speeds.append(Speed(rid, rows[rid]["source_id"].split("_")[0], tps, est.time["tokens_per_second"],
-                                est.time["utilization"]))
-        value = getattr(est, METRIC_FIELD[case["metric"]])
-        oom = None
-        if case.get("oom_capacity_gpu"):
-            oom = usable_bytes(find_gpu(case["oom_capacity_gpu"])) / GiB
-            value = est.reserved_bytes
-        scored.append(Scored(rid, rows[rid]["source_id"].split("_")[0], case["config"].get("method", "?"),
-                             case["metric"], int(case["config"].get("num_gpus", 1)), case["measured_gib"],
-                             value / GiB, oom))
+            unmodelled.append((rid, str(exc)))
     return scored, unmodelled
+
+
+def score_as_written(csv_rows: list[dict[str, str]]) -> tuple[list[Scored], list[tuple[str, str]], int]:
+    """Rows as written: every usable row through the one generic mapping (scripts/validate_rows.py).
+    Returns the scored rows (out-of-memory rows included), the refused usable rows, the usable count."""
+    scored: list[Scored] = []
+    refused: list[tuple[str, str]] = []
+    n_usable = 0
+    for row in csv_rows:
+        oom = row.get("usable_for_scoring", "").strip().lower() == "oom"
+        if not (usable(row) or oom):
+            continue
+        n_usable += 0 if oom else 1
+        rid = row.get("row_id", "?")
+        try:
+            case = row_case(row)
+            cfg = dict(case.config)
+            cfg["gpu"] = cfg.get("gpu") or DEFAULT_GPU
+            scored.append(_scored(rid, case.source, cfg, case.metric, case.measured_gib, case.oom_gpu))
+        except RowRefused as exc:
+            refused.append((rid, f"{exc.code}: {exc.message}"))
+        except SizingError as exc:
+            refused.append((rid, str(exc)))
+    return scored, refused, n_usable
 
 
 def stats(errors: Iterable[float]) -> tuple[int, float, float, float]:
@@ -133,11 +192,51 @@ def stats(errors: Iterable[float]) -> tuple[int, float, float, float]:
 
 
 def table(title: str, groups: dict[str, list[Scored]]) -> list[str]:
-    lines = [f"\n{title}", f"  {'group':<22} {'n':>3} {'median %':>9} {'p90 %':>7} {'worst %':>8}"]
+    lines = [f"\n{title}", f"  {'group':<34} {'n':>3} {'median %':>9} {'p90 %':>7} {'worst %':>8}"
+                            f" {'in range':>9} {'half-width %':>13}"]
     for name, items in groups.items():
         n, med, p90, worst = stats(s.error_pct for s in items)
-        lines.append(f"  {name:<22} {n:>3} {med:>9.1f} {p90:>7.1f} {worst:>8.1f}")
+        cov = 100.0 * sum(s.covered for s in items) / len(items) if items else float("nan")
+        half = statistics.median(s.half_width_pct for s in items) if items else float("nan")
+        lines.append(f"  {name:<34} {n:>3} {med:>9.1f} {p90:>7.1f} {worst:>8.1f} {cov:>8.0f}% {half:>13.1f}")
     return lines
+
+
+def report(title: str, scored: list[Scored], refused: list[tuple[str, str]], n_usable: int | None,
+           show_rows: bool) -> list[str]:
+    """Every table of one scoring mode: by source, tier, method, single/multi-GPU and regime."""
+    measured = [s for s in scored if s.measured_gib is not None]
+    ooms = [s for s in scored if s.measured_gib is None]
+    single = [s for s in measured if s.gpus == 1]
+    multi = [s for s in measured if s.gpus > 1]
+    usable_txt = f"{n_usable} usable rows, " if n_usable is not None else ""
+    share = f" ({100.0 * len(measured) / n_usable:.0f} %)" if n_usable else ""
+    out = [f"\n=== {title} ===",
+           f"{usable_txt}{len(measured)} scored{share} ({len(single)} single-GPU, {len(multi)} multi-GPU), "
+           f"{len(refused)} refused; out-of-memory rows: {sum(s.error_pct == 0 for s in ooms)} of {len(ooms)} "
+           "estimated over the card. Absolute percentage error of the estimate; 'in range': share of rows whose "
+           "measured value lies in the printed low-high range."]
+    codes: dict[str, int] = {}
+    for _, why in refused:
+        code = why.split(":")[0].split(" [")[0]
+        codes[code] = codes.get(code, 0) + 1
+    if codes:
+        out.append("Refusals by code: " + ", ".join(f"{c} {n}" for c, n in sorted(codes.items())))
+    out += table("By source", group(measured, "source"))
+    out += table("By tier (allocated includes torch 'active'; unstated is scored against reserved)",
+                 group(measured, "metric"))
+    out += table("By method", group(measured, "method"))
+    out += table("Single vs multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"single": single, "multi": multi})
+    out += table("All rows", {"all": measured})
+    out += table("By regime (method/tier/framework/single-multi)", group(measured, "regime"))
+    if show_rows:
+        head = f"{'row':<6}{'src':<5}{'method':<7}{'tier':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
+        out.append(f"\n  {head}{'err %':>8}{'low':>8}{'high':>8}")
+        for s in scored:
+            meas = f"{s.measured_gib:.2f}" if s.measured_gib is not None else f">{s.oom_capacity_gib:.1f}"
+            out.append(f"  {s.row_id:<6}{s.source:<5}{s.method:<7}{s.metric:<10}{s.gpus:>4}{meas:>10}"
+                       f"{s.estimated_gib:>10.2f}{s.error_pct:>8.1f}{s.low_gib:>8.2f}{s.high_gib:>8.2f}")
+    return out
 
 
 def speed_table(speeds: list[Speed]) -> list[str]:
@@ -165,31 +264,29 @@ def group(items: list[Scored], key: str) -> dict[str, list[Scored]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", action="store_true", help="print every scored row")
-    parser.add_argument("--summary", action="store_true", help="summary tables only")
+    parser.add_argument("--summary", action="store_true", help="summary tables only (no refusal list)")
+    parser.add_argument("--csv", type=Path, default=ROOT / "validation" / "measurements.csv",
+                        help="score the rows of this CSV as written (same columns as validation/measurements.csv)")
+    parser.add_argument("--curated", action="store_true", help="score validation/cases.json (per-row curation)")
+    parser.add_argument("--both", action="store_true", help="both modes, as written first")
     args = parser.parse_args()
-    cases, rows = load_cases()
-    speeds: list[Speed] = []
-    scored, unmodelled = score(cases, rows, speeds)
-    single = [s for s in scored if s.gpus == 1]
-    multi = [s for s in scored if s.gpus > 1]
-    out = [f"Scored {len(scored)} rows ({len(single)} single-GPU, {len(multi)} multi-GPU); "
-           f"{len(unmodelled)} not modelled. Absolute percentage error of the estimate."]
-    out += table("Single GPU, by source", group(single, "source"))
-    out += table("Single GPU, by method", group(single, "method"))
-    out += table("Single GPU, by metric", group(single, "metric"))
-    out += table("Single GPU, overall", {"all": single})
-    out += table("Multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"all": multi})
-    out += speed_table(speeds)
-    if args.rows:
-        head = f"{'row':<6}{'src':<5}{'method':<7}{'metric':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
-        out.append(f"\n  {head}{'err %':>8}")
-        for s in scored:
-            meas = f"{s.measured_gib:.2f}" if s.measured_gib is not None else f">{s.oom_capacity_gib:.1f}"
-            out.append(f"  {s.row_id:<6}{s.source:<5}{s.method:<7}{s.metric:<10}{s.gpus:>4}{meas:>10}"
-                       f"{s.estimated_gib:>10.2f}{s.error_pct:>8.1f}")
+    out: list[str] = []
+    refusals: list[tuple[str, str]] = []
+    if not args.curated or args.both:
+        scored, refused, n_usable = score_as_written(load_csv(args.csv))
+        out += report(f"Rows as written: {args.csv.name} (generic mapping, scripts/validate_rows.py)",
+                      scored, refused, n_usable, args.rows)
+        refusals += refused
+    if args.curated or args.both:
+        cases, rows = load_cases()
+        speeds: list[Speed] = []
+        scored, unmodelled = score(cases, rows, speeds)
+        out += report("Curated: validation/cases.json (settings fixed per row)", scored, unmodelled, None, args.rows)
+        refusals += unmodelled
+    out += speed_lines()  # the step-time roofline's report (scripts/validate_time.py)
     if not args.summary:
-        out.append("\nRows not modelled:")
-        out += [f"  {rid}: {why}" for rid, why in unmodelled]
+        out.append("\nRows refused or not modelled:")
+        out += [f"  {rid}: {why}" for rid, why in refusals]
     print("\n".join(out))
     return 0
 

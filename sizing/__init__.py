@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .config import RunConfig, parse_config
+from .config import RunConfig, normalize, parse_config
 from .errors import SizingError
 from .estimate import Estimate, estimate
 
@@ -16,4 +16,4 @@ def load_config(data: Mapping[str, Any]) -> RunConfig:
     return parse_config(data)
 
 
-__all__ = ["Estimate", "RunConfig", "SizingError", "estimate", "load_config"]
+__all__ = ["Estimate", "RunConfig", "SizingError", "estimate", "load_config", "normalize"]

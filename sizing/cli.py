@@ -4,54 +4,64 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import catalog
 from . import report as trial_report
 from .arch import from_hf_config
+from .config import normalize
 from .config import parse_config as load_config
+from .contract import BY_NAME, FIELDS, doc, flag, parse_value, read_json
 from .errors import SizingError
 from .estimate import Estimate, estimate
 from .memory.timeline import COMPONENTS
+from .schema import SCHEMA_PATH, schema_text
 from .solve import fit_table
+from .time.cost import parse_deadline, parse_prices, rank
+from .time.report import time_lines
 
 GiB = 2**30
-# Flags that override configuration fields (the most used ones); --set covers every other field.
-_FLAGS = {"model": str, "method": str, "gpu": str, "max_seq_length": int, "per_device_train_batch_size": int,
-          "gradient_accumulation_steps": int, "r": int, "optim": str, "attn_implementation": str,
-          "torch_dtype": str, "framework": str}
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text  # a bare word: a string value
+# Fields with their own option (the most used ones, marked in the contract table); --set covers every field.
+_FLAGS = tuple(f.name for f in FIELDS if f.flag)
 
 
 def _read_config(path: str) -> dict[str, Any]:
     try:
-        with (sys.stdin if path == "-" else open(path, encoding="utf-8")) as fh:
-            data = json.load(fh)
+        if path == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read()
     except OSError as exc:
         raise SizingError("config_unreadable", f"cannot read {path}: {exc.strerror}", field=None, path=path) from None
-    except json.JSONDecodeError as exc:
-        raise SizingError("bad_json", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno})",
-                          field=None, line=exc.lineno) from None
+    data = read_json(raw, path)
     if not isinstance(data, dict):
-        raise SizingError("invalid_config", "the configuration must be a JSON object", field=None)
+        raise SizingError("invalid_config", f"the configuration must be a JSON object, not a JSON {_kind(data)}",
+                          field=None)
     return data
 
 
+def _kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {name: getattr(args, name) for name in _FLAGS if getattr(args, name, None) is not None}
+    out: dict[str, Any] = {name: parse_value(name, getattr(args, name)) for name in _FLAGS
+                           if getattr(args, name, None) is not None}
     for item in args.set or []:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise SizingError("bad_override", f"--set takes FIELD=VALUE, got '{item}'", field=None, value=item)
-        out[key.strip()] = _parse_value(value)
+        out[key.strip()] = parse_value(key.strip(), value)
     return out
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    """The configuration file with the command line's overrides on top."""
+    data = _read_config(args.config)
+    data.update(_overrides(args))
+    return data
 
 
 def _gib(n: int | float) -> str:
@@ -94,29 +104,32 @@ def format_estimate(est: Estimate) -> str:
     if t is None:
         lines += ["", "Time: no throughput figures for this GPU"]
     else:
-        lines += ["", f"Time: {t['step_seconds']:.2f} s per optimizer step, {t['tokens_per_second']:,.0f} tokens/s "
-                  f"(utilization {t['utilization']:.2f} of {t['peak_tflops']} TFLOPS)"]
-        if t["total_hours"] is not None:
-            cost = f", cost {t['cost']:,.2f}" if t["cost"] is not None else ""
-            lines.append(f"  {cfg.dataset_tokens:,} tokens x {cfg.num_train_epochs:g} epochs: "
-                         f"{t['total_hours']:.1f} h on {cfg.num_gpus} GPU(s){cost}")
+        lines += ["", *time_lines(t, cfg.dataset_tokens, cfg.num_train_epochs, cfg.num_gpus)]
     if est.warnings:
         lines += ["", "Warnings:"] + [f"  - {w['message']}" for w in est.warnings]
     return "\n".join(lines)
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
-    data = _read_config(args.config)
-    data.update(_overrides(args))
-    est = estimate(data)
+    est = estimate(_run(args))  # its "config" is the complete normalised configuration (config.normalize)
     print(json.dumps(est.to_dict(), indent=2) if args.json else format_estimate(est))
     return 0
 
 
+def _cmd_config(args: argparse.Namespace) -> int:
+    print(json.dumps(normalize(_run(args)), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(schema_text())
+    return 0
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
-    data = _read_config(args.config)
-    data.update(_overrides(args))
-    rows = fit_table(load_config(data))
+    cfg = load_config(_run(args))
+    deadline = parse_deadline(args.deadline) if args.deadline else None
+    rows = rank(fit_table(cfg), args.by, parse_prices(args.price), cfg.price_per_gpu_hour, deadline)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -132,6 +145,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         print(f"{r['gpu']:<20} {'yes' if r['fits'] else 'no':<4} {_gib(r['headroom_bytes']):>9} "
               f"{r['max_micro_batch']:>9} {r['max_seq_length']:>8} {fewest if r['fewest_gpus'] else '-':>7} "
               f"{tps:>9} {hours:>8} {cost:>10}")
+    if not rows and deadline is not None:
+        print("no GPU fits and finishes within the deadline (hours need dataset_tokens)")
     print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs")
     return 0
 
@@ -170,23 +185,39 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+Command = Callable[[argparse.Namespace], int]
+
+
+def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, func: Command, text: str,
+                json_text: str | None) -> argparse.ArgumentParser:
+    """A subcommand that reads one configuration: the file, --json, --set and the table's flags."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("config", help="configuration JSON (- for stdin)")
+    if json_text is not None:
+        p.add_argument("--json", action="store_true", help=json_text)
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
+    for field_name in _FLAGS:
+        p.add_argument(flag(field_name), dest=field_name, default=None, metavar=BY_NAME[field_name].type.upper(),
+                       help=doc(field_name, "en"))
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sizing", description="GPU memory of LoRA / QLoRA / full fine-tuning")
     sub = parser.add_subparsers(dest="command", required=True)
-    est = sub.add_parser("estimate", help="estimate one run from a configuration JSON (- for stdin)")
-    est.add_argument("config")
-    est.add_argument("--json", action="store_true", help="print the estimate object of the shared contract")
-    est.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
-    for name, kind in _FLAGS.items():
-        est.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
-    est.set_defaults(func=_cmd_estimate)
-    fit = sub.add_parser("fit", help="every catalog GPU: fits, headroom, largest batch and sequence, fewest GPUs")
-    fit.add_argument("config")
-    fit.add_argument("--json", action="store_true")
-    fit.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
-    for name, kind in _FLAGS.items():
-        fit.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
-    fit.set_defaults(func=_cmd_fit)
+    _run_parser(sub, "estimate", _cmd_estimate, "estimate one run from a configuration JSON (- for stdin)",
+                "print the estimate object of the shared contract")
+    fit = _run_parser(sub, "fit", _cmd_fit,
+                      "every catalog GPU: fits, headroom, largest batch and sequence, fewest GPUs",
+                      "print the rows as JSON")
+    fit.add_argument("--by", choices=("gpu", "cost", "hours"), default="gpu", help="sort: catalog order, cost, hours")
+    fit.add_argument("--deadline", help="keep GPUs that finish within this time (24h, 90m, 2d); needs dataset_tokens")
+    fit.add_argument("--price", action="append", metavar="GPU=PRICE", help="your price per GPU-hour for one GPU")
+    _run_parser(sub, "config", _cmd_config, "print the complete normalised configuration (what a trial runs)",
+                None)
+    sub.add_parser("schema", help=f"print the JSON Schema of configurations ({SCHEMA_PATH})").set_defaults(
+        func=_cmd_schema)
     for name, func, text in (("models", _cmd_models, "list catalog models"), ("gpus", _cmd_gpus, "list catalog GPUs")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--json", action="store_true")
@@ -198,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str, limit: int = 400) -> str:
+    """A message as one printable line: control characters escaped, a pasted megabyte cut short."""
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -205,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except SizingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `sizing fit ... | head`: the reader left, nothing is wrong
         sys.stderr.close()

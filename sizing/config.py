@@ -1,24 +1,29 @@
 # The run configuration (shared contract: CLI, page, build, recipes): parse, validate, apply defaults.
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .contract import (
+    ATTENTION,
+    BY_NAME,
+    CONFLICTS,
+    DTYPE_ALIASES,
+    DTYPES,
+    FIELDS,
+    FRAMEWORKS,
+    LOSSES,
+    METHODS,
+    OPTIMIZERS,
+    PARALLELISM,
+    Field,
+)
 from .errors import SizingError
 
-METHODS = ("full", "lora", "qlora", "lora8")
-DTYPES = ("bfloat16", "float16", "float32")
-# transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
-# (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
-FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
-ATTENTION = ("sdpa", "flash_attention_2", "eager")
-OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
-              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
-PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3")
-# hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
-# fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
-LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
+# The choice tuples stay importable from here (they are declared once, in the contract table's module).
+__all__ = ["ATTENTION", "DTYPES", "FRAMEWORKS", "LOSSES", "METHODS", "OPTIMIZERS", "PARALLELISM", "RULES", "RunConfig",
+           "config_to_dict", "normalize", "parse_config"]
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,10 @@ class RunConfig:
     torch_compile: bool = False
     activation_offloading: bool = False
     optimizer_in_backward: bool = False
+    gpu: str | None = "H100-SXM-80GB"
     num_gpus: int = 1
     parallelism: str = "none"
     cpu_offload: bool = False
-    gpu: str | None = "H100-SXM-80GB"
     dataset_tokens: int | None = None
     num_train_epochs: float = 3.0
     price_per_gpu_hour: float | None = None
@@ -82,100 +87,48 @@ class RunConfig:
         return self.method != "full"
 
 
-def _field_types() -> dict[str, Any]:
-    return {f.name: f for f in fields(RunConfig) if f.name != "extra"}
-
-
-def _check_bool(name: str, value: Any) -> bool:
+def _check_bool(spec: Field, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise SizingError("wrong_type", f"{name} must be true or false", field=name, expected="boolean", value=value)
+        raise SizingError("wrong_type", f"{spec.name} must be true or false", field=spec.name, expected="boolean",
+                          value=value)
     return value
 
 
-def _check_int(name: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, float) and value.is_integer():
+def _check_number(spec: Field, value: Any) -> int | float:
+    name, whole = spec.name, spec.type == "int"
+    if whole and isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SizingError("wrong_type", f"{name} must be a whole number", field=name, expected="integer", value=value)
-    if not low <= value <= high:
-        raise SizingError("out_of_range", f"{name} must be between {low} and {high}", field=name,
-                          min=low, max=high, value=value)
-    return int(value)
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or value != value:
+        raise SizingError("wrong_type", f"{name} must be {'a whole number' if whole else 'a number'}", field=name,
+                          expected="integer" if whole else "number", value=value)
+    low, high = spec.low, spec.high
+    if low is not None and high is not None and not low <= value <= high:
+        shown = (int(low), int(high)) if whole else (low, high)
+        raise SizingError("out_of_range", f"{name} must be between {shown[0]} and {shown[1]}", field=name,
+                          min=shown[0], max=shown[1], value=value)
+    return int(value) if whole else float(value)
 
 
-def _check_float(name: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise SizingError("wrong_type", f"{name} must be a number", field=name, expected="number", value=value)
-    if not low <= value <= high:
-        raise SizingError("out_of_range", f"{name} must be between {low} and {high}", field=name,
-                          min=low, max=high, value=value)
-    return float(value)
+def _check_str(spec: Field, value: Any) -> str:
+    if spec.aliases and isinstance(value, str):
+        value = DTYPE_ALIASES.get(value, value)
+    if spec.choices:
+        if not isinstance(value, str) or value not in spec.choices:
+            raise SizingError("invalid_value", f"{spec.name} must be one of: {', '.join(spec.choices)}",
+                              field=spec.name, choices=list(spec.choices), value=value)
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise SizingError("wrong_type", f"{spec.name} must be a non-empty string", field=spec.name, value=value)
+    return value.strip()
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise SizingError("invalid_value", f"{name} must be one of: {', '.join(choices)}", field=name,
-                          choices=list(choices), value=value)
+def _check_object(spec: Field, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SizingError("wrong_type", f"{spec.name} must be a JSON object (a config.json)", field=spec.name)
     return value
 
 
-_INTS = {"r": (1, 65536), "max_seq_length": (1, 10_000_000), "per_device_train_batch_size": (1, 65536),
-         "gradient_accumulation_steps": (1, 1_000_000), "num_gpus": (1, 4096), "dataset_tokens": (1, 10**15)}
-_FLOATS = {"lora_alpha": (0.0, 1e6), "lora_dropout": (0.0, 0.99), "num_train_epochs": (0.0, 1e4),
-           "price_per_gpu_hour": (0.0, 1e6), "utilization": (0.01, 1.0)}
-_CHOICES = {"framework": FRAMEWORKS, "method": METHODS, "torch_dtype": (*DTYPES, "auto"),
-            "bnb_4bit_quant_type": ("nf4", "fp4"), "bnb_4bit_compute_dtype": DTYPES,
-            "bnb_4bit_quant_storage": ("uint8", *DTYPES), "quantization_backend": ("bitsandbytes", "torchao"),
-            "adapter_dtype": ("auto", *DTYPES), "attn_implementation": ATTENTION, "optim": OPTIMIZERS,
-            "loss_implementation": LOSSES, "parallelism": PARALLELISM}
-_DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
-                  "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
-
-
-def _normalise(name: str, value: Any) -> Any:
-    if name in ("torch_dtype", "bnb_4bit_compute_dtype", "bnb_4bit_quant_storage", "adapter_dtype") and isinstance(
-            value, str):
-        return _DTYPE_ALIASES.get(value, value)
-    return value
-
-
-def parse_config(data: Mapping[str, Any]) -> RunConfig:
-    """Validate a mapping into a RunConfig; every refusal names its field."""
-    if not isinstance(data, Mapping):
-        raise SizingError("invalid_config", "the configuration must be a JSON object", field=None)
-    known = _field_types()
-    values: dict[str, Any] = {}
-    for name, raw in data.items():
-        if name not in known:
-            raise SizingError("unknown_field", f"unknown field '{name}'", field=str(name))
-        if raw is None:
-            continue  # null means "use the default"
-        value = _normalise(name, raw)
-        if name in _INTS:
-            value = _check_int(name, value, *_INTS[name])
-        elif name in _FLOATS:
-            value = _check_float(name, value, *_FLOATS[name])
-        elif name in _CHOICES:
-            value = _check_choice(name, value, _CHOICES[name])
-        elif name == "target_modules":
-            value = _parse_targets(value)
-        elif name == "model_config":
-            if not isinstance(value, Mapping):
-                raise SizingError("wrong_type", "model_config must be a JSON object (a config.json)", field=name)
-        elif name in ("model", "gpu", "framework_version"):
-            if not isinstance(value, str) or not value.strip():
-                raise SizingError("wrong_type", f"{name} must be a non-empty string", field=name, value=value)
-            value = value.strip()
-        else:
-            value = _check_bool(name, value)
-        values[name] = value
-    if "model" not in values and "model_config" not in values:
-        raise SizingError("missing_field", "give a catalog model id in 'model' or a config.json in 'model_config'",
-                          field="model")
-    return _with_defaults(RunConfig(**values))
-
-
-def _parse_targets(value: Any) -> str | tuple[str, ...]:
+def _parse_targets(spec: Field, value: Any) -> str | tuple[str, ...]:
     if value == "all-linear":
         return "all-linear"
     if isinstance(value, str):
@@ -186,44 +139,65 @@ def _parse_targets(value: Any) -> str | tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
+# How each value type of the contract table is checked (contract.TYPES).
+_CHECKS: dict[str, Callable[[Field, Any], Any]] = {
+    "bool": _check_bool, "int": _check_number, "float": _check_number, "str": _check_str,
+    "targets": _parse_targets, "object": _check_object}
+
+
+def parse_config(data: Mapping[str, Any]) -> RunConfig:
+    """Validate a mapping into a RunConfig; every refusal names its field."""
+    if not isinstance(data, Mapping):
+        raise SizingError("invalid_config", "the configuration must be a JSON object", field=None)
+    values: dict[str, Any] = {}
+    for name, raw in data.items():
+        spec = BY_NAME.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise SizingError("unknown_field", f"unknown field '{name}'", field=str(name))
+        if raw is not None:  # null means "use the default"
+            values[name] = _CHECKS[spec.type](spec, raw)
+    if "model" not in values and "model_config" not in values:
+        raise SizingError("missing_field", "give a catalog model id in 'model' or a config.json in 'model_config'",
+                          field="model")
+    return _with_defaults(RunConfig(**values))
+
+
+def _check_conflicts(cfg: RunConfig) -> None:
+    """Refuse the combinations of contract.CONFLICTS (given values only: a derived one never conflicts)."""
+    for rule in CONFLICTS:
+        if all(getattr(cfg, name) in allowed for name, allowed in rule.when) and getattr(cfg, rule.field) is rule.value:
+            raise SizingError("conflict", rule.message.format(**config_to_dict(cfg)), field=rule.field)
+
+
+def _quantized(cfg: RunConfig) -> bool:
+    return cfg.method in ("qlora", "lora8")
+
+
+# The named rules of the contract table: the value a missing field takes, as the Hugging Face stack would.
+RULES: dict[str, Callable[[RunConfig], Any]] = {
+    # SFTConfig turns bf16 on by default; TrainingArguments leaves it off.
+    "framework_bf16": lambda cfg: cfg.framework == "trl" and not cfg.fp16,
+    # SFTConfig gradient_checkpointing defaults to True, TrainingArguments to False.
+    "framework_checkpointing": lambda cfg: cfg.framework == "trl",
+    "method_4bit": lambda cfg: cfg.method == "qlora",
+    "method_8bit": lambda cfg: cfg.method == "lora8",
+    # transformers + PEFT examples call PEFT's prepare_model_for_kbit_training. TRL's SFTTrainer called it up
+    # to v0.25 (PR #3882, v0.22.0, only moved the call into trl/models/utils.prepare_peft_model; v0.25.0
+    # called TRL's own variant, #4335); v0.26.0 removed it ("Clean up model preparation", #4577, Dec 2025).
+    "kbit_prepare": lambda cfg: _quantized(cfg) and cfg.framework in ("transformers", "custom"),
+}
+
+
 def _with_defaults(cfg: RunConfig) -> RunConfig:
-    """Fill the defaults that depend on other fields, as the Hugging Face stack would."""
+    """Refuse conflicting given values, then fill the missing ones by the table's named rules."""
+    _check_conflicts(cfg)
     changes: dict[str, Any] = {}
-    trl = cfg.framework == "trl"
-    if cfg.bf16 is None:
-        # SFTConfig turns bf16 on by default; TrainingArguments leaves it off.
-        changes["bf16"] = trl and not cfg.fp16
-    if cfg.bf16 and cfg.fp16:
-        raise SizingError("conflict", "bf16 and fp16 cannot both be true", field="fp16")
-    if cfg.gradient_checkpointing is None:
-        changes["gradient_checkpointing"] = trl  # SFTConfig default True, TrainingArguments False
-    if cfg.method == "qlora":
-        if cfg.load_in_8bit:
-            raise SizingError("conflict", "method qlora loads the base in 4 bits; load_in_8bit must be false",
-                              field="load_in_8bit")
-        if cfg.load_in_4bit is False:
-            raise SizingError("conflict", "method qlora needs load_in_4bit", field="load_in_4bit")
-        changes["load_in_4bit"], changes["load_in_8bit"] = True, False
-    elif cfg.method == "lora8":
-        if cfg.load_in_4bit:
-            raise SizingError("conflict", "method lora8 loads the base in 8 bits; load_in_4bit must be false",
-                              field="load_in_4bit")
-        changes["load_in_8bit"], changes["load_in_4bit"] = True, False
-    else:
-        for name in ("load_in_4bit", "load_in_8bit"):
-            if getattr(cfg, name):
-                raise SizingError("conflict", f"{name} needs method qlora or lora8, not {cfg.method}", field=name)
-            changes[name] = False
-    if cfg.prepare_model_for_kbit_training is None:
-        # transformers + PEFT examples call it; TRL stopped calling it in 0.22.0 (memory-model.md §2).
-        changes["prepare_model_for_kbit_training"] = cfg.method in ("qlora", "lora8") and cfg.framework in (
-            "transformers", "custom")
+    for spec in FIELDS:
+        if spec.rule is not None and getattr(cfg, spec.name) is None:
+            changes[spec.name] = RULES[spec.rule](cfg)
     if cfg.num_gpus == 1 and cfg.parallelism not in ("none", "ddp") and not cfg.cpu_offload:
         changes["parallelism"] = "none"  # sharding over one GPU is a no-op; ZeRO-Offload on one GPU is not
-    if cfg.use_dora and cfg.method == "full":
-        raise SizingError("conflict", "use_dora applies to LoRA methods, not full fine-tuning", field="use_dora")
     return _replace(cfg, changes)
-
 
 def _replace(cfg: RunConfig, changes: dict[str, Any]) -> RunConfig:
     if not changes:
@@ -234,6 +208,7 @@ def _replace(cfg: RunConfig, changes: dict[str, Any]) -> RunConfig:
 
 
 def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
+    """Every field of a RunConfig as JSON values (tuples as lists), in the contract's order."""
     out: dict[str, Any] = {}
     for f in fields(RunConfig):
         if f.name == "extra":
@@ -245,3 +220,13 @@ def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
             value = dict(value)
         out[f.name] = value
     return out
+
+
+def normalize(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The complete normalised configuration: every field explicit, aliases resolved, defaults applied.
+
+    Two fields keep a meaningful null, resolved per model by the estimate: `target_modules` (PEFT's
+    per-model default) and `torch_dtype: "auto"` (the framework's loading dtype for that checkpoint);
+    `loss_implementation` null is the framework's own loss. parse_config(normalize(x)) == parse_config(x).
+    """
+    return config_to_dict(parse_config(data))

@@ -9,11 +9,11 @@ from typing import Any
 from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
-from .estimate import ALLOC_ROUND, _memory, reserved_bytes, static_bytes, usable_bytes
 from .memory.adapters import trainable
+from .memory.allocator import ALLOC_ROUND, reserved_bytes, usable_bytes
 from .memory.overhead import fragmentation
 from .memory.regime import resolve
-from .memory.timeline import peak
+from .step import step_memory
 from .throughput import time_estimate
 
 MAX_BATCH = 4096
@@ -34,23 +34,26 @@ class Sizer:
         self._cache: dict[tuple[Any, ...], int] = {}
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:
+        """Reserved peak on `gpu` with the fields in `change` replaced."""
         key = (gpu.sm >= (9, 0), *sorted(change.items()))
         value = self._cache.get(key)
         if value is None:
             cfg = replace(self.cfg, gpu=gpu.id, **change)
-            _, ms, detail = _memory(cfg, self.arch, gpu, "cuda", 1)
-            pk = peak(ms)
-            value = reserved_bytes(pk.total, static_bytes(pk, detail), self.frag)
+            mem = step_memory(cfg, self.arch, gpu, "cuda", 1)
+            value = reserved_bytes(mem.peak.total, mem.static_bytes, self.frag)
             self._cache[key] = value
         return value
 
     def fits(self, gpu: Gpu, **change: Any) -> bool:
+        """Whether the changed configuration's reserved peak fits `gpu`."""
         return self.reserved(gpu, **change) <= usable_bytes(gpu)
 
     def max_micro_batch(self, gpu: Gpu) -> int:
+        """Largest per-device micro-batch that fits `gpu` (0: none)."""
         return _largest(lambda b: self.reserved(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
 
     def max_seq_length(self, gpu: Gpu) -> int:
+        """Longest sequence that fits `gpu` (0: none)."""
         limit = self.arch.max_positions or MAX_SEQ
         try:
             return _largest(lambda s: self.reserved(gpu, max_seq_length=s), usable_bytes(gpu), limit)
@@ -111,24 +114,31 @@ def _largest(value: Callable[[int], int], limit: int, high: int) -> int:
     return lo
 
 
+def _gpu(cfg: RunConfig) -> Gpu:
+    """The configuration's GPU; a solver without one is refused with the field named."""
+    if cfg.gpu is None:
+        raise SizingError("gpu_required", "this answer needs a GPU: set gpu", field="gpu")
+    return find_gpu(cfg.gpu)
+
+
 def _fits(cfg: RunConfig) -> bool:
-    assert cfg.gpu is not None
-    return Sizer(cfg).fits(find_gpu(cfg.gpu))
+    """Whether the configuration fits its GPU."""
+    return Sizer(cfg).fits(_gpu(cfg))
 
 
 def max_micro_batch(cfg: RunConfig) -> int:
-    assert cfg.gpu is not None
-    return Sizer(cfg).max_micro_batch(find_gpu(cfg.gpu))
+    """Largest micro-batch that fits the configuration's GPU."""
+    return Sizer(cfg).max_micro_batch(_gpu(cfg))
 
 
 def max_seq_length(cfg: RunConfig) -> int:
-    assert cfg.gpu is not None
-    return Sizer(cfg).max_seq_length(find_gpu(cfg.gpu))
+    """Longest sequence that fits the configuration's GPU."""
+    return Sizer(cfg).max_seq_length(_gpu(cfg))
 
 
 def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
-    assert cfg.gpu is not None
-    return Sizer(cfg).fewest_gpus(find_gpu(cfg.gpu))
+    """Fewest GPUs of the configuration's kind that fit it, and the sharding used."""
+    return Sizer(cfg).fewest_gpus(_gpu(cfg))
 
 
 def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:

@@ -150,7 +150,7 @@ class LayerWalker:
             total += ab * (q + 2 * kv_saved) + ab * q + 4 * nh  # q, k, v, out, logsumexp
             if reg.padded:
                 total += ab * seq  # SDPA's additive mask, one per layer
-            fused = arch.linears[0].name in ("query_key_value", "qkv_proj") or prof.keeps_fused_qkv
+            fused = arch.fused_qkv or prof.keeps_fused_qkv
             if fused and not expanded:
                 total += qb * (q + kv)  # v is a view: the whole fused qkv output stays alive
             out_saved = not prof.out_proj_copy

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import Architecture, Linear
+from ..arch import Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
 
@@ -34,21 +34,36 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
     if cfg.method == "full":
         return (), False
     names = arch.linear_names()
+    own_code = cfg.framework in ("litgpt", "torchtune")  # their MoE experts are nn.Linear modules
     if cfg.target_modules == "all-linear":
-        # PEFT: every nn.Linear except the output embedding. Fused MoE expert weights (transformers 5)
-        # are 3-D parameters, not nn.Linear, so all-linear does not reach them.
-        return tuple(lin for lin in arch.linears if lin.count == 1), False
+        # PEFT: every nn.Linear except the output embedding. Fused MoE expert weights and the router
+        # (transformers 5) are bare parameters, not nn.Linear, so all-linear does not reach them.
+        return tuple(lin for lin in arch.linears if lin.nn_linear or own_code), False
     wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
+    if not wanted:
+        raise SizingError("target_modules_required",
+                          f"PEFT has no default target_modules for model_type '{arch.model_type}': name them "
+                          f"(this model has: {', '.join(names)})", field="target_modules", available=list(names))
+    if own_code:
+        # Their own model code: LitGPT / torchtune names (query, projection, mlp, w1...) by role.
+        wanted = tuple(dict.fromkeys(m for n in wanted for m in (target_aliases(arch, n) or (n,))))
     unknown = [n for n in wanted if n not in names and n != LM_HEAD]
     if unknown:
         raise SizingError("unknown_target_module",
                           f"target_modules: {', '.join(unknown)} not found in this model (it has: {', '.join(names)})",
                           field="target_modules", unknown=unknown, available=list(names))
     chosen = tuple(lin for lin in arch.linears if lin.name in wanted)
+    bare = [lin.name for lin in chosen if not (lin.nn_linear or own_code)]
+    if bare:
+        # PEFT's LoRA replaces nn.Linear (and a few other layer types) only: "Target module ... is not supported".
+        raise SizingError("target_not_linear",
+                          f"target_modules: {', '.join(bare)} are fused expert / router parameters in transformers 5, "
+                          "not nn.Linear modules, so LoRA cannot wrap them", field="target_modules", unknown=bare)
     return chosen, LM_HEAD in wanted
 
 
 def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
+    """Trainable tensors of the run: LoRA A/B (+ DoRA magnitude) per adapted module, or every weight."""
     if cfg.method == "full":
         return Trainable((), False, _all_tensors(arch))
     targets, head = resolve_targets(cfg, arch)
@@ -56,9 +71,12 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
     widths = [min(lin.in_features, lin.out_features) for lin in targets]
     if head:
         widths.append(arch.hidden)
-    if widths and r > min(widths):
-        raise SizingError("rank_too_large", f"r={r} exceeds the width of a targeted layer ({min(widths)})",
-                          field="r", value=r, max=min(widths))
+    # PEFT (tuners/lora/layer.py update_layer) only requires r > 0: a rank above one layer's width (the
+    # 8-wide Mixtral router) is legal. Refused only above every adapted layer's width: no layer would
+    # then be low-rank, and the config is almost surely a typo.
+    if widths and r > max(widths):
+        raise SizingError("rank_too_large", f"r={r} exceeds the width of every targeted layer (at most {max(widths)})",
+                          field="r", value=r, max=max(widths))
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
         n = arch.layers * lin.count
@@ -75,6 +93,8 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
 def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:
     L = arch.layers
     out: list[tuple[int, int, int]] = [(arch.vocab, arch.hidden, 1)]
+    if arch.position_params:
+        out.append((arch.position_params // arch.hidden, arch.hidden, 1))
     if not arch.tied_embeddings:
         out.append((arch.vocab, arch.hidden, 1))
     norm_tensors = (arch.pre_norms + arch.post_norms) * L + 1

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import RunConfig
-from .regime import BYTES, Regime
+from .regime import Regime
 
 MiB = 2**20
 GiB = 2**30
@@ -31,14 +30,14 @@ class Overhead:
     dequant_backward: int  # and in the backward (always: grad_input = grad_output @ W)
 
 
-def overhead(cfg: RunConfig, reg: Regime, largest_linear_elems: int, tokens: int, hopper: bool,
-             head_elems: int) -> Overhead:
+def overhead(reg: Regime, largest_linear_elems: int, tokens: int, hopper: bool, head_elems: int) -> Overhead:
+    """cuBLAS workspace and the transient dequantized weights of quantized matmuls."""
     ws = CUBLAS_WS_HOPPER if hopper else CUBLAS_WS_OLDER
     fwd = bwd = 0
     prof = reg.profile
     if reg.quant == "4bit" and not reg.full:
         # torchao NF4: weight.to(bf16); bnb: dequantize to the compute dtype (bnb 0.42: fp16, then bf16).
-        b = 2 if prof.torchao_nf4 else BYTES[cfg.bnb_4bit_compute_dtype] * prof.dequant_copies
+        b = 2 if prof.torchao_nf4 else reg.quant_compute * prof.dequant_copies
         bwd = largest_linear_elems * b
         # bnb >= 0.45 runs a custom 4-bit GEMM for small token counts; older bnb and torchao always dequantize.
         always = prof.torchao_nf4 or prof.dequant_copies > 1
@@ -51,4 +50,5 @@ def overhead(cfg: RunConfig, reg: Regime, largest_linear_elems: int, tokens: int
 
 
 def fragmentation(expandable: bool) -> tuple[float, float, float]:
+    """(low, typical, high) share of the dynamic bytes the cache keeps reserved on top of them."""
     return FRAGMENTATION_EXPANDABLE if expandable else FRAGMENTATION

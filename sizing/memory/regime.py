@@ -35,6 +35,7 @@ class Regime:
     load_dtype: str
     profile: Profile
     compiled: bool  # torch.compile: AOT autograd recomputes cheap casts and activations
+    quant_compute: int = 2  # bytes of a dequantized 4-bit weight (bnb_4bit_compute_dtype)
 
     @property
     def resid(self) -> int:
@@ -60,6 +61,7 @@ def load_dtype(cfg: RunConfig, arch: Architecture) -> str:
 
 
 def adapter_dtype(cfg: RunConfig, load: str) -> str:
+    """The dtype of LoRA A/B and DoRA magnitudes after PEFT and the framework are done with them."""
     if cfg.adapter_dtype != "auto":
         return cfg.adapter_dtype
     if cfg.framework in ("litgpt", "torchtune"):
@@ -72,6 +74,7 @@ def adapter_dtype(cfg: RunConfig, load: str) -> str:
 
 
 def default_loss(cfg: RunConfig) -> str:
+    """The loss implementation the framework runs unless the configuration names one."""
     if cfg.loss_implementation:
         return cfg.loss_implementation
     if cfg.framework == "trl":
@@ -84,6 +87,7 @@ def default_loss(cfg: RunConfig) -> str:
 
 
 def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime:
+    """Resolve the dtypes and stack behaviours of a run once, for every memory module."""
     load = load_dtype(cfg, arch)
     w = BYTES[load]
     autocast = bool(cfg.bf16 or cfg.fp16)
@@ -102,4 +106,5 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         attention=attention, loss=default_loss(cfg),
         checkpointing=bool(cfg.gradient_checkpointing or kbit_prep), dropout=cfg.lora_dropout if cfg.is_peft else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=profile(cfg), compiled=cfg.torch_compile,
+        quant_compute=BYTES[cfg.bnb_4bit_compute_dtype],
     )

@@ -45,6 +45,7 @@ class StepInputs:
 
 
 def moments(s: StepInputs) -> list[Moment]:
+    """Every candidate peak moment of steps 0 and 1."""
     static = {"weights": s.weights, "quantization_state": s.quant_state, "adapters": s.adapters}
     live_grads = 0 if s.grads_freed_in_backward else s.gradients
     out: list[Moment] = []
@@ -78,4 +79,5 @@ def moments(s: StepInputs) -> list[Moment]:
 
 
 def peak(ms: list[Moment]) -> Moment:
+    """The moment with the most bytes live."""
     return max(ms, key=lambda m: m.total)

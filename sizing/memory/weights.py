@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
+from ..errors import SizingError
 from ..frameworks import TORCHAO_NF4_BYTES
 from .regime import Regime
 
@@ -56,18 +57,59 @@ def bytes_torchao_nf4(n: int) -> tuple[int, int]:
     return data, int(n * TORCHAO_NF4_BYTES) - data
 
 
+def bytes_gptq(in_features: int, out_features: int, bits: int, group: int, awq: bool) -> tuple[int, int]:
+    """(packed data, scales + zeros + g_idx) bytes of one GPTQ / AWQ linear.
+
+    auto-gptq QuantLinear (qlinear_cuda_old.py) / gptqmodel TorchQuantLinear: qweight int32
+    [in*bits/32, out], qzeros int32 [ceil(in/g), out*bits/32], scales fp16 [ceil(in/g), out],
+    g_idx int32 [in]. AutoAWQ WQLinear_GEMM (awq/modules/linear/gemm.py): qweight int32
+    [in, out*bits/32], qzeros int32 [in/g, out*bits/32], scales fp16 [in/g, out], no g_idx.
+    """
+    groups = 1 if group == -1 else _ceil_div(in_features, group)
+    data = in_features * out_features * bits // 8
+    state = groups * out_features * bits // 8 + 2 * groups * out_features + (0 if awq else 4 * in_features)
+    return data, state
+
+
+def check_checkpoint(cfg: RunConfig, arch: Architecture) -> None:
+    """A pre-quantized checkpoint fixes the method: LoRA on top of GPTQ / AWQ, QLoRA / 8-bit on bitsandbytes."""
+    cq = arch.checkpoint_quant
+    if cq is None:
+        return
+    if cq.method == "bitsandbytes":
+        wanted = "qlora" if cq.bits == 4 else "lora8"
+        if cfg.method != wanted:
+            raise SizingError("conflict", f"the checkpoint is saved in bitsandbytes {cq.bits}-bit: use method "
+                              f"{wanted}", field="method", value=cfg.method, expected=wanted)
+        return
+    if cfg.method != "lora":
+        raise SizingError("conflict", f"the checkpoint is already quantized with {cq.method.upper()} "
+                          f"({cq.bits}-bit): its integer weights cannot be trained or re-quantized; use method lora",
+                          field="method", value=cfg.method, expected="lora")
+
+
 def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int,
             adapted: frozenset[str] = frozenset()) -> Weights:
+    """Bytes of the base weights (by storage format), their quantization state and the adapters."""
+    check_checkpoint(cfg, arch)
     L = arch.layers
     per_layer = 0
     state_per_layer = 0
     prof = reg.profile
-    # Biases of quantized linears stay floating (they are not part of Params4bit / Int8Params).
-    bias_bytes = reg.norm_weight if reg.quant else reg.weight
+    cq = arch.checkpoint_quant
+    int_ckpt = cq is not None and cq.method in ("gptq", "awq")
+    # Biases of quantized linears stay floating (they are not part of Params4bit / Int8Params); GPTQ / AWQ
+    # keep them in fp16 (QuantLinear registers bias as float16).
+    bias_bytes = 2 if int_ckpt else reg.norm_weight if reg.quant else reg.weight
     for lin in arch.linears:
         n = lin.in_features * lin.out_features
         fmt = None if prof.quantize_only_adapted and lin.name not in adapted else reg.quant
-        if fmt and prof.torchao_nf4:
+        if not lin.nn_linear and prof.name == "transformers":
+            fmt = None  # replace_with_bnb_linear converts nn.Linear only: fused experts keep the load dtype
+        if int_ckpt and cq is not None and (lin.nn_linear or lin.count > 1):
+            # GPTQ / AWQ quantize every linear of the decoder layers, experts too; the router stays fp16.
+            data, state = bytes_gptq(lin.in_features, lin.out_features, cq.bits, cq.group_size, cq.method == "awq")
+        elif fmt and prof.torchao_nf4:
             data, state = bytes_torchao_nf4(n)
         elif fmt == "4bit":
             data, state = bytes_4bit(n, cfg.bnb_4bit_use_double_quant or cfg.quantization_backend == "torchao")

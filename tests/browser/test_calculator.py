@@ -5,7 +5,6 @@ so the tests are few and each does several checks."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,14 +12,11 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from sitebuild import calculator_pages
+from sizing.memory.timeline import COMPONENTS
+
 ROOT = Path(__file__).resolve().parents[2]
-SITE_HELPERS = ROOT / "scripts" / "site"
-if str(SITE_HELPERS) not in sys.path:
-    sys.path.insert(0, str(SITE_HELPERS))
 
-import pyodide_build  # noqa: E402
-
-from sizing.memory.timeline import COMPONENTS  # noqa: E402
 
 READY = 90_000  # ms: a cold Pyodide boot on a loaded 2-core machine
 
@@ -62,7 +58,7 @@ def watched(browser: Any, base_url: str) -> Iterator[Watched]:
 
 
 def expected(config: dict[str, Any]) -> dict[str, Any]:
-    result = pyodide_build.bridge().compute(json.loads(json.dumps(config)))
+    result = calculator_pages.bridge().compute(json.loads(json.dumps(config)))
     assert result["ok"], result
     return dict(result)
 
@@ -88,7 +84,7 @@ def wait_ready(page: Any) -> None:
 
 def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> None:
     page = watched.page
-    default = pyodide_build.default_config()
+    default = calculator_pages.default_config()
     page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
     assert shown(page) == want(expected(default))  # build-time numbers, before the runtime answers
     first_paint = page.inner_text("#calc-results")
@@ -144,7 +140,7 @@ def test_first_paint_runtime_and_recompute(watched: Watched, base_url: str) -> N
 
 def test_shared_url_reproduces_the_result(watched: Watched, base_url: str) -> None:
     page = watched.page
-    config = {**pyodide_build.default_config(), "model": "Qwen/Qwen2.5-14B", "method": "lora",
+    config = {**calculator_pages.default_config(), "model": "Qwen/Qwen2.5-14B", "method": "lora",
               "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "per_device_train_batch_size": 2,
               "num_gpus": 2, "parallelism": "fsdp", "price_per_gpu_hour": 3.5}
     query = {k: ("true" if v is True else "false" if v is False else ",".join(v) if isinstance(v, list)
@@ -215,10 +211,10 @@ def test_a_snapshot_from_another_build_falls_back_to_a_plain_boot(browser: Any, 
         page.wait_for_selector("html[data-runtime=ready]", timeout=READY)
         stages = json.loads(page.get_attribute("html", "data-boot-stages") or "{}")
         assert "snapshot_failed" in stages and "restored" not in stages, stages
-        assert shown(page) == want(expected(pyodide_build.default_config()))  # the trimmed stdlib suffices
+        assert shown(page) == want(expected(calculator_pages.default_config()))  # the trimmed stdlib suffices
         page.fill("#calc-r", "64")
         wait_ready(page)
-        assert shown(page) == want(expected({**pyodide_build.default_config(), "r": 64}))
+        assert shown(page) == want(expected({**calculator_pages.default_config(), "r": 64}))
     finally:
         context.close()
 
@@ -267,9 +263,9 @@ def trial_report(config: dict[str, Any], message: str) -> dict[str, Any]:
 def test_an_imported_trial_report_shows_measured_next_to_estimated(watched: Watched, base_url: str,
                                                                      tmp_path: Path) -> None:
     page = watched.page
-    config = {**pyodide_build.default_config(), "r": 32, "max_seq_length": 2048}
+    config = {**calculator_pages.default_config(), "r": 32, "max_seq_length": 2048}
     text = json.dumps(trial_report(config, "<img src=x onerror=window.__pwned=1> trial completed"))
-    want_cmp = json.loads(pyodide_build.bridge().report_json(text))
+    want_cmp = json.loads(calculator_pages.bridge().report_json(text))
     assert want_cmp["ok"], want_cmp
     path = tmp_path / "report.json"
     path.write_text(text, "utf-8")
@@ -336,7 +332,7 @@ def test_catalog_search_and_an_uploaded_config_json(watched: Watched, base_url: 
     wait_ready(page)
     assert page.input_value("#calc-model") == "Qwen/Qwen2.5-14B"
     assert "model-search" not in urlsplit(page.url).query and urlsplit(page.url).query != before
-    assert shown(page) == want(expected({**pyodide_build.default_config(), "model": "Qwen/Qwen2.5-14B"}))
+    assert shown(page) == want(expected({**calculator_pages.default_config(), "model": "Qwen/Qwen2.5-14B"}))
     visible = page.eval_on_selector_all("#calc-model option", "os => os.filter(o => !o.hidden).map(o => o.value)")
     assert visible and all("qwen2.5" in v.lower() and "14b" in v.lower() for v in visible)
     tiny = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
@@ -346,7 +342,7 @@ def test_catalog_search_and_an_uploaded_config_json(watched: Watched, base_url: 
     path.write_text(json.dumps(tiny), "utf-8")
     page.set_input_files("[data-testid=model-config-file]", str(path))
     wait_ready(page)
-    config = {**pyodide_build.default_config(), "model": None, "model_config": tiny}
+    config = {**calculator_pages.default_config(), "model": None, "model_config": tiny}
     assert shown(page) == want(expected(config))
     assert not watched.foreign, watched.foreign
     assert not watched.errors, watched.errors

@@ -7,20 +7,17 @@ counted, and TrainingArguments must carry the configuration's settings.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
 
+from sitebuild import calculator_pages
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("peft")
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "site"))
-
-import pyodide_build  # noqa: E402
 
 TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 160,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
@@ -37,8 +34,8 @@ TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_si
 ])
 def test_the_snippet_builds_the_estimated_run(change: dict[str, Any], tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    config = {**pyodide_build.default_config(), "model": None, "model_config": TINY, "max_seq_length": 256, **change}
-    result = pyodide_build.bridge().compute(config)
+    config = {**calculator_pages.default_config(), "model": None, "model_config": TINY, "max_seq_length": 256, **change}
+    result = calculator_pages.bridge().compute(config)
     assert result["ok"], result
     monkeypatch.chdir(tmp_path)  # TrainingArguments(output_dir="out")
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[config["torch_dtype"]]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "site"))
+from sitebuild.calculator_results import warning_text
+from sitebuild.calculator_text import TEXT
 
-from calculator_results import warning_text  # noqa: E402
-from calculator_text import TEXT  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 # Codes only the command line raises (reading files, --set overrides): the page never sees them.
 CLI_ONLY = {"bad_override", "config_unreadable", "report_unreadable"}

@@ -1,16 +1,12 @@
-"""The memory snapshot without its zero pages (scripts/site/heap_pack.py; worker.js unpacks it)."""
+"""The memory snapshot without its zero pages (scripts/sitebuild/heap_pack.py; worker.js unpacks it)."""
 
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "site"))
-
-import heap_pack
+from sitebuild import heap_pack
 
 
 def heap(pages: list[int], page: int = heap_pack.PAGE, tail: int = 0) -> bytes:

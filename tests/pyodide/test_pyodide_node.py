@@ -5,20 +5,16 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE_HELPERS = ROOT / "scripts" / "site"
-if str(SITE_HELPERS) not in sys.path:
-    sys.path.insert(0, str(SITE_HELPERS))
+from sitebuild import calculator_pages, pyodide_runtime, stdlib_trim
+from tests.needs import cannot_run
 
-import pyodide_build  # noqa: E402
-import pyodide_runtime  # noqa: E402
-import stdlib_trim  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 NODE = shutil.which("node")
 PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -26,7 +22,7 @@ PYODIDE = ROOT / "node_modules" / "pyodide"
 
 def configs() -> list[str]:
     """JSON texts as the page sends them: the default, variations, and refusals."""
-    base = pyodide_build.default_config()
+    base = calculator_pages.default_config()
     tiny = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 4,
             "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 32000,
             "max_position_embeddings": 4096, "tie_word_embeddings": False}
@@ -51,7 +47,7 @@ def reports() -> list[str]:
             "host_max_rss_bytes": gib, "max_memory_allocated_bytes": 9 * gib, "max_memory_reserved_bytes": 10 * gib,
             "device_used_bytes": None, "device_source": None, "reason": "no pynvml"}
     good = {"schema_version": 1, "status": "ok", "message": "done", "failure": None, "rank": 0, "world_size": 1,
-            "config": pyodide_build.default_config(), "measurements": {"steps": [step, {**step, "step": 2}],
+            "config": calculator_pages.default_config(), "measurements": {"steps": [step, {**step, "step": 2}],
                                                                           "peaks": None},
             "checks": {"reload_matches": True, "eval_loss_before": 2.0, "eval_loss_after": 1.0}}
     oom = {**good, "status": "oom", "failure": {"kind": "out_of_memory", "phase": "backward", "step": 1,
@@ -63,22 +59,20 @@ def reports() -> list[str]:
 @pytest.fixture(scope="module")
 def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if NODE is None or not (PYODIDE / "pyodide.mjs").is_file():
-        reason = "node or node_modules/pyodide missing (run `npm ci`)"
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
+        cannot_run("node or node_modules/pyodide missing (run `npm ci`)")  # under CI=true: a failure
     tmp = tmp_path_factory.mktemp("pyodide")
-    name, data = pyodide_build.build_wheel()
+    name, data = calculator_pages.build_wheel()
     (tmp / name).write_bytes(data)
     (tmp / "configs.json").write_text(json.dumps({"configs": configs(), "reports": reports()}), "utf-8")
     # the page's standard library: precompiled and trimmed to what the calculator imports (stdlib_trim.py)
-    full = pyodide_runtime.stdlib_pyc(pyodide_build.pyodide_version() or "", pytest.fail)
+    full = pyodide_runtime.stdlib_pyc(calculator_pages.pyodide_version() or "", pytest.fail)
     assert full is not None
-    trimmed = stdlib_trim.trimmed_stdlib(full, data, pyodide_build.BRIDGE, pyodide_build.default_config(),
+    trimmed = stdlib_trim.trimmed_stdlib(full, data, calculator_pages.BRIDGE, calculator_pages.default_config(),
                                          pyodide_runtime.STDLIB_CACHE, lambda *a: pyodide_runtime._run_node(
                                              *a, pytest.fail))
     assert trimmed is not None and trimmed.stat().st_size < full.stat().st_size / 2
     proc = subprocess.run([NODE, str(Path(__file__).parent / "run_node.mjs"), str(tmp / name),
-                           str(pyodide_build.BRIDGE), str(tmp / "configs.json"), str(trimmed)],
+                           str(calculator_pages.BRIDGE), str(tmp / "configs.json"), str(trimmed)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         pytest.fail(f"node exited {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -87,11 +81,11 @@ def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_runs_python_314_with_the_wheel(pyodide_answers: dict[str, Any]) -> None:
     assert pyodide_answers["version"].startswith("3.14 "), pyodide_answers["version"]
-    assert pyodide_answers["version"].endswith(pyodide_build.package_version())
+    assert pyodide_answers["version"].endswith(calculator_pages.package_version())
 
 
 def test_pyodide_answers_equal_cpython(pyodide_answers: dict[str, Any]) -> None:
-    bridge = pyodide_build.bridge()
+    bridge = calculator_pages.bridge()
     texts = configs()
     assert len(pyodide_answers["answers"]) == len(texts)
     for text, answer in zip(texts, pyodide_answers["answers"], strict=True):
@@ -99,7 +93,7 @@ def test_pyodide_answers_equal_cpython(pyodide_answers: dict[str, Any]) -> None:
 
 
 def test_pyodide_reads_trial_reports_as_cpython_does(pyodide_answers: dict[str, Any]) -> None:
-    bridge = pyodide_build.bridge()
+    bridge = calculator_pages.bridge()
     texts = reports()
     answers = [json.loads(a) for a in pyodide_answers["reports"]]
     assert answers == [json.loads(bridge.report_json(text)) for text in texts]

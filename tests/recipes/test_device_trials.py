@@ -41,8 +41,8 @@ def test_every_gpu_configuration_is_valid_and_fits() -> None:
 
 def _run_tiny(tmp_path: Path, extra_path: str | None = None) -> dict[str, object]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
-    if extra_path:
-        env["PYTHONPATH"] = os.pathsep.join([extra_path, env.get("PYTHONPATH", "")])
+    # the documented command: PYTHONPATH=. (sizing and recipes from the checkout), a second stack in front
+    env["PYTHONPATH"] = os.pathsep.join([p for p in (extra_path, str(ROOT), env.get("PYTHONPATH")) if p])
     out = tmp_path / "OUT"
     proc = subprocess.run([sys.executable, str(SCRIPT), str(out), "--set", "tiny", "--max-steps", "2"],
                           capture_output=True, text=True, env=env, timeout=600, check=False)

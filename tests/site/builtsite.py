@@ -104,6 +104,6 @@ class BuiltSite:
 
     def exists(self, site_path: str) -> bool:
         """Whether a site-relative URL path is served by a built file."""
-        from urls import site_file
+        from sitebuild.urls import site_file
 
         return (self.root / site_file(site_path)).is_file()

@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE_HELPERS = ROOT / "scripts" / "site"
-if str(SITE_HELPERS) not in sys.path:
-    sys.path.insert(0, str(SITE_HELPERS))
+from tests.site.builtsite import BuiltSite
 
-from tests.site.builtsite import BuiltSite  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 # A sub-path, not the default http://127.0.0.1:8000/: links that assume the site sits at "/" break here.
 SITE_URL = "https://example.org/lora-gpu/"

@@ -11,10 +11,10 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import jsonschema
-import llmstxt
 import pytest
-from urls import local_path, md_copy_url
 
+from sitebuild import llmstxt
+from sitebuild.urls import local_path, md_copy_url
 from tests.site.builtsite import DEFAULT_LANG, LANGS, BuiltSite, Page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_every_source_page_exists_in_three_languages() -> None:
 def test_uzbek_uses_one_apostrophe_convention() -> None:
     # o‘, g‘ with U+2018 and the tutuq belgisi with U+2019 everywhere (not the modifier letters U+02BB/U+02BC,
     # nor the ASCII quote): one spelling, so search and copy-paste find every form of a word.
-    sources = [*DOCS.rglob("*.uz.md"), *(ROOT / "scripts" / "site").glob("*.py"), ROOT / "mkdocs.yml"]
+    sources = [*DOCS.rglob("*.uz.md"), *(ROOT / "scripts" / "sitebuild").glob("*.py"), ROOT / "mkdocs.yml"]
     for path in sources:
         text = path.read_text("utf-8")
         assert "\u02bb" not in text and "\u02bc" not in text, path

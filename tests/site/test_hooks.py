@@ -1,4 +1,4 @@
-"""scripts/hooks.py: the `[[sizing:...]]` renderer it wires in."""
+"""scripts/hooks.py: the placeholders it renders with, loaded the way MkDocs loads it (by path)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,17 @@ def load_hooks(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def test_placeholders_are_computed_by_sizing_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     hooks = load_hooks(monkeypatch)
-    text = hooks.render("[[sizing:lora_params in=4096 out=4096 r=16]]", "en")
+    text = hooks.sizing_blocks.render("[[sizing:lora_params in=4096 out=4096 r=16]]", "en", hooks.BLOCKS)
     assert text == "131,072"  # r * (d_in + d_out), formatted for English pages
-    assert hooks.render.__module__ == "sizing_blocks"
+    assert hooks.sizing_blocks.__name__ == "sitebuild.sizing_blocks"
+
+
+def test_the_calculator_placeholders_are_passed_explicitly(monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks = load_hooks(monkeypatch)
+    calculator = {"calculator_form", "calculator_results", "calculator_request", "calculator_params"}
+    assert calculator <= set(hooks.BLOCKS)
+    # importing the calculator pages registers nothing: sizing_blocks alone does not know them
+    assert not calculator & set(hooks.sizing_blocks.HANDLERS)
+    with pytest.raises(hooks.sizing_blocks.PlaceholderError, match="unknown placeholder"):
+        hooks.sizing_blocks.render("[[sizing:calculator_params]]", "en")
+

@@ -1,8 +1,8 @@
-"""scripts/site/hreflang.py: absolute alternates and the language switcher."""
+"""scripts/sitebuild/hreflang.py: absolute alternates and the language switcher."""
 
 from __future__ import annotations
 
-from hreflang import X_DEFAULT, alternates, switcher
+from sitebuild.hreflang import X_DEFAULT, alternates, switcher
 
 SITE = "https://example.org/sub/"
 

@@ -1,4 +1,4 @@
-"""scripts/site/jsonld.py: the page's structured data."""
+"""scripts/sitebuild/jsonld.py: the page's structured data."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import jsonschema
-from jsonld import article, breadcrumb_list, graph, organization, pretty, script_text, trail
+
+from sitebuild.jsonld import article, breadcrumb_list, graph, organization, pretty, script_text, trail
 
 SCHEMA = json.loads((Path(__file__).parent / "jsonld.schema.json").read_text("utf-8"))
 HOME = ("Главная", "https://example.org/")

@@ -1,9 +1,10 @@
-"""scripts/site/llmstxt.py: the llms.txt format (llmstxt.org) and llms-full.txt."""
+"""scripts/sitebuild/llmstxt.py: the llms.txt format (llmstxt.org) and llms-full.txt."""
 
 from __future__ import annotations
 
 import pytest
-from llmstxt import Link, full, links, problems, render
+
+from sitebuild.llmstxt import Link, full, links, problems, render
 
 
 def example() -> str:

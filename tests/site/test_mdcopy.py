@@ -1,11 +1,12 @@
-"""scripts/site/mdcopy.py: the Markdown copy of a page."""
+"""scripts/sitebuild/mdcopy.py: the Markdown copy of a page."""
 
 from __future__ import annotations
 
 import json
 
 import yaml
-from mdcopy import compose, front_matter, json_fence, rewrite_links, with_title
+
+from sitebuild.mdcopy import compose, front_matter, json_fence, rewrite_links, with_title
 
 
 def absolutize(target: str) -> str | None:

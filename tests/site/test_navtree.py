@@ -1,11 +1,11 @@
-"""scripts/site/navtree.py: GPU pages discovered from docs/gpus/, section index pages, breadcrumb links."""
+"""scripts/sitebuild/navtree.py: GPU pages discovered from docs/gpus/, section index pages, breadcrumb links."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
-from navtree import discover, ensure_first, extend_section, first_url, gpu_sort_key
+from sitebuild.navtree import discover, ensure_first, extend_section, first_url, gpu_sort_key
 
 NAV = [{"Home": "index.md"}, {"GPUs": ["gpus/index.md"]}, {"Accuracy": "accuracy.md"}]
 

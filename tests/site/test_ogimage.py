@@ -1,11 +1,11 @@
-"""scripts/site/ogimage.py: the PNG written for OpenGraph and the Article image."""
+"""scripts/sitebuild/ogimage.py: the PNG written for OpenGraph and the Article image."""
 
 from __future__ import annotations
 
 import struct
 import zlib
 
-from ogimage import BACKGROUND, HEIGHT, WIDTH, image, layout, png
+from sitebuild.ogimage import BACKGROUND, HEIGHT, WIDTH, image, layout, png
 
 
 def decode(data: bytes) -> tuple[int, int, bytes]:

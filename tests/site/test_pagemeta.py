@@ -1,4 +1,4 @@
-"""scripts/site/pagemeta.py: the front matter every page must carry."""
+"""scripts/sitebuild/pagemeta.py: the front matter every page must carry."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from pagemeta import Dates, dates, iso_date, problems
+
+from sitebuild.pagemeta import Dates, dates, iso_date, problems
 
 GOOD: dict[str, Any] = {"title": "T", "description": "D", "date_published": dt.date(2026, 11, 1),
                         "date_updated": "2026-11-29", "sources_checked": dt.date(2026, 11, 28)}

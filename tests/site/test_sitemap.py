@@ -1,11 +1,11 @@
-"""scripts/site/sitemap.py: sitemap.xml with hreflang alternates and real lastmod dates."""
+"""scripts/sitebuild/sitemap.py: sitemap.xml with hreflang alternates and real lastmod dates."""
 
 from __future__ import annotations
 
 import gzip
 import xml.etree.ElementTree as ET
 
-from sitemap import Entry, gzipped, render
+from sitebuild.sitemap import Entry, gzipped, render
 
 NS = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9", "x": "http://www.w3.org/1999/xhtml"}
 

@@ -1,9 +1,19 @@
-"""scripts/site/urls.py: URL arithmetic of the three-language site."""
+"""scripts/sitebuild/urls.py: URL arithmetic of the three-language site."""
 
 from __future__ import annotations
 
 import pytest
-from urls import absolute, base_path, doc_target, lang_prefix, local_path, localized_url, md_copy_url, site_file
+
+from sitebuild.urls import (
+    absolute,
+    base_path,
+    doc_target,
+    lang_prefix,
+    local_path,
+    localized_url,
+    md_copy_url,
+    site_file,
+)
 
 SITE = "https://example.org/sub/"
 

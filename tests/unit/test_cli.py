@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from sizing.cli import main
+from sizing.cli import build_parser, main
+from sizing.config import normalize
+from sizing.contract import BY_NAME, FIELDS, flag
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qlora-llama31-8b.json"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
 
 
 def test_estimate_prints_breakdown_peak_and_fit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -45,3 +51,70 @@ def test_models_and_gpus_list_the_catalogs(capsys: pytest.CaptureFixture[str]) -
     assert len(out.splitlines()) >= 40 and "not supported" not in out
     assert main(["gpus"]) == 0
     assert "H200-SXM-141GB" in capsys.readouterr().out
+
+
+def _sizing(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "sizing", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)
+
+
+BAD_FILES: list[tuple[str, bytes, str]] = [
+    ("non-UTF-8 bytes", b'\xff\xfe{"model": "x"}', "not_utf8"),
+    ("100k nested arrays", b"[" * 100_000, "bad_json"),
+    ("a 5000-digit integer", b'{"model": "meta-llama/Llama-3.1-8B", "r": ' + b"9" * 5000 + b"}", "bad_json"),
+    ("a float past the range", b'{"model": "meta-llama/Llama-3.1-8B", "lora_alpha": 1e400}', "bad_json"),
+    ("NaN", b'{"model": "meta-llama/Llama-3.1-8B", "r": NaN}', "bad_json"),
+    ("Infinity", b'{"model": "meta-llama/Llama-3.1-8B", "lora_dropout": -Infinity}', "bad_json"),
+    ("an array", b"[1, 2]", "invalid_config"),
+    ("a string", b'"model"', "invalid_config"),
+    ("absurd alpha", b'{"model": "meta-llama/Llama-3.1-8B", "lora_alpha": 1e308}', "out_of_range"),
+    ("absurd tokens", b'{"model": "meta-llama/Llama-3.1-8B", "dataset_tokens": 1e300}', "out_of_range"),
+    ("a newline in a name", b'{"model": "a\\nb\\u2028c"}', "unknown_model"),
+    ("a megabyte key", b'{"' + b"k" * 1_000_000 + b'": 1}', "unknown_field"),
+]
+
+
+@pytest.mark.parametrize(("what", "content", "code"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_bad_files_get_one_line_and_exit_2(tmp_path: Path, what: str, content: bytes, code: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    # `config` normalises without the catalog (a trial may name any model): it cannot know a model id is unknown
+    for command in ("estimate", "fit") if code == "unknown_model" else ("estimate", "fit", "config"):
+        run = _sizing(command, str(path))
+        assert run.returncode == 2, (what, command, run.stderr[-300:])
+        assert run.stderr.startswith(f"error: {code}") and run.stderr.count("\n") == 1, (what, run.stderr[:300])
+        assert len(run.stderr) < 600 and run.stdout == ""
+
+
+def test_config_prints_the_normalised_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "framework": "trl", "method": "qlora"}))
+    assert main(["config", str(path), "--set", "lora_alpha=2.5", "--max-seq-length", "2048"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == normalize({"model": "meta-llama/Llama-3.1-8B", "framework": "trl", "method": "qlora",
+                             "lora_alpha": 2.5, "max_seq_length": 2048})
+    assert out["gradient_checkpointing"] is True and out["prepare_model_for_kbit_training"] is False
+
+
+def test_estimate_json_config_is_the_normalised_configuration(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", str(EXAMPLE), "--json", "--set", "framework_version=0.1", "--r", "32"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    example = json.loads(EXAMPLE.read_text("utf-8"))
+    assert config == normalize({**example, "framework_version": "0.1", "r": 32})
+    assert set(config) == set(BY_NAME) and config["framework_version"] == "0.1"
+
+
+def test_every_flag_of_the_table_exists_on_every_run_command() -> None:
+    parser = build_parser()
+    for command in ("estimate", "fit", "config"):
+        flagged = [f.name for f in FIELDS if f.flag]
+        args = parser.parse_args([command, "x.json", *[a for n in flagged for a in (flag(n), "1")]])
+        assert all(getattr(args, n) == "1" for n in flagged)
+
+
+def test_a_typed_flag_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", str(EXAMPLE), "--r", "sixteen"]) == 2
+    assert "wrong_type [r]" in capsys.readouterr().err
+    assert main(["estimate", str(EXAMPLE), "--set", "=3"]) == 2
+    assert "bad_override" in capsys.readouterr().err

@@ -21,6 +21,16 @@ from sizing.arch import from_hf_config
     ({"bf16": True, "fp16": True}, "conflict", "fp16"),
     ({"method": "lora", "load_in_4bit": True}, "conflict", "load_in_4bit"),
     ({"target_modules": 5}, "wrong_type", "target_modules"),
+    ({"lora_alpha": 1e308}, "out_of_range", "lora_alpha"),
+    ({"lora_alpha": float("inf")}, "out_of_range", "lora_alpha"),
+    ({"lora_alpha": float("nan")}, "wrong_type", "lora_alpha"),
+    ({"dataset_tokens": 1e300}, "out_of_range", "dataset_tokens"),
+    ({"dataset_tokens": 10**400}, "out_of_range", "dataset_tokens"),
+    ({"num_train_epochs": -1}, "out_of_range", "num_train_epochs"),
+    ({"r": float("inf")}, "wrong_type", "r"),
+    ({"framework_version": 0.1}, "wrong_type", "framework_version"),
+    ({"method": "qlora", "load_in_4bit": False}, "conflict", "load_in_4bit"),
+    ({"method": "full", "use_dora": True}, "conflict", "use_dora"),
 ])
 def test_bad_fields_are_refused_by_name(tiny_run: dict[str, Any], change: dict[str, Any], code: str,
                                         field: str) -> None:

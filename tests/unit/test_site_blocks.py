@@ -2,16 +2,11 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "site"))
-
-import sizing_blocks
-from sizing_labels import fmt_num
-
+from sitebuild import sizing_blocks
+from sitebuild.sizing_labels import fmt_num
 from sizing import estimate
 
 

@@ -1,5 +1,5 @@
 // The calculator's results as DOM: the same structure the build renders for the first paint
-// (scripts/site/calculator_results.py). Everything reaches the page through textContent and setAttribute,
+// (scripts/sitebuild/calculator_results.py). Everything reaches the page through textContent and setAttribute,
 // never as HTML.
 export const COMPONENTS = ["weights", "quantization_state", "adapters", "gradients", "optimizer_states",
   "master_weights", "activations", "logits_and_loss", "workspace"];

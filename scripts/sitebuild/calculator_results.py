@@ -8,9 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from calculator_text import T
-from sizing_labels import fmt_gib, fmt_int, fmt_num, label
-
+from sitebuild.calculator_text import T
+from sitebuild.sizing_labels import fmt_gib, fmt_int, fmt_num, label
 from sizing.memory.timeline import COMPONENTS
 
 BAR_COLORS = {"weights": "#3f51b5", "quantization_state": "#7986cb", "adapters": "#009688", "gradients": "#4caf50",

@@ -1,7 +1,7 @@
 """The calculator's runtime: the self-hosted Pyodide files, the `sizing` wheel, a precompiled standard
 library trimmed to what the calculator imports (stdlib_trim.py), a memory snapshot with the calculator
 already imported, shipped without its zero pages (heap_pack.py), and the Content-Security-Policy of the
-calculator pages (see pyodide_build.py for the pages)."""
+calculator pages (see calculator_pages.py for the pages)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import heap_pack
-import stdlib_trim
+from sitebuild import heap_pack, stdlib_trim
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -69,7 +68,7 @@ def build_wheel(root: Path = ROOT) -> tuple[str, bytes]:
                                                              (path.suffix == ".json" and "/data/" in rel)):
             files.append((rel, path.read_bytes()))
     metadata = f"Metadata-Version: 2.1\nName: sizing\nVersion: {version}\nRequires-Python: >=3.11\n".encode()
-    wheel = b"Wheel-Version: 1.0\nGenerator: scripts/site/pyodide_build.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    wheel = b"Wheel-Version: 1.0\nGenerator: sitebuild\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     files += [(f"{dist}/METADATA", metadata), (f"{dist}/WHEEL", wheel), (f"{dist}/top_level.txt", b"sizing\n")]
     record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in files) + f"{dist}/RECORD,,\n"
     files.append((f"{dist}/RECORD", record.encode()))

@@ -10,24 +10,21 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sys
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-for _path in (ROOT, Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-from sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label  # noqa: E402
-from sizing_svg import line_chart, scatter_chart  # noqa: E402
-
-from sizing import SizingError, estimate  # noqa: E402
-from sizing.arch import ATTN_IN, Linear  # noqa: E402
-from sizing.catalog import find_gpu, gpus  # noqa: E402
-from sizing.memory.adapters import lora_params  # noqa: E402
-from sizing.memory.timeline import COMPONENTS  # noqa: E402
+import validate  # scripts/validate.py: the accuracy benchmark whose scores the accuracy pages show
+from sitebuild import gpu_facts
+from sitebuild.ladder_block import fits_word, ladder_block
+from sitebuild.quick_answer import quick_answer
+from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
+from sitebuild.sizing_svg import line_chart, scatter_chart
+from sizing import SizingError, estimate
+from sizing.arch import ATTN_IN, Linear
+from sizing.catalog import find_gpu, gpus
+from sizing.contract import parse_value
+from sizing.memory.adapters import lora_params
+from sizing.memory.timeline import COMPONENTS
 
 # Arguments may hold JSON lists: target_modules=["q_proj","v_proj"]
 PLACEHOLDER = re.compile(r"\[\[sizing:(\w+)((?:[ \t]+(?:[^\[\]\s]|\[[^\]\s]*\])+)*)[ \t]*\]\]")
@@ -67,10 +64,7 @@ def parse_args(text: str) -> tuple[list[str], dict[str, Any]]:
         if not sep:
             words.append(token)
             continue
-        try:
-            kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key] = value
+        kwargs[key] = parse_value(key, value)  # the CLI's --set parser: by the field's type in the contract
     return words, kwargs
 
 
@@ -232,9 +226,6 @@ def _compare_gpus(_: list[str], kw: dict[str, Any], lang: str) -> str:
 
 @functools.cache
 def _validation() -> tuple[Any, list[Any]]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import validate  # scripts/validate.py, put on the path above
-
     cases, rows = validate.load_cases()
     scored, _ = validate.score(cases, rows)
     return validate, scored
@@ -275,11 +266,15 @@ def _accuracy_chart(_: list[str], kw: dict[str, Any], lang: str) -> str:
                          label("estimated_gib", lang))
 
 
-HANDLERS: dict[str, Callable[[list[str], dict[str, Any], str], str]] = {
+# A placeholder's handler: (positional words, key=value arguments, page language) -> Markdown.
+Handler = Callable[[list[str], dict[str, Any], str], str]
+
+HANDLERS: dict[str, Handler] = {
     "lora_params": _lora, "lora_bytes": _lora_bytes, "estimate": _estimate, "gpu_memory": _gpu_memory,
     "breakdown": _breakdown, "compare": _compare, "gpu_specs": _gpu_specs, "gpu_fit_table": _gpu_fit_table,
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
+    "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
 }
 
 
@@ -287,12 +282,12 @@ class PlaceholderError(ValueError):
     """A placeholder the build cannot compute: the build must stop, not publish a wrong page."""
 
 
-def render(markdown: str, lang: str) -> str:
+def render(markdown: str, lang: str, handlers: Mapping[str, Handler] = HANDLERS) -> str:
     """Replace every `[[sizing:...]]` placeholder with its computed Markdown for language `lang`."""
 
     def one(match: re.Match[str]) -> str:
         name, args = match.group(1), match.group(2)
-        handler = HANDLERS.get(name)
+        handler = handlers.get(name)
         if handler is None:
             raise PlaceholderError(f"unknown placeholder [[sizing:{name}]]")
         words, kwargs = parse_args(args)
@@ -304,4 +299,4 @@ def render(markdown: str, lang: str) -> str:
     return PLACEHOLDER.sub(one, markdown)
 
 
-__all__ = ["LABELS", "PlaceholderError", "render"]
+__all__ = ["HANDLERS", "LABELS", "Handler", "PlaceholderError", "render"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from urls import absolute, localized_url
+from sitebuild.urls import absolute, localized_url
 
 X_DEFAULT = "x-default"
 

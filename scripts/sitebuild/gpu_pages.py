@@ -1,16 +1,14 @@
 """Write the GPU pages' Markdown sources (words and placeholders only; every number is computed by
-`sizing` when the site is built). Run `python scripts/site/gpu_pages.py` after changing the list."""
+`sizing` when the site is built). Run `PYTHONPATH=scripts python -m sitebuild.gpu_pages` after changing the list."""
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from sizing.catalog import find_gpu
 
-from sizing.catalog import find_gpu  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 PAGES = ("RTX-A5000-24GB", "RTX-4090-24GB", "L4-24GB", "A10G-24GB", "L40S-48GB", "A100-SXM-40GB", "A100-SXM-80GB",
          "H100-SXM-80GB", "H100-NVL-94GB", "H200-SXM-141GB", "B200-180GB", "B300-288GB", "T4-16GB")

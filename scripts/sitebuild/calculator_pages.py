@@ -7,8 +7,8 @@ words in calculator_text.py).
 * `add_csp(site_dir)`: fills the calculator pages' slots, starts their worker from the top of <head>, and
   adds a Content-Security-Policy <meta>: 'self', 'wasm-unsafe-eval' and the hashes of the inline scripts.
 * Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]`, `[[sizing:calculator_request]]`,
-  `[[sizing:calculator_params]]` (registered into sizing_blocks.HANDLERS on import): the form with the
-  contract's field names, the default configuration's results computed at build time by the same
+  `[[sizing:calculator_params]]` (in HANDLERS, which hooks.py passes to sizing_blocks.render): the form with
+  the contract's field names, the default configuration's results computed at build time by the same
   calc_bridge.py the Web Worker runs, the request form, and the table of URL parameters.
 """
 
@@ -24,15 +24,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-for _path in (ROOT, Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-import sizing_blocks  # noqa: E402
-from calculator_results import results_html, results_markdown  # noqa: E402
-from calculator_text import TEXT, T  # noqa: E402
-from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use them from here)
+from sitebuild import sizing_blocks
+from sitebuild.calculator_results import results_html, results_markdown
+from sitebuild.calculator_text import TEXT, T
+from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them from here
     CALC_DIR,
     NODE_PYODIDE,
     NOT_INSTALLED,
@@ -45,10 +40,11 @@ from pyodide_runtime import (  # noqa: E402  (re-exported: hooks and tests use t
     stdlib_pyc,
     with_csp,
 )
-from pyodide_runtime import install_runtime as _install_runtime  # noqa: E402
-from sizing_labels import LABELS, label  # noqa: E402
+from sitebuild.pyodide_runtime import install_runtime as _install_runtime
+from sitebuild.sizing_labels import LABELS, label
+from sizing import contract
 
-from sizing.config import ATTENTION, DTYPES, FRAMEWORKS, METHODS, OPTIMIZERS, PARALLELISM  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
@@ -85,33 +81,19 @@ def bridge() -> ModuleType:
 
 # --- the form -----------------------------------------------------------------------------------------
 
-# (name, kind, choices): kind is select, int, float, bool, text, json. Order = order on the page.
+# (name, kind, choices): kind is select, int, float, bool, text, json. Order = order on the page. All derived
+# from the contract table (sizing/contract.py): a field is on the form when the table gives it a form kind.
+# A "tristate" field (bf16, gradient_checkpointing: null = the framework's default) is a checkbox until
+# calculator.js can send a third state; "choice" is the page's select.
 FieldSpec = tuple[str, str, tuple[str, ...]]
-FIELDS: tuple[FieldSpec, ...] = (
-    ("model", "select", ()), ("model_config", "json", ()), ("framework", "select", FRAMEWORKS),
-    ("method", "select", METHODS), ("torch_dtype", "select", (*DTYPES, "auto")),
-    ("bf16", "bool", ()), ("fp16", "bool", ()),
-    ("bnb_4bit_quant_type", "select", ("nf4", "fp4")), ("bnb_4bit_use_double_quant", "bool", ()),
-    ("bnb_4bit_compute_dtype", "select", DTYPES),
-    ("r", "int", ()), ("lora_alpha", "float", ()), ("lora_dropout", "float", ()), ("target_modules", "text", ()),
-    ("use_dora", "bool", ()),
-    ("max_seq_length", "int", ()), ("per_device_train_batch_size", "int", ()),
-    ("gradient_accumulation_steps", "int", ()), ("packing", "bool", ()), ("gradient_checkpointing", "bool", ()),
-    ("attn_implementation", "select", ATTENTION), ("optim", "select", OPTIMIZERS),
-    ("gpu", "select", ()), ("num_gpus", "int", ()), ("parallelism", "select", PARALLELISM),
-    ("dataset_tokens", "int", ()), ("num_train_epochs", "float", ()), ("price_per_gpu_hour", "float", ()),
-)
+_PAGE_KIND = {"choice": "select", "tristate": "bool"}
+FIELDS: tuple[FieldSpec, ...] = tuple((f.name, _PAGE_KIND.get(f.form, f.form), f.choices)
+                                      for f in contract.FIELDS if f.form is not None)
 # The usual LoRA targets of Llama-style models (PEFT's names), offered under the target_modules field.
 TARGET_PRESETS = ("all-linear", "q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj",
                   "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
-GROUPS = (("group_model", ("model", "model_config", "framework")),
-          ("group_precision", ("method", "torch_dtype", "bf16", "fp16", "bnb_4bit_quant_type",
-                               "bnb_4bit_use_double_quant", "bnb_4bit_compute_dtype")),
-          ("group_lora", ("r", "lora_alpha", "lora_dropout", "target_modules", "use_dora")),
-          ("group_batch", ("max_seq_length", "per_device_train_batch_size", "gradient_accumulation_steps",
-                           "packing", "gradient_checkpointing", "attn_implementation", "optim")),
-          ("group_gpu", ("gpu", "num_gpus", "parallelism")),
-          ("group_time", ("dataset_tokens", "num_train_epochs", "price_per_gpu_hour")))
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (group, tuple(f.name for f in contract.FIELDS if f.group == group)) for group in contract.GROUPS)
 
 
 def default_config() -> dict[str, Any]:
@@ -281,8 +263,10 @@ def request_html(lang: str) -> str:
                          f'name="{name}" id="req-{name}">{err}</div>')
     parts.append("</fieldset></form>")
     words = {key[3:]: T(lang, key) for key in TEXT if key.startswith("rq_")}
-    words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "copied")})
+    words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "stalled", "error", "http",
+                                                "copied")})
     words.update({key: T(lang, key) for key in TEXT if key.startswith("e_")})  # sizing's refusals
+    words.update({f"f_{name}": T(lang, f"f_{name}") for name, _, _ in FIELDS})  # a refused field's label
     kinds = {name: {"json": "json", "text": "list"}.get(kind, kind) for name, kind, _ in FIELDS}
     data = json.dumps({"lang": lang, "text": words, "defaults": default_config(), "kinds": kinds},
                       ensure_ascii=False).replace("</", "<\\/")
@@ -328,12 +312,13 @@ def _params_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """The URL parameters of the calculator (the contract's names), what each is and its default: a link
     can be written by hand, and a parameter left out takes the default."""
     defaults = default_config()
-    head = [T(lang, k) for k in ("p_param", "p_field", "p_default")]
+    head = [T(lang, k) for k in ("p_param", "p_field", "p_default", "p_doc")]
     rows = []
     for name in (spec[0] for spec in FIELDS):
         value = _text(defaults.get(name))
-        rows.append(f"| `{name}` | {T(lang, f'f_{name}')} | {f'`{value}`' if value else '—'} |")
-    return "\n".join([f"| {head[0]} | {head[1]} | {head[2]} |", "|---|---|---|", *rows])
+        meaning = contract.doc(name, lang).replace("|", "\\|")  # the contract table's line for this field
+        rows.append(f"| `{name}` | {T(lang, f'f_{name}')} | {f'`{value}`' if value else '—'} | {meaning} |")
+    return "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---|", *rows])
 
 
 SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
@@ -360,13 +345,17 @@ def fill_slots(page: str) -> str:
     return page
 
 
-sizing_blocks.HANDLERS.setdefault("calculator_form", _form_slot)
-sizing_blocks.HANDLERS.setdefault("calculator_results", _results_slot)
-sizing_blocks.HANDLERS.setdefault("calculator_request", _request_slot)
-sizing_blocks.HANDLERS.setdefault("calculator_params", _params_slot)
+# The calculator's placeholders; hooks.py renders pages with these next to sizing_blocks.HANDLERS.
+HANDLERS: dict[str, sizing_blocks.Handler] = {
+    "calculator_form": _form_slot,
+    "calculator_results": _results_slot,
+    "calculator_request": _request_slot,
+    "calculator_params": _params_slot,
+}
 
 __all__ = [
-    "BRIDGE", "CALC_DIR", "EXAMPLE", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES", "TEXT", "T",
+    "BRIDGE", "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
+    "TEXT", "T",
     "add_csp", "bridge", "build_wheel", "csp", "default_config", "default_result", "fill_slots", "form_html",
     "install_runtime", "package_version", "pyodide_version", "request_html", "results_markdown", "stdlib_pyc",
     "with_csp",

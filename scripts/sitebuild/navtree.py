@@ -1,5 +1,5 @@
 # The navigation: fixed pages come from mkdocs.yml, one page per GPU is discovered in docs/gpus/.
-"""The GPU pages are generated from the catalog (scripts/site/gpu_pages.py), so the nav lists them
+"""The GPU pages are generated from the catalog (scripts/sitebuild/gpu_pages.py), so the nav lists them
 from the files rather than by hand: a new GPU page shows up without touching mkdocs.yml."""
 
 from __future__ import annotations

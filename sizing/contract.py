@@ -1,0 +1,307 @@
+# The run configuration as data: one table of fields from which the parser, CLI, form and JSON Schema derive.
+# Standard library only and no import from the rest of `sizing` but errors.py: the trial recipe embeds
+# exactly config.py + contract.py + errors.py to normalise configurations as the estimator does.
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SizingError
+
+METHODS = ("full", "lora", "qlora", "lora8")
+DTYPES = ("bfloat16", "float16", "float32")
+# transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
+# (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
+FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
+ATTENTION = ("sdpa", "flash_attention_2", "eager")
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
+              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
+PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3")
+# hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
+# fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
+LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
+# Spellings of a dtype people paste from torch / TrainingArguments; normalised to the canonical name.
+DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
+                 "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
+
+TYPES = ("str", "int", "float", "bool", "targets", "object")  # value types of a field
+FORM_KINDS = ("int", "float", "bool", "tristate", "choice", "text", "json")
+LANGS = ("ru", "uz", "en")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One configuration field: its type, what it accepts, its default, and where it appears."""
+
+    name: str
+    type: str  # one of TYPES
+    default: Any  # the value when the field is missing or null (None: see `rule` / `nullable`)
+    doc: tuple[str, str, str]  # one line each in ru, uz, en
+    low: float | None = None  # inclusive bounds of int / float fields
+    high: float | None = None
+    choices: tuple[str, ...] = ()  # a str field with choices accepts only these (after `aliases`)
+    aliases: bool = False  # accepts DTYPE_ALIASES spellings
+    rule: str | None = None  # the named rule (config.RULES) that derives a missing value from other fields
+    nullable: bool = False  # None survives normalisation and means what `doc` says (a per-model default)
+    flag: bool = False  # has its own CLI option --name-with-dashes (every field also takes --set)
+    form: str | None = None  # calculator form kind (FORM_KINDS); None: not on the form
+    group: str | None = None  # calculator form group (a key into the page words)
+
+    def accepts(self) -> tuple[str, ...]:
+        """Every string a choice field takes: its choices and, for dtypes, their aliases."""
+        extra = tuple(a for a, canon in DTYPE_ALIASES.items() if canon in self.choices) if self.aliases else ()
+        return self.choices + extra
+
+
+_M, _P, _L, _B, _G, _T = ("group_model", "group_precision", "group_lora", "group_batch", "group_gpu", "group_time")
+_ANY_DTYPE = (*DTYPES, "auto")
+
+# Bounds are sanity limits that catch typos and overflow, not physics (the engine refuses what cannot run, e.g. a
+# rank above the layer width): 10**15 dataset tokens is ~67x Llama 3's 15T-token pretraining set (Meta, 2024).
+# Order = RunConfig's field order = config_to_dict's key order = the calculator form's order.
+FIELDS: tuple[Field, ...] = (
+    Field("model", "str", None, ("Идентификатор модели из каталога; null, если задан model_config",
+                                 "Katalogdagi model identifikatori; model_config berilsa null",
+                                 "Catalog model id; null when model_config is given"),
+          nullable=True, flag=True, form="choice", group=_M),
+    Field("model_config", "object", None, (
+           "Содержимое config.json Hugging Face (плотный или MoE-декодер); важнее model",
+           "Hugging Face config.json mazmuni (zich yoki MoE dekoder); model dan ustun",
+           "A Hugging Face config.json (dense or MoE decoder); wins over model"),
+          nullable=True, form="json", group=_M),
+    Field("framework", "str", "transformers", ("Чей цикл обучения и умолчания", "Qaysi o‘qitish sikli va standartlar",
+                                               "Whose training loop and defaults"),
+          choices=FRAMEWORKS, flag=True, form="choice", group=_M),
+    Field("framework_version", "str", None, ("Версия фреймворка (например 0.1 у torchtune); null — текущая",
+                                             "Freymvork versiyasi (masalan, torchtune uchun 0.1); null — joriy versiya",
+                                             "Framework release (e.g. 0.1 for torchtune); null: the current one"),
+          nullable=True),
+    Field("method", "str", "lora", ("full, lora, qlora (LoRA на 4-битной базе) или lora8 (LoRA на 8-битной базе)",
+                                    "full, lora, qlora (4-bitli asosda LoRA) yoki lora8 (8-bitli asosda LoRA)",
+                                    "full, lora, qlora (LoRA on a 4-bit base) or lora8 (LoRA on an 8-bit base)"),
+          choices=METHODS, flag=True, form="choice", group=_P),
+    Field("torch_dtype", "str", "auto", ("Тип весов при загрузке; auto — умолчание фреймворка для этой модели",
+                                         "Yuklashdagi vazn turi; auto — freymvorkning shu model uchun standarti",
+                                         "Load dtype of the weights; auto: the framework's default for this model"),
+          choices=_ANY_DTYPE, aliases=True, flag=True, form="choice", group=_P),
+    Field("bf16", "bool", None, ("Смешанная точность bf16; null — умолчание фреймворка (с trl включена)",
+                                 "bf16 aralash aniqlik; null — freymvork standarti (trl bilan yoqilgan)",
+                                 "bf16 mixed precision; null: the framework's default (on with trl)"),
+          rule="framework_bf16", form="tristate", group=_P),
+    Field("fp16", "bool", False, ("Смешанная точность fp16", "fp16 aralash aniqlik", "fp16 mixed precision"),
+          form="bool", group=_P),
+    Field("load_in_4bit", "bool", None, ("4-битная база bitsandbytes; null — по методу (qlora)",
+                                         "bitsandbytes 4-bitli asos; null — usulga qarab (qlora)",
+                                         "bitsandbytes 4-bit base; null: follows method (qlora)"),
+          rule="method_4bit"),
+    Field("bnb_4bit_quant_type", "str", "fp4", ("4-битный формат (в BitsAndBytesConfig по умолчанию fp4)",
+                                                "4-bit format (BitsAndBytesConfig standarti fp4)",
+                                                "4-bit format (BitsAndBytesConfig default: fp4)"),
+          choices=("nf4", "fp4"), form="choice", group=_P),
+    Field("bnb_4bit_use_double_quant", "bool", False, ("Повторно квантовать масштабы 4-битных блоков",
+                                                       "4-bit bloklar masshtablarini yana kvantlash",
+                                                       "Quantize the 4-bit block scales again"),
+          form="bool", group=_P),
+    Field("bnb_4bit_compute_dtype", "str", "float32", ("Тип вычислений 4-битных слоёв (по умолчанию float32)",
+                                                       "4-bit qatlamlar hisoblash turi (standart float32)",
+                                                       "Compute dtype of 4-bit layers (default float32)"),
+          choices=DTYPES, aliases=True, form="choice", group=_P),
+    Field("bnb_4bit_quant_storage", "str", "uint8", ("Тип хранения упакованных 4-битных весов",
+                                                     "Zichlangan 4-bit vaznlar saqlanadigan tur",
+                                                     "Storage dtype of the packed 4-bit weights"),
+          choices=("uint8", *DTYPES), aliases=True),
+    Field("load_in_8bit", "bool", None, ("База LLM.int8; null — по методу (lora8)",
+                                         "LLM.int8 asos; null — usulga qarab (lora8)",
+                                         "LLM.int8 base; null: follows method (lora8)"),
+          rule="method_8bit"),
+    Field("prepare_model_for_kbit_training", "bool", None,
+          ("prepare_model_for_kbit_training из PEFT на k-битной базе; null — да с transformers/custom, нет с trl",
+           "k-bitli asosda PEFT prepare_model_for_kbit_training; null — transformers/custom bilan ha, trl bilan yo‘q",
+           "PEFT's prepare_model_for_kbit_training on a k-bit base; null: yes with transformers/custom, no with trl"),
+          rule="kbit_prepare"),
+    Field("quantization_backend", "str", "bitsandbytes", ("Кто квантует базу: bitsandbytes или torchao",
+                                                          "Asosni kim kvantlaydi: bitsandbytes yoki torchao",
+                                                          "Who quantizes the base: bitsandbytes or torchao"),
+          choices=("bitsandbytes", "torchao")),
+    Field("r", "int", 8, ("Ранг LoRA (LoraConfig.r)", "LoRA rangi (LoraConfig.r)", "LoRA rank (LoraConfig.r)"),
+          low=1, high=65536, flag=True, form="int", group=_L),
+    Field("lora_alpha", "float", 8.0, ("Числитель масштаба LoRA (LoraConfig.lora_alpha)",
+                                       "LoRA masshtabi surati (LoraConfig.lora_alpha)",
+                                       "Numerator of the LoRA scale (LoraConfig.lora_alpha)"),
+          low=0.0, high=1e6, form="float", group=_L),
+    Field("lora_dropout", "float", 0.0, ("Dropout перед матрицей A LoRA", "LoRA A matritsasidan oldingi dropout",
+                                         "Dropout before the LoRA A matrix"),
+          low=0.0, high=0.99, form="float", group=_L),
+    Field("target_modules", "targets", None,
+          ("all-linear или имена модулей; null — умолчание PEFT для модели (q_proj, v_proj у Llama)",
+           "all-linear yoki modul nomlari; null — model uchun PEFT standarti (Llama uchun q_proj, v_proj)",
+           "all-linear or module names; null: PEFT's per-model default (q_proj, v_proj for Llama)"),
+          nullable=True, form="text", group=_L),
+    Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
+          form="bool", group=_L),
+    Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
+                                           "Adapter vaznlari turi; auto — PEFT da fp32, k-bitli asosda TRL da bf16",
+                                           "Adapter weight dtype; auto: PEFT's fp32, TRL's bf16 on a k-bit base"),
+          choices=_ANY_DTYPE, aliases=True),
+    Field("max_seq_length", "int", 1024, ("Токенов в самой длинной последовательности микробатча",
+                                          "Mikrobatchdagi eng uzun ketma-ketlik tokenlari",
+                                          "Tokens in the longest sequence of a micro-batch"),
+          low=1, high=10_000_000, flag=True, form="int", group=_B),
+    Field("per_device_train_batch_size", "int", 8, ("Последовательностей в микробатче на каждом GPU",
+                                                    "Har bir GPU uchun mikrobatchdagi ketma-ketliklar",
+                                                    "Sequences per micro-batch on each GPU"),
+          low=1, high=65536, flag=True, form="int", group=_B),
+    Field("gradient_accumulation_steps", "int", 1, ("Микробатчей на шаг оптимизатора (время, не пик памяти)",
+                                                    "Optimizator qadamiga mikrobatchlar (vaqt, xotira cho‘qqisi emas)",
+                                                    "Micro-batches per optimizer step (time, not peak memory)"),
+          low=1, high=1_000_000, flag=True, form="int", group=_B),
+    Field("packing", "bool", False, ("Последовательности упакованы до max_seq_length (без паддинга)",
+                                     "Ketma-ketliklar max_seq_length gacha zichlangan (to‘ldirishsiz)",
+                                     "Sequences packed to max_seq_length (no padding)"),
+          form="bool", group=_B),
+    Field("gradient_checkpointing", "bool", None,
+          ("Пересчёт активаций в обратном проходе; null — умолчание фреймворка (с trl включён)",
+           "Aktivatsiyalarni teskari o‘tishda qayta hisoblash; null — freymvork standarti (trl bilan yoqilgan)",
+           "Recompute activations in backward; null: the framework's default (on with trl)"),
+          rule="framework_checkpointing", form="tristate", group=_B),
+    Field("attn_implementation", "str", "sdpa", ("Реализация внимания", "Attention amalga oshirilishi",
+                                                 "Attention implementation"),
+          choices=ATTENTION, flag=True, form="choice", group=_B),
+    Field("optim", "str", "adamw_torch_fused", ("Оптимизатор (имена TrainingArguments)",
+                                                "Optimizator (TrainingArguments nomlari)",
+                                                "Optimizer (TrainingArguments names)"),
+          choices=OPTIMIZERS, flag=True, form="choice", group=_B),
+    Field("loss_implementation", "str", None, ("Реализация функции потерь; null — та, что у фреймворка",
+                                               "Yo‘qotish funksiyasi; null — freymvorknikidek",
+                                               "Loss implementation; null: the framework's own"),
+          choices=LOSSES, nullable=True),
+    Field("torch_compile", "bool", False, ("torch.compile для модели", "Modelga torch.compile",
+                                           "torch.compile on the model"), ),
+    Field("activation_offloading", "bool", False, ("Сохранённые активации выгружаются в память CPU",
+                                                   "Saqlangan aktivatsiyalar CPU xotirasiga ko‘chiriladi",
+                                                   "Saved activations offloaded to CPU memory")),
+    Field("optimizer_in_backward", "bool", False, ("Шаг оптимизатора внутри обратного прохода",
+                                                   "Optimizator qadami teskari o‘tish ichida",
+                                                   "Optimizer step fused into the backward pass")),
+    Field("gpu", "str", "H100-SXM-80GB", ("Идентификатор GPU из каталога", "Katalogdagi GPU identifikatori",
+                                          "GPU catalog id"),
+          flag=True, form="choice", group=_G),
+    Field("num_gpus", "int", 1, ("Число GPU в запуске; память — на один GPU",
+                                 "Ishga tushirishdagi GPU soni; xotira bitta GPU uchun",
+                                 "GPUs in the run; memory is per GPU"),
+          low=1, high=4096, flag=True, form="int", group=_G),
+    Field("parallelism", "str", "none", ("none/ddp — копии модели, fsdp/zero3 — шардирование всего, zero2 — "
+                                         "градиентов и оптимизатора",
+                                         "none/ddp — model nusxalari, fsdp/zero3 — hammasini bo‘lish, zero2 — "
+                                         "gradiyent va optimizatorni bo‘lish",
+                                         "none/ddp replicate the model, fsdp/zero3 shard everything, zero2 shards "
+                                         "gradients and optimizer"),
+          choices=PARALLELISM, flag=True, form="choice", group=_G),
+    Field("cpu_offload", "bool", False, ("Выгрузка в память CPU (ZeRO-Offload, FSDP CPU offload)",
+                                         "CPU xotirasiga ko‘chirish (ZeRO-Offload, FSDP CPU offload)",
+                                         "Offload to CPU memory (ZeRO-Offload, FSDP CPU offload)")),
+    Field("dataset_tokens", "int", None, ("Токенов в датасете за эпоху (для времени и стоимости)",
+                                          "Bir epoxadagi dataset tokenlari (vaqt va narx uchun)",
+                                          "Dataset tokens per epoch (for time and cost)"),
+          low=1, high=10**15, nullable=True, form="int", group=_T),
+    Field("num_train_epochs", "float", 3.0, ("Эпох (в TrainingArguments по умолчанию 3)",
+                                             "Epoxalar (TrainingArguments standarti 3)",
+                                             "Epochs (TrainingArguments default 3)"),
+          low=0.0, high=1e4, form="float", group=_T),
+    Field("price_per_gpu_hour", "float", None, ("Цена GPU-часа в вашей валюте; null — без стоимости",
+                                                "Bir GPU-soat narxi, o‘z valyutangizda; null — narxsiz",
+                                                "Price of one GPU-hour in your currency; null: no cost"),
+          low=0.0, high=1e6, nullable=True, form="float", group=_T),
+    Field("utilization", "float", None, ("Доля пиковой плотной производительности GPU; null — умолчание sizing",
+                                         "GPU zich cho‘qqi unumdorligi ulushi; null — sizing standarti",
+                                         "Share of the GPU's dense peak sustained; null: sizing's default"),
+          low=0.01, high=1.0, nullable=True),
+    Field("expandable_segments", "bool", False, ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                                                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                                                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")),
+)
+BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(f.group for f in FIELDS if f.group))
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A refused combination: when every `when` field holds one of its values, `field` may not be `value`."""
+
+    when: tuple[tuple[str, tuple[Any, ...]], ...]
+    field: str
+    value: Any
+    message: str  # str.format template over the configuration's values
+
+
+CONFLICTS: tuple[Conflict, ...] = (
+    Conflict((("bf16", (True,)),), "fp16", True, "bf16 and fp16 cannot both be true"),
+    Conflict((("method", ("qlora",)),), "load_in_8bit", True,
+             "method qlora loads the base in 4 bits; load_in_8bit must be false"),
+    Conflict((("method", ("qlora",)),), "load_in_4bit", False, "method qlora needs load_in_4bit"),
+    Conflict((("method", ("lora8",)),), "load_in_4bit", True,
+             "method lora8 loads the base in 8 bits; load_in_4bit must be false"),
+    Conflict((("method", ("full", "lora")),), "load_in_4bit", True,
+             "load_in_4bit needs method qlora or lora8, not {method}"),
+    Conflict((("method", ("full", "lora")),), "load_in_8bit", True,
+             "load_in_8bit needs method qlora or lora8, not {method}"),
+    Conflict((("method", ("full",)),), "use_dora", True, "use_dora applies to LoRA methods, not full fine-tuning"),
+)
+
+
+def doc(name: str, lang: str) -> str:
+    """The one-line description of field `name` in `lang` (ru, uz or en)."""
+    return BY_NAME[name].doc[LANGS.index(lang)]
+
+
+def flag(name: str) -> str:
+    """The CLI option of a field: --max-seq-length for max_seq_length."""
+    return "--" + name.replace("_", "-")
+
+
+def _no_constant(word: str) -> Any:
+    raise SizingError("bad_json", f"{word} is not a JSON number", field=None, value=word)
+
+
+def read_json(text: str | bytes, where: str = "the configuration") -> Any:
+    """Parse JSON text strictly: NaN/Infinity, numbers past float range, 4300+ digit integers and deep nesting
+    are refused with one SizingError instead of a traceback or a silent infinity."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise SizingError("not_utf8", f"{where} is not UTF-8 text (byte {exc.start})", field=None,
+                              offset=exc.start) from None
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise SizingError("bad_json", f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno})",
+                          field=None, line=exc.lineno, column=exc.colno) from None
+    except SizingError:
+        raise  # NaN, Infinity or a float past the range: already named (SizingError is a ValueError)
+    except RecursionError:
+        raise SizingError("bad_json", f"{where} is nested too deeply", field=None) from None
+    except ValueError as exc:  # int() past sys.get_int_max_str_digits()
+        raise SizingError("bad_json", f"{where} holds a number too long to read ({str(exc)[:60]})",
+                          field=None) from None
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise SizingError("bad_json", f"the number {text[:40]} is beyond the float range", field=None, value=text[:40])
+    return value
+
+
+def parse_value(name: str, text: str) -> Any:
+    """The value of `--set name=text` (or a build placeholder's name=text), read by the field's type."""
+    spec = BY_NAME.get(name)
+    if spec is None or spec.type in ("int", "float", "bool", "object") or text.lstrip().startswith("["):
+        try:
+            return read_json(text, f"the value of {name}")
+        except SizingError:
+            return text  # a bare word: parse_config names the field that refuses it
+    if text == "null":
+        return None
+    return text  # a str field takes the text as written: --set framework_version=0.1 is "0.1", not 0.1

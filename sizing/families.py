@@ -1,0 +1,109 @@
+# Model families the architecture reader knows: module names and layout per model_type, and the limits of a config.
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import SizingError
+
+# model_type -> layout. Names are the attribute names in transformers' modeling files (or the remote
+# code the checkpoint ships); "targets" are PEFT's defaults, peft/utils/constants.py
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (0.21.2); () where PEFT has none and asks for
+# target_modules. Keys: norm, tie (tie_word_embeddings default), qkv (one fused q/k/v projection: its
+# name), out (attention output), plain_mlp (up, down: act(fc1(x))), fused_mlp (gate_up, down: one output
+# holds g and u), gated (gate, up, down), parallel (one norm feeds attention and MLP), bias (every linear),
+# qkv_bias, eager (hand-written attention only), positions (rows of a learned position table beyond
+# max_position_embeddings; None: no such table), moe.
+FAMILIES: dict[str, dict[str, Any]] = {
+    "llama": {"norm": "rms", "tie": False},
+    "mistral": {"norm": "rms", "tie": False},
+    "mixtral": {"norm": "rms", "tie": False, "moe": True},
+    "qwen2": {"norm": "rms", "tie": False, "qkv_bias": True},
+    "qwen3": {"norm": "rms", "tie": False, "qk_norm": True},
+    "qwen3_moe": {"norm": "rms", "tie": False, "qk_norm": True, "moe": True},
+    "gemma": {"norm": "rms_gemma", "tie": True},
+    "gemma2": {"norm": "rms_gemma", "tie": True, "post_norms": 2},
+    "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True},
+    "phi3": {"norm": "rms", "tie": False, "qkv": "qkv_proj", "fused_mlp": ("gate_up_proj", "down_proj"),
+             "targets": ("qkv_proj",)},
+    "phi": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc1", "fc2"), "out": "dense",
+            "targets": ("q_proj", "v_proj", "fc1", "fc2"), "bias": True},
+    # microsoft/phi-1_5 and phi-2 before transformers 4.37: remote code modeling_phi.py (MHA mixer.Wqkv,
+    # out_proj, fc1/fc2, one LayerNorm per block, CausalLMHead = LayerNorm + Linear with bias).
+    "phi-msft": {"norm": "layer", "tie": False, "parallel": True, "qkv": "Wqkv", "out": "out_proj",
+                 "plain_mlp": ("fc1", "fc2"), "bias": True, "targets": ()},
+    "opt": {"norm": "layer", "tie": True, "plain_mlp": ("fc1", "fc2"), "out": "out_proj", "bias": True,
+            "positions": 2},  # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows
+    "falcon": {"norm": "layer", "tie": True, "qkv": "query_key_value", "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"),
+               "out": "dense", "targets": ("query_key_value",)},
+    "gpt_neox": {"norm": "layer", "tie": False, "qkv": "query_key_value", "bias": True,
+                 "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",)},
+    "bloom": {"norm": "layer", "tie": True, "qkv": "query_key_value", "bias": True, "eager": True,
+              "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",)},
+    # transformers models/gpt_bigcode: c_attn (h -> h + 2 kv), c_proj, c_fc, c_proj; biases; wpe; lm_head tied.
+    "gpt_bigcode": {"norm": "layer", "tie": True, "qkv": "c_attn", "out": "c_proj", "plain_mlp": ("c_fc", "c_proj"),
+                    "bias": True, "positions": 0, "targets": ("c_attn",)},
+    # Qwen-1 remote code modeling_qwen.py: c_attn (bias) + c_proj; MLP a1 = w1(x), a2 = w2(x),
+    # a1 * silu(a2), each intermediate_size // 2 wide; RMSNorm; untied lm_head. PEFT has no default.
+    "qwen": {"norm": "rms", "tie": False, "qkv": "c_attn", "out": "c_proj", "gated": ("w2", "w1", "c_proj"),
+             "qkv_bias": True, "half_intermediate": True, "targets": ()},
+    # ChatGLM2/3 remote code modeling_chatglm.py: query_key_value (multi_query_group_num kv groups),
+    # dense, dense_h_to_4h (2 * ffn_hidden_size: SwiGLU halves), dense_4h_to_h; output_layer untied.
+    "chatglm": {"norm": "rms", "tie": False, "qkv": "query_key_value", "out": "dense",
+                "fused_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "targets": ("query_key_value",)},
+    # Baichuan / Baichuan2 remote code: W_pack (h -> 3h), o_proj, Llama MLP, RMSNorm, NormHead untied.
+    "baichuan": {"norm": "rms", "tie": False, "qkv": "W_pack", "targets": ()},
+}
+ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
+           "yi": "llama", "stablelm_epoch": "gpt_neox", "mixformer-sequential": "phi-msft"}
+ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+                "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe",
+                "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
+                "Phi3ForCausalLM": "phi3", "PhiForCausalLM": "phi", "OPTForCausalLM": "opt",
+                "FalconForCausalLM": "falcon", "GPTNeoXForCausalLM": "gpt_neox", "BloomForCausalLM": "bloom",
+                "GPTBigCodeForCausalLM": "gpt_bigcode", "QWenLMHeadModel": "qwen", "ChatGLMModel": "chatglm",
+                "ChatGLMForConditionalGeneration": "chatglm", "BaichuanForCausalLM": "baichuan",
+                "YiForCausalLM": "llama", "T5ForConditionalGeneration": "t5", "MT5ForConditionalGeneration": "mt5",
+                "BartForConditionalGeneration": "bart"}
+# Sequence-to-sequence models: an encoder, a decoder and cross-attention, which this model does not describe.
+ENCODER_DECODER = frozenset({"t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",
+                             "pegasus_x", "marian", "led", "blenderbot", "blenderbot-small", "plbart", "fsmt",
+                             "m2m_100", "nllb-moe", "prophetnet", "bigbird_pegasus", "encoder-decoder", "t5gemma"})
+# Sanity limits of a config field, about 8x the largest published decoder (Llama 3.1 405B: hidden 16384,
+# 126 layers, 128 heads, FFN 53248; Gemma 3: vocab 262144; DeepSeek-V3: 256 experts). A value beyond
+# them is a typo or an attack on the page, not a model.
+BOUNDS = {"hidden": 131_072, "layers": 1024, "heads": 1024, "intermediate": 1_048_576, "vocab": 4_194_304,
+          "experts": 4096, "head_dim": 4096}
+# Pre-quantized checkpoints the weights model knows (sizing/memory/weights.py), by quant_method.
+QUANT_METHODS = {"gptq": (2, 3, 4, 8), "awq": (4,), "bitsandbytes": (4, 8)}
+
+
+def checkpoint_quant(cfg: Mapping[str, Any]) -> tuple[str, int, int, bool] | None:
+    """(method, bits, group size, double quant) of a config's quantization_config; unknown formats refused."""
+    qc = cfg.get("quantization_config")
+    if qc is None:
+        return None
+    if not isinstance(qc, Mapping):
+        raise SizingError("model_config_invalid", "model_config.quantization_config must be a JSON object",
+                          field="model_config.quantization_config")
+    method = str(qc.get("quant_method") or ("bitsandbytes" if qc.get("load_in_4bit") or qc.get("load_in_8bit")
+                                             else "")).lower()
+    if method not in QUANT_METHODS:
+        raise SizingError("unsupported_quantization",
+                          f"quantization_config.quant_method '{method or '?'}' is not supported "
+                          f"(supported: {', '.join(QUANT_METHODS)})",
+                          field="model_config.quantization_config.quant_method", value=method,
+                          supported=list(QUANT_METHODS))
+    if method == "bitsandbytes":
+        bits = 4 if qc.get("load_in_4bit") else 8
+        return method, bits, 64, bool(qc.get("bnb_4bit_use_double_quant"))
+    bits = qc.get("bits", qc.get("w_bit", 4))
+    group = qc.get("group_size", qc.get("q_group_size", 128))
+    if bits not in QUANT_METHODS[method] or isinstance(bits, bool):
+        raise SizingError("unsupported_quantization", f"{method} with {bits} bits is not supported "
+                          f"(supported: {', '.join(map(str, QUANT_METHODS[method]))})",
+                          field="model_config.quantization_config.bits", value=bits)
+    if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or group > 0):
+        raise SizingError("model_config_invalid", "quantization_config.group_size must be -1 or a positive integer",
+                          field="model_config.quantization_config.group_size", value=group)
+    return method, int(bits), int(group), False

@@ -1,0 +1,83 @@
+# What a GPU offers the step: peak matmul rate in the run's dtype, bandwidth, SMs, fitted efficiencies.
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..catalog import Gpu
+from ..config import RunConfig
+from ..memory.regime import Regime
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "time_model.json"
+
+
+@lru_cache(maxsize=1)
+def model_data() -> dict[str, Any]:
+    """The roofline's parameters (sizing/data/time_model.json)."""
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU as the roofline sees it, for one run's matmul dtype."""
+
+    gpu_id: str
+    architecture: str
+    matmul_dtype: str  # "bf16" | "fp16" | "fp32" | "tf32"
+    peak_flops: float  # dense FLOP/s of the tensor cores (or CUDA cores for fp32) in matmul_dtype
+    fp32_flops: float  # plain fp32 FLOP/s (fp32 adapter matmuls, fp32 softmax)
+    bandwidth: float  # B/s, datasheet
+    sm_count: int
+    gemm_efficiency: float
+    bandwidth_efficiency: float
+    pcie_GBps: float
+    link_GBps: float  # NVLink bidirectional per GPU, or PCIe when none
+    fitted: bool = False  # gemm_efficiency comes from this GPU's own timed runs (or the user's utilization)
+
+
+# PCIe unidirectional x16 throughput in GB/s by generation (PCI-SIG: 3.0 ~15.8, 4.0 ~31.5, 5.0 ~63, 6.0 ~121);
+# ~80 % of it is reached by large pinned copies.
+PCIE_GBPS = {3: 15.8, 4: 31.5, 5: 63.0, 6: 121.0}
+PCIE_EFFICIENCY = 0.8
+
+
+def matmul_dtype(cfg: RunConfig, reg: Regime, gpu: Gpu) -> str:
+    """The dtype the run's matmuls execute in: bf16, fp16 (also bf16 requests on GPUs without bf16), fp32."""
+    if cfg.fp16 or (reg.compute == 2 and reg.load_dtype == "float16" and not cfg.bf16):
+        return "fp16"
+    if reg.compute == 2:
+        # T4 / V100 have no bf16 tensor cores: a run there trains on its fp16 path (issue 13, item 5).
+        return "bf16" if gpu.supports.get("bf16") and gpu.bf16_dense_tflops else "fp16"
+    return "tf32" if cfg.extra.get("tf32") else "fp32"
+
+
+def _generation(arch: str, gpu_id: str) -> dict[str, float]:
+    """Efficiencies of the GPU: its own fitted values where timed runs exist, else its architecture's, else default."""
+    data = model_data()
+    gens: dict[str, dict[str, float]] = data["generations"]
+    return {**gens["default"], **gens.get(arch, {}), **data.get("gpus", {}).get(gpu_id, {})}
+
+
+def device(cfg: RunConfig, reg: Regime, gpu: Gpu) -> Device | None:
+    """The GPU's figures for this run, or None when the catalog lacks its peak or bandwidth."""
+    rec = gpu.record
+    dtype = matmul_dtype(cfg, reg, gpu)
+    key = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops", "fp32": "fp32_tflops",
+           "tf32": "tf32_dense_tflops"}[dtype]
+    peak = rec.get(key) or (rec.get("fp32_tflops") if dtype == "tf32" else None)
+    fp32 = rec.get("fp32_tflops") or peak
+    if not peak or not fp32 or not gpu.memory_bandwidth_GBps:
+        return None
+    data = model_data()
+    gen = _generation(str(rec.get("architecture", "")), gpu.id)
+    eff = cfg.utilization if cfg.utilization is not None else gen["gemm_efficiency"]
+    pcie = PCIE_GBPS.get(int(rec.get("pcie_gen") or 4), 31.5) * PCIE_EFFICIENCY
+    link = float(rec.get("nvlink_GBps") or 0) / 2 * 0.8 or pcie  # bidirectional -> one way, ~80 % reached
+    return Device(gpu.id, str(rec.get("architecture", "")), dtype, float(peak) * 1e12, float(fp32) * 1e12,
+                  float(gpu.memory_bandwidth_GBps) * 1e9, int(data["sm_count"].get(gpu.id, data["default_sm_count"])),
+                  float(eff), float(gen["bandwidth_efficiency"]), pcie * 1e9, link * 1e9,
+                  gpu.id in data.get("gpus", {}) or cfg.utilization is not None)

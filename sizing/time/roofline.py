@@ -1,0 +1,129 @@
+# Seconds per optimizer step: each op at max(compute, memory, launch floor); host launches vs GPU time.
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from ..arch import Architecture
+from ..catalog import Gpu
+from ..config import RunConfig
+from ..memory.adapters import Trainable
+from ..memory.regime import Regime
+from .device import Device, device, model_data
+from .elementwise import attention_kernel
+from .op import Op
+from .ops import micro_batch_ops
+from .step_ops import step_ops, traffic
+
+# The share of communication hidden behind compute when the framework overlaps it (DDP gradient buckets
+# during backward, FSDP prefetch of the next layer's all-gather); no timed multi-GPU row pins it down.
+COMM_OVERLAP = 0.8
+# Host memory bandwidth a CPU-side optimizer step streams at (one socket, DDR4/DDR5 STREAM ~20-40 GB/s).
+HOST_GBPS = 20.0
+
+
+def tile_efficiency(m: int, n: int, sm: int) -> float:
+    """Share of the SMs' work that is useful for an m x n output: tile padding times wave quantization.
+
+    cuBLAS picks among tile shapes; 128x128 and 64x64 (the latter ~80 % as fast per SM) bound the choice
+    (NVIDIA Matrix Multiplication Background guide: tile and wave quantization)."""
+    best = 0.0
+    for tile, rate in ((128, 1.0), (64, 0.8)):
+        tm, tn = math.ceil(m / tile), math.ceil(n / tile)
+        tiles = tm * tn
+        waves = math.ceil(tiles / sm)
+        useful = (m * n) / (tm * tn * tile * tile)
+        best = max(best, rate * useful * tiles / (waves * sm))
+    return best
+
+
+def gemm_efficiency(op: Op, dev: Device) -> float:
+    """The GPU's large-GEMM efficiency scaled by the shape: small m or n idle SMs, short k pays the epilogue."""
+    m, k, n = op.shape
+    return dev.gemm_efficiency * tile_efficiency(m, n, dev.sm_count) * k / (k + 64)
+
+
+def op_seconds(op: Op, dev: Device, floor: float) -> float:
+    """GPU seconds of one instance of `op`: the slower of its FLOPs and its bytes, never under the launch floor."""
+    memory = op.bytes / (dev.bandwidth * dev.bandwidth_efficiency)
+    compute = 0.0
+    if op.shape[0]:
+        peak = dev.fp32_flops if op.fp32 else dev.peak_flops
+        compute = op.flops / (peak * gemm_efficiency(op, dev))
+    elif op.attention:
+        att = model_data()["attention_efficiency"]
+        rel = att["mem_efficient"] if op.attention == "mem_efficient" else \
+            att["flash_backward" if op.phase == "backward" else "flash_forward"]
+        compute = op.flops / (dev.peak_flops * dev.gemm_efficiency * rel)
+    return max(compute, memory, op.kernels * floor)
+
+
+@dataclass
+class StepTime:
+    """One optimizer step of one GPU, split by kind of work (seconds)."""
+
+    seconds: float
+    micro_batch_seconds: float
+    flops_per_token: float
+    matmul_dtype: str
+    peak_flops: float
+    attention_kernel: str
+    bound: str  # "gpu" or "host" (kernel launches)
+    breakdown: dict[str, float] = field(default_factory=dict)
+    gemm_efficiency: float = 0.0
+    fitted: bool = False  # the GPU's efficiency was fitted on its own timed runs
+
+
+def _kind(op: Op) -> str:
+    if op.shape[0]:
+        return "gemm"
+    if op.attention:
+        return "attention"
+    return "memory"
+
+
+def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
+              gemm_efficiency: float | None = None, launch_scale: float = 1.0) -> StepTime | None:
+    """Seconds per optimizer step on one GPU of the run, or None when the catalog lacks the GPU's figures.
+
+    `gemm_efficiency` and `launch_scale` move the two least certain inputs (for the range's corners)."""
+    dev = device(cfg, reg, gpu)
+    if dev is None:
+        return None
+    if gemm_efficiency is not None:
+        dev = replace(dev, gemm_efficiency=gemm_efficiency)
+    data = model_data()
+    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"] * launch_scale
+    floor = data.get("kernel_floor_seconds", 3e-6)
+    kernel = attention_kernel(reg, gpu.sm[0])
+    ops = micro_batch_ops(cfg, arch, reg, tr, kernel)
+    parts: dict[str, float] = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
+    host = 0.0
+    flops = 0.0
+    for op in ops:
+        parts[_kind(op)] += op.count * op_seconds(op, dev, floor)
+        host += op.count * op.kernels * launch
+        flops += op.count * op.flops
+    gpu_micro = math.fsum(parts.values())  # not sum(): CPython 3.12+ compensates float sums, 3.11 does not
+    micro = max(gpu_micro, host)
+    accum = cfg.gradient_accumulation_steps
+    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
+    step_gpu = step_host = 0.0
+    for op in step_ops(cfg, arch, reg, tr, shards):
+        step_gpu += op.count * op_seconds(op, dev, floor)
+        step_host += op.count * op.kernels * launch
+    optimizer = max(step_gpu, step_host)
+    traf = traffic(cfg, arch, reg, tr, gpu.usable_bytes)
+    comm = traf.link_bytes / dev.link_GBps + traf.pcie_bytes / dev.pcie_GBps
+    window = micro * accum if traf.overlap_window == "step" else micro * 0.6
+    exposed = max(0.0, comm - window) + (1 - COMM_OVERLAP) * min(comm, window)
+    host_optimizer = traf.cpu_optimizer_bytes / (HOST_GBPS * 1e9)
+    paging = traf.paged_bytes / dev.pcie_GBps  # the update waits for its pages: nothing overlaps it
+    seconds = micro * accum + optimizer + exposed + host_optimizer + paging
+    breakdown = {k: v * accum for k, v in parts.items()}
+    breakdown.update({"launch_wait": (micro - gpu_micro) * accum, "optimizer": optimizer,
+                      "communication": exposed, "host_optimizer": host_optimizer,
+                      "optimizer_paging": paging})
+    tokens = cfg.max_seq_length * cfg.per_device_train_batch_size
+    return StepTime(seconds, micro, flops / tokens, dev.matmul_dtype, dev.peak_flops, kernel,
+                    "host" if host > gpu_micro else "gpu", breakdown, dev.gemm_efficiency, dev.fitted)

@@ -1,0 +1,112 @@
+# Work done once per optimizer step: gradient accumulation, clipping, the optimizer update, communication.
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..arch import Architecture
+from ..config import RunConfig
+from ..memory.adapters import Trainable
+from ..memory.regime import Regime
+from .op import Op
+
+# torch.optim multi_tensor_apply: a launch covers at most 320 blocks of 65536 elements and ~36-110 tensors
+# (depth-dependent tensor lists; torch/csrc MultiTensorApply.cuh); 48 is the 3-4-list middle.
+FOREACH_ELEMS_PER_LAUNCH = 320 * 65536
+FOREACH_TENSORS_PER_LAUNCH = 48
+
+
+def _launches(tensors: int, params: int) -> float:
+    return float(max(math.ceil(tensors / FOREACH_TENSORS_PER_LAUNCH), math.ceil(params / FOREACH_ELEMS_PER_LAUNCH)))
+
+
+def optimizer_bytes_per_param(optim: str, p: int, g: int) -> tuple[float, float]:
+    """DRAM bytes per trainable parameter of one update, and how many element-wise passes (foreach ops) it takes.
+
+    AdamW fused: read p, g, m, v and write p, m, v once: 2p + g + 4s. AdamW foreach (torch _multi_tensor_adamw):
+    lerp m, mul v, addcmul v, sqrt -> tmp, div tmp, add eps, addcdiv p, weight decay -> 4p + 2g + 14s, 8 ops.
+    bitsandbytes 8-bit: one fused kernel per tensor, states of 1 byte. SGD without momentum: 2p + g."""
+    s = p  # torch keeps Adam states in the parameter's dtype
+    if optim == "adamw_torch_fused":
+        return 2 * p + g + 4 * s, 1
+    if optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit"):
+        return 2 * p + g + 4 * 1, 1
+    if optim in ("paged_adamw_32bit", "adamw_bnb"):
+        return 2 * p + g + 4 * 4, 1
+    if optim == "sgd":
+        return 2 * p + g, 1
+    if optim == "adafactor":  # factored second moment: row/col means, update and RMS clip, ~6 passes over p
+        return 6 * p + 3 * g, 6
+    return 4 * p + 2 * g + 14 * s, 8  # adamw_torch: foreach
+
+
+def step_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, shards: int) -> list[Op]:
+    """Accumulation adds, gradient clipping and the optimizer update over this GPU's trainable parameters."""
+    params = (arch.total_params if reg.full else tr.params) / shards
+    tensors = max(1, sum(k for _, _, k in tr.tensors) // shards)
+    p = reg.weight if reg.full else reg.adapter
+    g = p
+    ops: list[Op] = []
+    if cfg.gradient_accumulation_steps > 1:  # .grad += new gradient after the first micro-batch
+        ops.append(Op("grad_accumulate", "step", cfg.gradient_accumulation_steps - 1, 0.0, 3.0 * g * params,
+                      float(tensors)))
+    if cfg.framework in ("transformers", "trl", "custom"):  # HF Trainer / PEFT harness clip at max_grad_norm=1
+        ops.append(Op("grad_clip", "step", 1, 0.0, 3.0 * g * params, 2 * _launches(tensors, int(params))))
+    bytes_pp, passes = optimizer_bytes_per_param(cfg.optim, p, g)
+    per_tensor = cfg.optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb")
+    kernels = float(tensors) if per_tensor else passes * _launches(tensors, int(params))
+    if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3")):
+        ops.append(Op("optimizer", "step", 1, 0.0, bytes_pp * params, kernels))
+    return ops
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes a GPU sends per optimizer step over its link, and over PCIe to the host."""
+
+    link_bytes: float
+    pcie_bytes: float
+    overlap_window: str  # "backward" (DDP buckets) | "step" (FSDP prefetch) | ""
+    cpu_optimizer_bytes: float  # host memory traffic of a CPU-side optimizer step
+    paged_bytes: float = 0.0  # paged optimizer states migrated over PCIe (out and back in) every step
+
+
+PAGED = ("paged_adamw_8bit", "paged_adamw_32bit")
+STATE_BYTES = {"paged_adamw_8bit": 2, "paged_adamw_32bit": 8}  # m and v per parameter
+
+
+def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int) -> float:
+    """Paged (unified-memory) optimizer states that do not fit beside weights and gradients: they are evicted to
+    host memory and paged back for every update (bitsandbytes paged optimizers, cudaMallocManaged)."""
+    if cfg.optim not in PAGED:
+        return 0.0
+    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
+    params = (arch.total_params if reg.full else tr.params) / shards
+    p = reg.weight if reg.full else reg.adapter
+    weights = arch.total_params * (reg.weight if not reg.quant else 0.6) / shards
+    grads = 0.0 if cfg.optimizer_in_backward else params * p
+    states = params * STATE_BYTES[cfg.optim]
+    return min(states, max(0.0, weights + grads + states - usable))
+
+
+def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int | None = None) -> Traffic:
+    """Ring collectives move 2(n-1)/n of the buffer per all-reduce and (n-1)/n per all-gather / reduce-scatter."""
+    paged = 2 * paged_overflow(cfg, arch, reg, tr, usable) if usable else 0.0
+    n = cfg.num_gpus
+    trainable = (arch.total_params if reg.full else tr.params) * (reg.weight if reg.full else reg.adapter)
+    weights = arch.total_params * (reg.weight if not reg.quant else 0.6)
+    share = (n - 1) / n if n > 1 else 0.0
+    accum = cfg.gradient_accumulation_steps
+    if n == 1 or cfg.parallelism == "none":
+        return Traffic(0.0, 0.0, "", 0.0, paged)
+    if cfg.parallelism == "ddp":
+        return Traffic(2 * share * trainable, 0.0, "backward", 0.0, paged)
+    # FSDP / ZeRO-3: all-gather weights for forward and again for backward (per micro-batch), reduce-scatter
+    # gradients; ZeRO-2 keeps weights whole and reduce-scatters gradients, all-gathers the updated shards.
+    zero2 = cfg.parallelism == "zero2"
+    link = share * trainable * 2 if zero2 else share * (weights * 2 * accum + trainable * accum)
+    pcie = cpu = 0.0
+    if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
+        pcie = (weights * 2 * accum + trainable) / n
+        cpu = trainable / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
+    return Traffic(link, pcie, "step", cpu, paged)

@@ -1,0 +1,172 @@
+# Architectures and catalog records: target names of other stacks, refusals, catalog loading.
+from __future__ import annotations
+
+import pytest
+
+from sizing import SizingError, estimate
+from sizing.arch import from_hf_config, target_aliases
+from sizing.catalog import models
+
+NEOX = {"model_type": "gpt_neox", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 8,
+        "intermediate_size": 8192, "vocab_size": 50304}
+
+
+def test_litgpt_role_names_on_fused_qkv() -> None:
+    # LitGPT lora_query / lora_value on GPT-NeoX both live in the fused query_key_value projection.
+    arch = from_hf_config(NEOX)
+    assert target_aliases(arch, "query") == ("query_key_value",)
+    assert target_aliases(arch, "lora_value") == ("query_key_value",)
+    assert target_aliases(arch, "projection") == ("dense",)
+    assert target_aliases(arch, "mlp") == ("dense_h_to_4h", "dense_4h_to_h")
+    assert target_aliases(arch, "head") == ("lm_head",)
+    assert target_aliases(arch, "nonsense") is None
+
+
+def test_torchtune_feed_forward_names_on_llama() -> None:
+    # torchtune FeedForward: w1 gate, w2 down, w3 up; output_proj is the attention output.
+    arch = models()["meta-llama/llama-2-7b-hf"]["config"]
+    a = from_hf_config(arch)
+    assert [target_aliases(a, n) for n in ("w1", "w2", "w3", "output_proj")] == [
+        ("gate_proj",), ("down_proj",), ("up_proj",), ("o_proj",)]
+
+
+def test_phi3_fused_mlp_roles() -> None:
+    a = from_hf_config(models()["microsoft/phi-3-mini-4k-instruct"]["config"])
+    assert target_aliases(a, "mlp") == ("gate_up_proj", "down_proj")
+    assert target_aliases(a, "key") == ("qkv_proj",)
+
+
+def test_role_names_accepted_by_litgpt_not_by_transformers() -> None:
+    run = {"model": "meta-llama/Llama-2-7b-hf", "method": "lora", "r": 8, "target_modules": ["query", "value"],
+           "max_seq_length": 256, "per_device_train_batch_size": 1}
+    est = estimate({**run, "framework": "litgpt"})
+    assert est.detail["trainable_params"] == 32 * 8 * (4096 * 4)  # q and v: r * (in + out) each, 32 layers
+    with pytest.raises(SizingError) as err:  # PEFT matches module names literally: no 'query' in Llama
+        estimate({**run, "framework": "transformers"})
+    assert err.value.code == "unknown_target_module"
+
+
+# Configs copied from shared/validation/model_configs (Qwen-7B-Chat, chatglm3-6b, Baichuan2-7B-Chat, phi-2 in
+# its phi-msft form, santacoder). Total parameters summed by hand from each modeling file's module shapes
+# (weights + biases + norms + embeddings), for the configs below: published sizes agree (Qwen-7B 7.72 B,
+# ChatGLM3-6B 6.24 B, Baichuan2-7B 7.51 B, phi-2 2.78 B (the Hub page), SantaCoder 1.1 B without its position table).
+QWEN1_7B = {"architectures": ["QWenLMHeadModel"], "model_type": "qwen", "hidden_size": 4096, "intermediate_size": 22016,
+            "kv_channels": 128, "num_attention_heads": 32, "num_hidden_layers": 32, "no_bias": True,
+            "seq_length": 8192, "max_position_embeddings": 32768, "tie_word_embeddings": False, "vocab_size": 151936}
+CHATGLM3 = {"architectures": ["ChatGLMModel"], "model_type": "chatglm", "add_bias_linear": False, "add_qkv_bias": True,
+            "ffn_hidden_size": 13696, "hidden_size": 4096, "kv_channels": 128, "multi_query_attention": True,
+            "multi_query_group_num": 2, "num_attention_heads": 32, "num_layers": 28, "padded_vocab_size": 65024,
+            "rmsnorm": True, "seq_length": 8192, "tie_word_embeddings": False}
+BAICHUAN2_7B = {"architectures": ["BaichuanForCausalLM"], "model_type": "baichuan", "hidden_size": 4096,
+                "intermediate_size": 11008, "max_position_embeddings": 4096, "num_attention_heads": 32,
+                "num_hidden_layers": 32, "tie_word_embeddings": False, "vocab_size": 125696}
+PHI2_MSFT = {"architectures": ["PhiForCausalLM"], "model_type": "phi-msft", "n_embd": 2560, "n_head": 32,
+             "n_head_kv": None, "n_inner": None, "n_layer": 32, "n_positions": 2048, "rotary_dim": 32,
+             "tie_word_embeddings": False, "vocab_size": 51200}
+SANTACODER = {"architectures": ["GPTBigCodeForCausalLM"], "n_embd": 2048, "n_head": 16, "n_inner": 8192, "n_layer": 24,
+              "vocab_size": 49280, "model_type": "gpt_bigcode"}
+
+
+@pytest.mark.parametrize(("cfg", "total"), [
+    (QWEN1_7B, 7_721_324_544), (CHATGLM3, 6_243_584_000), (BAICHUAN2_7B, 7_505_973_248),
+    (PHI2_MSFT, 2_779_683_840), (SANTACODER, 1_120_692_224),
+])
+def test_legacy_families_parameter_counts(cfg: dict[str, object], total: int) -> None:
+    assert from_hf_config(cfg).total_params == total
+
+
+def test_gpt_bigcode_is_multi_query_with_learned_positions() -> None:
+    a = from_hf_config({**SANTACODER, "n_positions": 2048})
+    assert (a.kv_heads, a.linears[0].name, a.linears[0].out_features) == (1, "c_attn", 2048 + 2 * 128)
+    assert a.total_params == 1_120_692_224 + 2048 * 2048  # wpe [n_positions, n_embd]
+    assert a.tied_embeddings and a.default_lora_targets == ("c_attn",)
+
+
+def test_family_without_peft_default_needs_target_modules() -> None:
+    run = {"model_config": PHI2_MSFT, "method": "lora", "max_seq_length": 256, "per_device_train_batch_size": 1}
+    with pytest.raises(SizingError) as err:
+        estimate(run)
+    assert (err.value.code, err.value.field) == ("target_modules_required", "target_modules")
+    est = estimate({**run, "target_modules": ["Wqkv", "out_proj"], "r": 8})
+    assert est.detail["trainable_params"] == 32 * 8 * ((2560 + 7680) + (2560 + 2560))
+
+
+def test_encoder_decoder_refused_by_name() -> None:
+    t0 = {"architectures": ["T5ForConditionalGeneration"], "d_ff": 5120, "d_model": 2048, "num_heads": 32,
+          "num_layers": 24, "vocab_size": 32128}  # bigscience/T0_3B as stored in shared/ (no model_type)
+    with pytest.raises(SizingError) as err:
+        from_hf_config(t0)
+    assert (err.value.code, err.value.field) == ("encoder_decoder_unsupported", "model_config.model_type")
+
+
+@pytest.mark.parametrize(("field", "value"), [("num_hidden_layers", 10**9), ("hidden_size", 10**12),
+                                              ("vocab_size", 10**10)])
+def test_absurd_sizes_refused(field: str, value: int) -> None:
+    cfg = {**BAICHUAN2_7B, "model_type": "llama", field: value}
+    with pytest.raises(SizingError) as err:
+        from_hf_config(cfg)
+    assert (err.value.code, err.value.field) == ("model_config_invalid", f"model_config.{field}")
+
+
+# Qwen/Qwen-7B-Chat-Int4's quantization_config (shared/validation/model_configs).
+GPTQ_QC = {"bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "static_groups": False, "sym": True,
+           "true_sequential": True, "quant_method": "gptq"}
+
+
+def test_gptq_linear_bytes_by_hand() -> None:
+    from sizing.memory.weights import bytes_gptq
+
+    # c_attn 4096 -> 12288 at 4 bits, group 128: qweight 4096*12288/2; 32 groups: qzeros 32*12288/2,
+    # scales fp16 2*32*12288; g_idx int32 4*4096.
+    assert bytes_gptq(4096, 12288, 4, 128, awq=False) == (25_165_824, 196_608 + 786_432 + 16_384)
+    assert bytes_gptq(4096, 12288, 4, 128, awq=True) == (25_165_824, 196_608 + 786_432)
+    assert bytes_gptq(4096, 4096, 4, -1, awq=False) == (8_388_608, 4096 // 2 + 2 * 4096 + 4 * 4096)
+
+
+def test_gptq_checkpoint_accepted_for_lora_refused_otherwise() -> None:
+    cfg = {**QWEN1_7B, "quantization_config": GPTQ_QC}
+    run = {"model_config": cfg, "method": "lora", "target_modules": ["c_attn"], "r": 8, "max_seq_length": 256,
+           "per_device_train_batch_size": 1, "torch_dtype": "float16"}
+    est = estimate(run)
+    plain = estimate({**run, "model_config": QWEN1_7B})
+    # the int4 body is about a quarter of the fp16 body: embeddings and lm_head (2 x 151936 x 4096 fp16) stay
+    assert est.detail["param_bytes"] < 0.45 * plain.detail["param_bytes"]
+    for method in ("qlora", "full"):
+        with pytest.raises(SizingError) as err:
+            estimate({**run, "method": method})
+        assert (err.value.code, err.value.field) == ("conflict", "method")
+
+
+def test_unknown_quantization_format_refused() -> None:
+    aqlm = {"quant_method": "aqlm", "nbits_per_codebook": 16}
+    cfg = {**BAICHUAN2_7B, "model_type": "llama", "quantization_config": aqlm}
+    with pytest.raises(SizingError) as err:
+        from_hf_config(cfg)
+    assert (err.value.code, err.value.field) == ("unsupported_quantization",
+                                                 "model_config.quantization_config.quant_method")
+
+
+MIXTRAL = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+           "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
+           "vocab_size": 32000, "max_position_embeddings": 32768}
+
+
+def test_mixtral_router_rank_above_width_is_legal() -> None:
+    # LitGPT's router is nn.Linear(n_embd, n_expert): 8 wide; PEFT accepts r=16 on it (only r > 0 is checked).
+    est = estimate({"model_config": MIXTRAL, "framework": "litgpt", "method": "lora", "r": 16,
+                    "target_modules": ["gate", "w1"], "max_seq_length": 128, "per_device_train_batch_size": 1})
+    assert est.detail["trainable_params"] == 32 * 16 * ((4096 + 8) + 8 * (4096 + 14336))
+
+
+def test_transformers5_moe_experts_are_not_linear() -> None:
+    run = {"model_config": MIXTRAL, "method": "lora", "r": 8, "max_seq_length": 128, "per_device_train_batch_size": 1}
+    # all-linear reaches the attention projections only (router and experts are bare parameters)
+    est = estimate({**run, "target_modules": "all-linear"})
+    attn = 8 * ((4096 + 4096) + 2 * (4096 + 1024) + (4096 + 4096))
+    assert est.detail["trainable_params"] == 32 * attn
+    with pytest.raises(SizingError) as err:
+        estimate({**run, "target_modules": ["w1"]})
+    assert err.value.code == "target_not_linear"
+    # bitsandbytes converts nn.Linear only: QLoRA leaves the 45.1 B expert parameters in bf16
+    q = estimate({**run, "method": "qlora", "target_modules": ["q_proj"]}).detail["param_bytes"]
+    assert q > 2 * 32 * 8 * 3 * 4096 * 14336

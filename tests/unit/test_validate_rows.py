@@ -1,0 +1,164 @@
+"""The generic CSV-row mapping (scripts/validate_rows.py) on literal rows copied from validation/measurements.csv;
+each expected field is read off the row's own text by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import validate_rows as vr  # noqa: E402
+from sizing import estimate  # noqa: E402
+
+HEADER = ("row_id,source_id,model,method,method_detail,base_weight_dtype,quantization,double_quant,lora_rank,"
+          "lora_alpha,lora_target_modules,lora_dropout,seq_len,seq_len_mode,micro_batch_size,grad_accum_steps,"
+          "gradient_checkpointing,optimizer,mixed_precision,attention_impl,other_memory_settings,framework,"
+          "framework_version,num_gpus,sharding,gpu_model,metric_kind,peak_memory_reported,peak_memory_unit,"
+          "unit_basis,peak_memory_gib,usable_for_scoring")
+# R063 (LitGPT QLoRA), R133 (Answer.AI FSDP QLoRA), R116 (torchtune 405B, GB printed but GiB logged),
+# R064 (out of memory), R008 (AdaLoRA), as they stand in validation/measurements.csv (columns trimmed).
+ROWS = HEADER + "\n" + "\n".join([
+    'R063,S03_litgpt_config_hub,meta-llama/Llama-2-7b-hf,qlora,QLoRA (litgpt finetune_lora --quantize bnb.nf4),'
+    '"nf4 4-bit linear weights, rest bf16",bnb nf4 (4-bit),"no (bnb.nf4, not nf4-dq)",32,16,"query,value",0.05,512,'
+    '"max_seq_length=512 truncation; Alpaca2k samples padded to longest in batch; longest sample placed first",2,'
+    'global_batch_size/micro_batch_size (see yaml),no (single device),bnb.optim.PagedAdamW (32-bit paged),'
+    'bf16-true,torch SDPA (litgpt CausalSelfAttention),litgpt chunked lm_head/cross-entropy,LitGPT,'
+    'commit 5895df100 (table row last changed),1,none,NVIDIA A10G (24 GB),'
+    '"torch.cuda.max_memory_allocated() (\'Memory used\' printed at end of run, incl. validation/generation)",'
+    '13.68,GB,decimal 1e9 (litgpt prints /1e9),12.74,yes',
+    'R133,S11_answerai_fsdp_qlora,meta-llama/Llama-2-7b-hf,qlora,QLoRA via bnb Linear4bit + HF PEFT under FSDP,'
+    '"nf4 4-bit (bnb Linear4bit, quant_storage bf16), rest bf16",bnb nf4 (4-bit),'
+    '"bnb Linear4bit default compress_statistics=True (yes, not set explicitly)",64,16,'
+    '"k_proj,q_proj,v_proj,up_proj,down_proj,gate_proj (no o_proj)",0.1,2048,'
+    'fixed (dummy dataset truncated to context_length),10 (per GPU),1,"yes (reentrant, per template command)",'
+    '"torch.optim.AdamW (non-fused, lr 1e-5, wd 0.1)","precision=bf16 (pure bf16, no FSDP MixedPrecision policy)",'
+    'sdpa,no CPU offload; low_memory loading,'
+    'Answer.AI fsdp_qlora train.py (HF transformers + PEFT + bitsandbytes + PyTorch FSDP),'
+    'Feb-Mar 2024 (torch ~2.2),2,FSDP FULL_SHARD,RTX 3090 (24 GB),'
+    '"torch.cuda.max_memory_reserved() from start of training through step 4 (text: \'reported peak reserved '
+    'memory\')",20.97,GiB,binary GiB (code divides by 2**30),20.97,yes',
+    'R116,S08_torchtune_readme_2024_09,meta-llama/Llama-3.1-405B-Instruct,qlora,QLoRA,'
+    '"NF4 (torchao) linear weights, rest bf16",NF4 (torchao),yes (torchao NF4 scaler quantization),16,32,'
+    '"q_proj,v_proj,k_proj,output_proj + MLP",0.0 (config),2048,packed to 2048 (every sample exactly 2048 tokens),'
+    '2,1 (no gradient accumulation),yes,torch.optim.AdamW fused,'
+    'none: dtype=bf16 for all params (incl. LoRA) and optimizer states,'
+    'torchtune _sdpa_or_flex_attention (flex attention for packed data when available),'
+    'torch.compile enabled; CEWithChunkedOutputLoss (except 405B config uses nn.CrossEntropyLoss),torchtune,'
+    'torchtune @30b8519e8 (2024-09-24),8,FSDP FULL_SHARD,A100,'
+    'torchtune \'Peak Memory per GPU\' (alloc/reserved/active not stated),44.8,GB,'
+    '"printed \'GB\' (ambiguous; torchtune logged GiB at this commit)",,caution',
+    'R064,S03_litgpt_config_hub,meta-llama/Llama-2-7b-hf,full,full fine-tuning (litgpt finetune_full),bf16,none,,,,,,'
+    '512,"max_seq_length=512 truncation; Alpaca2k samples padded to longest in batch; longest sample placed first",4,'
+    'global_batch_size/micro_batch_size (see yaml),FSDP activation checkpointing on Block if devices>1,'
+    '"torch.optim.AdamW (betas 0.9,0.95) in bf16",bf16-true,torch SDPA (litgpt CausalSelfAttention),'
+    'litgpt chunked lm_head/cross-entropy,LitGPT,commit 5895df100 (table row last changed),'
+    'table: 4; yaml devices: 4,FSDP (litgpt uses FSDPStrategy when devices>1),NVIDIA A10G (24 GB),'
+    '"torch.cuda.max_memory_allocated() (\'Memory used\' printed at end of run, incl. validation/generation)",,GB,'
+    'decimal 1e9 (litgpt prints /1e9),,oom',
+    'R008,S01_peft_metamathqa,meta-llama/Llama-3.2-3B,other,AdaLoRA,"bf16 (pure bf16 weights, use_amp=false)",none,,'
+    ',,,,768,max (truncation),4,1,no,torch.optim.AdamW,"none (model loaded in bf16, no autocast)",'
+    'transformers default (attn_implementation=None -> sdpa),,custom PyTorch training loop + HF PEFT,'
+    'torch 2.13.0+cu130,1,none,NVIDIA L40S,torch.cuda.max_memory_reserved(),1,bytes,bytes (exact),20.1,caution',
+])
+
+
+def rows() -> dict[str, dict[str, str]]:
+    return {r["row_id"]: r for r in csv.DictReader(io.StringIO(ROWS))}
+
+
+def test_litgpt_qlora_row() -> None:
+    case = vr.row_case(rows()["R063"])
+    c = case.config
+    assert (c["model"], c["method"], c["framework"]) == ("meta-llama/Llama-2-7b-hf", "qlora", "litgpt")
+    assert (c["load_in_4bit"], c["bnb_4bit_quant_type"], c["bnb_4bit_use_double_quant"]) == (True, "nf4", False)
+    assert (c["r"], c["lora_alpha"], c["lora_dropout"], c["target_modules"]) == (32, 16.0, 0.05, ["query", "value"])
+    assert (c["max_seq_length"], c["packing"], c["per_device_train_batch_size"]) == (512, False, 2)
+    assert (c["gradient_checkpointing"], c["optim"], c["bf16"], c["torch_dtype"]) == (
+        False, "paged_adamw_32bit", False, "bfloat16")
+    assert (c["loss_implementation"], c["gpu"], c["num_gpus"]) == ("chunked_ce", "A10G-24GB", 1)
+    assert "gradient_accumulation_steps" not in c  # "see yaml": not stated, the default
+    assert (case.tier, case.metric, case.measured_gib, case.source) == ("allocated", "allocated", 12.74, "S03")
+    est = estimate(c)  # the engine accepts LitGPT's role names on Llama's separate q/v projections
+    assert est.detail["trainable_params"] == 32 * 32 * (4096 + 4096 + 4096 + 4096)
+
+
+def test_answerai_fsdp_qlora_row() -> None:
+    c = vr.row_case(rows()["R133"]).config
+    assert (c["framework"], c["num_gpus"], c["parallelism"]) == ("custom", 2, "fsdp")
+    assert "cpu_offload" not in c  # "no CPU offload"
+    assert (c["bnb_4bit_quant_storage"], c["bnb_4bit_use_double_quant"]) == ("bfloat16", True)
+    # "(no o_proj)" takes o_proj out, it does not add it
+    assert c["target_modules"] == ["k_proj", "q_proj", "v_proj", "up_proj", "down_proj", "gate_proj"]
+    assert (c["packing"], c["per_device_train_batch_size"], c["optim"], c["bf16"]) == (True, 10, "adamw_torch", False)
+    assert c["prepare_model_for_kbit_training"] is False  # train.py does not call it and the row does not say so
+    assert c["gpu"] == "RTX-3090-24GB"
+
+
+def test_torchtune_row_version_units_and_unstated_metric() -> None:
+    case = vr.row_case(rows()["R116"])
+    c = case.config
+    assert (c["framework"], c["framework_version"]) == ("torchtune", "0.3")  # 2024-09-24: after the v0.3.0 tag
+    assert (c["quantization_backend"], c["torch_compile"], c["optim"]) == ("torchao", True, "adamw_torch_fused")
+    assert c["target_modules"] == ["q_proj", "v_proj", "k_proj", "output_proj", "mlp"]
+    assert case.measured_gib == 44.8  # printed "GB" but logged in GiB at that commit
+    assert case.tier == "unstated"
+    assert c["gpu"] == "A100-SXM-80GB"  # memory not stated: the largest SXM variant, said in the assumptions
+    assert any("A100" in a for a in case.assumptions)
+
+
+def test_oom_row_and_devices_over_table() -> None:
+    case = vr.row_case(rows()["R064"])
+    assert case.measured_gib is None and case.oom_gpu == "A10G-24GB"
+    assert (case.config["num_gpus"], case.config["parallelism"], case.config["gradient_checkpointing"]) == (
+        4, "fsdp", True)
+
+
+def test_other_peft_methods_refused_with_code() -> None:
+    with pytest.raises(vr.RowRefused) as err:
+        vr.row_case(rows()["R008"])
+    assert err.value.code == "row_method_not_modelled"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", None), ("PEFT defaults for the architecture (T5: q,v; BLOOM: query_key_value)", None),
+    ("all-linear", "all-linear"), ("q_proj,v_proj (if default)", ["q_proj", "v_proj"]),
+    ("all (query,key,value,projection,mlp,head)", ["query", "key", "value", "projection", "mlp", "lm_head"]),
+    ("q_proj,k_proj,v_proj,output_proj + MLP + final output projection",
+     ["q_proj", "k_proj", "v_proj", "output_proj", "mlp", "lm_head"]),
+])
+def test_target_module_texts(text: str, expected: object) -> None:
+    assert vr.target_modules(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("NVIDIA L40S", "L40S-48GB"), ("RTX 4090 (24 GB)", "RTX-4090-24GB"), ("4090", "RTX-4090-24GB"),
+    ("A100 80GB", "A100-SXM-80GB"), ("A6000", "RTX-A6000-48GB"), ("H100 80GB", "H100-SXM-80GB"),
+    ("not stated", None), ("40 GB GPUs (text: '2X40GB GPUs'; model not named)", None),
+])
+def test_gpu_texts(text: str, expected: str | None) -> None:
+    assert vr.match_gpu(text)[0] == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("peak memory *active* (torch.cuda.memory_stats active_bytes.all.peak)", "active"),
+    ("TorchTracemalloc in example scripts (torch.cuda.max_memory_allocated, total = begin + peak delta)", "allocated"),
+    ("torchtune peak memory per GPU (stat not named; README earlier said 'peak memory reserved')", "reserved"),
+    ("unspecified; values read off a GPU-memory screenshot/text (likely nvidia-smi-style device memory)", "device"),
+    ("torchtune 'Peak Memory per GPU' (alloc/reserved/active not stated)", "unstated"),
+])
+def test_metric_texts(text: str, expected: str) -> None:
+    assert vr.metric(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("TorchTune @e802c057d (2024-02-08)", "0.0"), ("torchtune @fef3ed10d (2024-04-16)", "0.1"),
+    ("torchtune @1814feb17 (2024-11-18)", "0.4"), ("~March 2024", "0.0"), ("torchtune 0.2.1", "0.2.1"),
+])
+def test_torchtune_versions_from_dates(text: str, expected: str) -> None:
+    assert vr.torchtune_version(text.lower()) == expected
