@@ -4,6 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The calculator's suites need Debian chromium (tests/browser) and Node + npm (tests/pyodide, the Pyodide
+# runtime). Without them those tests skip and say why; under CI=true they cannot be skipped: fail now.
+missing=""
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing="$missing chromium"
+command -v npm >/dev/null || missing="$missing npm"
+command -v node >/dev/null || missing="$missing node"
+if [ -n "$missing" ]; then
+  case "${CI:-}" in
+    1|[Tt]rue|TRUE|[Yy]es|YES|[Oo]n|ON)
+      echo "CI=true, but missing:$missing; tests/browser and tests/pyodide cannot run" >&2
+      exit 1 ;;
+  esac
+  echo "missing:$missing; tests/browser and tests/pyodide will skip (under CI=true they fail)" >&2
+fi
+
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
@@ -13,15 +28,12 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt
 # Calculator: self-hosted Pyodide from npm (exact version in package.json / package-lock.json; the build copies
 # it into the site) and Playwright (pinned) driving Debian's /usr/bin/chromium (no browser download).
-# Without npm or chromium, tests/pyodide and tests/browser skip and say why.
 if command -v npm >/dev/null; then
   npm ci --no-audit --no-fund --loglevel=error
-else
-  echo "npm not found: the calculator runtime is not installed; tests/pyodide and tests/browser will skip" >&2
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check playwright==1.65.2
 
-.venv/bin/ruff check sizing scripts tests
-.venv/bin/mypy sizing scripts
+.venv/bin/ruff check sizing scripts tests recipes
+.venv/bin/mypy sizing scripts recipes
 .venv/bin/python -m pytest -q
 .venv/bin/python scripts/validate.py --summary

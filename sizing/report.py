@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .catalog import gpus
 from .errors import SizingError
 from .estimate import Estimate, estimate
 
 SCHEMA_VERSION = 1
-STATUSES = ("ok", "oom", "error")
+# interrupted: SIGTERM / SIGINT (the steps measured so far are kept); check_failed: the reload check failed
+STATUSES = ("ok", "oom", "error", "interrupted", "check_failed")
 # report peak key -> (estimate attribute, what it is comparable with)
 FIGURES = (
     ("allocated", "max_memory_allocated_bytes", "torch.cuda.max_memory_allocated"),
@@ -39,6 +41,12 @@ class TrialReport:
     failure: Mapping[str, Any] | None
     before_train: Mapping[str, Any] | None  # memory as training started (reports since it was added)
     data: Mapping[str, Any]
+
+    @property
+    def hardware(self) -> Mapping[str, Any] | None:
+        """The report's hardware section (None in reports that have none)."""
+        hw = self.data.get("hardware")
+        return hw if isinstance(hw, Mapping) else None
 
 
 def _malformed(message: str, field: str | None) -> SizingError:
@@ -148,9 +156,10 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _time(rep: TrialReport, est: Estimate) -> dict[str, Any]:
+def _time(rep: TrialReport, est: Estimate, refused: str | None) -> dict[str, Any]:
     """Measured step time and throughput next to the estimate's. The first optimizer step builds the
-    optimizer states and warms up kernels, so the median leaves it out when later steps exist."""
+    optimizer states and warms up kernels, so the median leaves it out when later steps exist. `refused`
+    names why the measured time is not comparable with the estimate (then no difference is given)."""
     done = [s for s in rep.steps if s.get("completed", True) and _number(s.get("seconds"))]
     timed = done[1:] if len(done) > 1 else done
     seconds = _median([float(s["seconds"]) for s in timed]) if timed else None
@@ -161,12 +170,47 @@ def _time(rep: TrialReport, est: Estimate) -> dict[str, Any]:
     t = est.time or {}
 
     def diff(estimated: Any, measured: float | None) -> float | None:
-        return None if estimated is None or not measured else round((estimated - measured) / measured * 100, 2)
+        if refused or estimated is None or not measured:
+            return None
+        return round((estimated - measured) / measured * 100, 2)
 
     return {"measured_step_seconds": seconds, "estimated_step_seconds": t.get("step_seconds"),
             "step_difference_percent": diff(t.get("step_seconds"), seconds),
             "measured_tokens_per_second": tps, "estimated_tokens_per_second": t.get("tokens_per_second"),
-            "tokens_difference_percent": diff(t.get("tokens_per_second"), tps), "steps_timed": len(timed)}
+            "tokens_difference_percent": diff(t.get("tokens_per_second"), tps), "steps_timed": len(timed),
+            "not_compared": refused}
+
+
+def _hardware(rep: TrialReport) -> dict[str, Any]:
+    """The report's GPU and process count against its configuration's `gpu` and `num_gpus`."""
+    hw = rep.hardware
+    cfg = rep.config
+    configured = cfg.get("gpu") if isinstance(cfg.get("gpu"), str) else None
+    num_gpus = cfg.get("num_gpus") if isinstance(cfg.get("num_gpus"), int) else 1
+    record = gpus().get(configured.lower()) if configured else None
+    expected = str(record.record.get("reported_name") or "") if record else ""
+    out: dict[str, Any] = {"configured_gpu": configured, "expected_name": expected or None, "measured_name": None,
+                           "gpu_matches": None, "num_gpus": num_gpus, "world_size": rep.world_size,
+                           "world_size_matches": rep.world_size == num_gpus, "timing": None, "memory": None}
+    if rep.world_size != num_gpus:
+        out["memory"] = (f"the trial ran {rep.world_size} process(es) but the configuration says num_gpus "
+                         f"{num_gpus}: the per-GPU figures are not comparable")
+    if hw is None:
+        return out  # an older report: nothing to check against
+    names = [g.get("name") for g in hw.get("gpus") or [] if isinstance(g, Mapping)]
+    local = hw.get("local_rank") if isinstance(hw.get("local_rank"), int) else 0
+    measured = hw.get("device_name") or (names[local] if 0 <= local < len(names) else None)
+    out["measured_name"] = measured
+    if not names:
+        out["timing"] = ("the trial ran without a GPU (CPU run): its step time is not comparable with the "
+                         "estimate for a GPU")
+        return out
+    if expected and measured:
+        out["gpu_matches"] = str(measured).strip().lower() == expected.strip().lower()
+        if not out["gpu_matches"]:
+            out["timing"] = (f"the trial ran on {measured}, the configuration names {configured} ({expected}): "
+                             "step times are not comparable")
+    return out
 
 
 def _before_train(rep: TrialReport, reserved_peak: int | None) -> dict[str, Any] | None:
@@ -191,16 +235,19 @@ def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
     if est is None:
         est = estimate(rep.config)
     ranges = est.range_bytes
+    hw = _hardware(rep)
     figures: dict[str, Any] = {}
     for name, key, what in FIGURES:
         estimated = int(getattr(est, f"{name}_bytes"))
         low, high = ranges[name]
         measured, step, reason = _measured(rep, key)
-        diff = None if not measured else round((estimated - measured) / measured * 100, 2)
+        if hw["memory"] and measured is not None:
+            reason = hw["memory"]
+        diff = None if not measured or hw["memory"] else round((estimated - measured) / measured * 100, 2)
         figures[name] = {"what": what, "estimated_bytes": estimated, "range_bytes": [low, high],
                          "measured_bytes": measured, "measured_step": step, "difference_bytes":
                          None if measured is None else estimated - measured, "difference_percent": diff,
-                         "within_range": None if measured is None else low <= measured <= high,
+                         "within_range": None if measured is None or hw["memory"] else low <= measured <= high,
                          "reason": reason}
     checks = rep.checks
     return {
@@ -208,8 +255,9 @@ def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
         "status": rep.status, "message": rep.message, "rank": rep.rank, "world_size": rep.world_size,
         "failure": dict(rep.failure) if rep.failure is not None else None,
         "steps": len(rep.steps), "peak_phase": est.peak_moment.phase, "confidence": est.confidence,
-        "figures": figures, "time": _time(rep, est),
+        "figures": figures, "time": _time(rep, est, hw["timing"]), "hardware": hw,
         "checks": {k: checks.get(k) for k in ("reload_matches", "eval_loss_before", "eval_loss_after")},
+        "failed_checks": [str(f) for f in checks.get("failed") or []],
     }
 
 
@@ -224,6 +272,9 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
     if cmp["status"] == "oom" and failure:
         lines.append(f"  out of memory at step {failure.get('step') or '-'} ({failure.get('phase')}); "
                      f"peak allocated in that step {_gib(failure.get('peak_allocated_bytes'))} GiB")
+    lines += [f"  check failed: {f}" for f in cmp.get("failed_checks") or []]
+    hw = cmp.get("hardware") or {}
+    lines += [f"  not compared: {hw[k]}" for k in ("memory",) if hw.get(k)]
     lines += ["", f"{'GiB':<10} {'estimate':>9} {'range':>15} {'measured':>9} {'diff %':>8}  comparable with"]
     notes: list[str] = []
     for name, fig in cmp["figures"].items():
@@ -254,6 +305,8 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
     lines.append(f"step time: measured {sec(t['measured_step_seconds'])} s (median of {t['steps_timed']} step(s)), "
                  f"estimated {sec(t['estimated_step_seconds'])} s; tokens/s measured "
                  f"{sec(t['measured_tokens_per_second'])}, estimated {sec(t['estimated_tokens_per_second'])}")
+    if t.get("not_compared"):
+        lines.append(f"step time not compared: {t['not_compared']}")
     lines.append(f"checks: reload matches {c['reload_matches'] if c['reload_matches'] is not None else '-'}, "
                  f"eval loss {num(c['eval_loss_before'])} -> {num(c['eval_loss_after'])}")
     return "\n".join(lines)

@@ -263,8 +263,10 @@ def request_html(lang: str) -> str:
                          f'name="{name}" id="req-{name}">{err}</div>')
     parts.append("</fieldset></form>")
     words = {key[3:]: T(lang, key) for key in TEXT if key.startswith("rq_")}
-    words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "copied")})
+    words.update({key: T(lang, key) for key in ("not_installed", "bad_mime", "timeout", "stalled", "error", "http",
+                                                "copied")})
     words.update({key: T(lang, key) for key in TEXT if key.startswith("e_")})  # sizing's refusals
+    words.update({f"f_{name}": T(lang, f"f_{name}") for name, _, _ in FIELDS})  # a refused field's label
     kinds = {name: {"json": "json", "text": "list"}.get(kind, kind) for name, kind, _ in FIELDS}
     data = json.dumps({"lang": lang, "text": words, "defaults": default_config(), "kinds": kinds},
                       ensure_ascii=False).replace("</", "<\\/")

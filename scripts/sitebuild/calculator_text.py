@@ -82,13 +82,31 @@ TEXT: dict[str, dict[str, str]] = {
     "status_busy": {"ru": "Пересчёт…", "uz": "Qayta hisoblanmoqda…", "en": "Recomputing…"},
     "status_failed": {"ru": "Калькулятор не загрузился: ", "uz": "Kalkulyator yuklanmadi: ",
                       "en": "The calculator failed to load: "},
-    "not_installed": {"ru": "среда выполнения калькулятора не установлена (calculator runtime not installed)",
-                      "uz": "kalkulyator muhiti o‘rnatilmagan (calculator runtime not installed)",
-                      "en": "calculator runtime not installed"},
+    "not_installed": {"ru": "среда выполнения калькулятора не установлена", "uz": "kalkulyator muhiti "
+                      "o‘rnatilmagan", "en": "calculator runtime not installed"},
     "bad_mime": {"ru": "сервер отдаёт .wasm не как application/wasm", "uz": "server .wasm ni application/wasm "
                  "sifatida bermayapti", "en": "the server does not serve .wasm as application/wasm"},
-    "timeout": {"ru": "Pyodide не ответил за 60 с", "uz": "Pyodide 60 s ichida javob bermadi",
-                "en": "Pyodide did not answer within 60 s"},
+    "timeout": {"ru": "Pyodide не запустился за 90 с после загрузки файлов", "uz": "Pyodide fayllar yuklangach 90 s "
+                "ichida ishga tushmadi", "en": "Pyodide did not start within 90 s of the downloads"},
+    "stalled": {"ru": "загрузка остановилась (20 с без данных)", "uz": "yuklash to‘xtab qoldi (20 s davomida "
+                "ma’lumot kelmadi)", "en": "the download stalled (no data for 20 s)"},
+    "error": {"ru": "внутренняя ошибка калькулятора", "uz": "kalkulyatorning ichki xatosi",
+              "en": "an internal error of the calculator"},
+    "http": {"ru": "сервер не отдал файл калькулятора", "uz": "server kalkulyator faylini bermadi",
+             "en": "the server did not serve a calculator file"},
+    "retry": {"ru": "Загрузить снова", "uz": "Qayta yuklash", "en": "Load again"},
+    "status_link": {"ru": "Считается ваша конфигурация: калькулятор загружается, серые числа ниже — пока для "
+                    "настроек по умолчанию.", "uz": "Sizning konfiguratsiyangiz hisoblanmoqda: kalkulyator "
+                    "yuklanmoqda, pastdagi kulrang raqamlar hozircha standart sozlamalar uchun.",
+                    "en": "Computing your configuration: the calculator is loading; the grey numbers below are still "
+                    "the default configuration's."},
+    "status_refused": {"ru": "Для этой конфигурации оценки нет: причина — над числами.", "uz": "Bu konfiguratsiya "
+                       "uchun baho yo‘q: sababi raqamlar ustida.",
+                       "en": "No estimate for this configuration: the reason is above the numbers."},
+    "status_build_numbers": {"ru": "Числа ниже посчитаны при сборке сайта для настроек по умолчанию.",
+                             "uz": "Pastdagi raqamlar sayt yig‘ilganda standart sozlamalar uchun hisoblangan.",
+                             "en": "The numbers below were computed when the site was built, for the default "
+                             "configuration."},
     "no_worker": {"ru": "браузер не поддерживает модульные Web Worker", "uz": "brauzer modul Web Workerni "
                   "qo‘llamaydi", "en": "this browser has no module Web Workers"},
     "noscript": {"ru": "Калькулятору нужен JavaScript: выше — расчёт для настроек по умолчанию. Любую конфигурацию "
@@ -132,12 +150,15 @@ TEXT: dict[str, dict[str, str]] = {
                         "qo‘ying", "en": "Choose a model or paste a config.json"},
     "e_conflict": {"ru": "Несовместимые параметры ({field})", "uz": "Mos kelmaydigan parametrlar ({field})",
                    "en": "Conflicting settings ({field})"},
-    "e_rank_too_large": {"ru": "Ранг больше ширины слоя", "uz": "Rang qatlam kengligidan katta",
-                         "en": "The rank exceeds the layer width"},
-    "e_seq_too_long": {"ru": "Последовательность длиннее, чем поддерживает модель", "uz": "Ketma-ketlik model "
-                       "qo‘llaydigandan uzun", "en": "The sequence is longer than the model supports"},
+    "e_rank_too_large": {"ru": "r={value} больше ширины целевого слоя ({max})", "uz": "r={value} maqsadli qatlam "
+                         "kengligidan ({max}) katta", "en": "r={value} exceeds the width of a targeted layer ({max})"},
+    "e_seq_too_long": {"ru": "max_seq_length {value} больше, чем поддерживает модель ({max})", "uz": "max_seq_length "
+                       "{value} model qo‘llaydigandan ({max}) katta",
+                       "en": "max_seq_length {value} exceeds what the model supports ({max})"},
     "e_unknown_field": {"ru": "Неизвестное поле {field}", "uz": "Noma’lum maydon {field}",
                         "en": "Unknown field {field}"},
+    "e_gpu_required": {"ru": "Для этого ответа нужен GPU: выберите его", "uz": "Bu javob uchun GPU kerak: uni tanlang",
+                       "en": "This answer needs a GPU: choose one"},
     "e_unknown_gpu": {"ru": "GPU нет в каталоге", "uz": "GPU katalogda yo‘q", "en": "The GPU is not in the catalog"},
     "e_unknown_model": {"ru": "Модели нет в каталоге", "uz": "Model katalogda yo‘q",
                         "en": "The model is not in the catalog"},
@@ -165,6 +186,12 @@ TEXT: dict[str, dict[str, str]] = {
         "uz": "Bu modullar nn.Linear emas (transformers 5 dagi MoE ekspertlari): LoRA ularni o‘ramaydi",
         "en": "These modules are not nn.Linear (MoE experts in transformers 5): LoRA cannot wrap them"},
     "e_bad_json": {"ru": "Это не JSON", "uz": "Bu JSON emas", "en": "This is not JSON"},
+    "e_json_syntax": {"ru": "Это не JSON: ошибка в строке {line}, столбце {column}", "uz": "Bu JSON emas: "
+                      "{line}-qator, {column}-ustunda xato", "en": "This is not JSON: error at line {line}, column "
+                      "{column}"},
+    "e_json_too_deep": {"ru": "JSON вложен глубже {max} уровней: это не config.json модели", "uz": "JSON {max} "
+                        "darajadan chuqur joylashgan: bu model config.json fayli emas",
+                        "en": "The JSON nests deeper than {max} levels: this is not a model's config.json"},
     "e_not_utf8": {"ru": "Файл не в кодировке UTF-8", "uz": "Fayl UTF-8 kodlashida emas",
                    "en": "The file is not UTF-8 text"},
     "e_invalid_config": {"ru": "Конфигурация должна быть объектом JSON", "uz": "Konfiguratsiya JSON obyekti "
@@ -208,8 +235,12 @@ TEXT: dict[str, dict[str, str]] = {
     "rq_step_time": {"ru": "Время шага оптимизатора", "uz": "Optimizator qadami vaqti", "en": "Optimizer step time"},
     "rq_s_notes": {"ru": "Примечания", "uz": "Izohlar", "en": "Notes"},
     "rq_model": {"ru": "Модель", "uz": "Model", "en": "Model"},
-    "rq_custom_model": {"ru": "своя (config.json приложен)", "uz": "o‘zimizniki (config.json ilova qilingan)",
-                        "en": "custom (config.json attached)"},
+    "rq_custom_model": {"ru": "своя (config.json — ниже)", "uz": "o‘zimizniki (config.json — quyida)",
+                        "en": "custom (config.json below)"},
+    "rq_custom_model_bad": {"ru": "своя, но её config.json не читается как JSON (не приложен)",
+                            "uz": "o‘zimizniki, lekin config.json JSON sifatida o‘qilmaydi (ilova qilinmagan)",
+                            "en": "custom, but its config.json is not valid JSON (not attached)"},
+    "rq_s_config": {"ru": "config.json модели", "uz": "Modelning config.json fayli", "en": "The model's config.json"},
     "rq_revision": {"ru": "Ревизия", "uz": "Reviziya", "en": "Revision"},
     "rq_gated": {"ru": "Ограниченный доступ", "uz": "Cheklangan kirish", "en": "Gated"},
     "rq_yes": {"ru": "да", "uz": "ha", "en": "yes"},

@@ -104,7 +104,7 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
         parts[_kind(op)] += op.count * op_seconds(op, dev, floor)
         host += op.count * op.kernels * launch
         flops += op.count * op.flops
-    gpu_micro = sum(parts.values())
+    gpu_micro = math.fsum(parts.values())  # not sum(): CPython 3.12+ compensates float sums, 3.11 does not
     micro = max(gpu_micro, host)
     accum = cfg.gradient_accumulation_steps
     shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1

@@ -1,7 +1,8 @@
 """Browser tests of the calculator: one strict build, a local HTTP server on a free port, Debian chromium.
 
 Playwright (pip, pinned in scripts/test.sh) drives /usr/bin/chromium; no browser is downloaded. Without
-chromium, or without node_modules/pyodide (the page could not compute), the tests skip with the reason.
+chromium, Playwright or node_modules/pyodide (the page could not compute), the tests skip with the reason;
+under CI=true they fail instead (tests/needs.py).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import pytest
+
+from tests.needs import cannot_run
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -27,9 +30,8 @@ MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/jav
         ".whl": "application/zip", ".zip": "application/zip", ".py": "text/plain", ".md": "text/markdown"}
 
 
-def _skip(reason: str) -> None:
-    print(f"SKIP: {reason}")
-    pytest.skip(reason)
+def _skip(reason: str) -> NoReturn:
+    cannot_run(reason)
 
 
 class Handler(SimpleHTTPRequestHandler):

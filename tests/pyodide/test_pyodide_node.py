@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sitebuild import calculator_pages, pyodide_runtime, stdlib_trim
+from tests.needs import cannot_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,9 +59,7 @@ def reports() -> list[str]:
 @pytest.fixture(scope="module")
 def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if NODE is None or not (PYODIDE / "pyodide.mjs").is_file():
-        reason = "node or node_modules/pyodide missing (run `npm ci`)"
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
+        cannot_run("node or node_modules/pyodide missing (run `npm ci`)")  # under CI=true: a failure
     tmp = tmp_path_factory.mktemp("pyodide")
     name, data = calculator_pages.build_wheel()
     (tmp / name).write_bytes(data)

@@ -4,7 +4,8 @@
 // setAttribute only, never as HTML.
 import { h, makeRenderer } from "./calc_render.js";
 import { MAX_REPORT_BYTES, measuredParams, reportPanel } from "./calc_report.js";
-import { pageWorker } from "./calc_worker.js";
+import { parseJSON } from "./calc_json.js";
+import { newWorker, pageWorker } from "./calc_worker.js";
 
 const TRIAL = "trial.py config.json --data data.jsonl --out trial-out --max-steps 20";
 // Accelerate's own config for a sharded run (the recipe page shows both forms)
@@ -50,11 +51,11 @@ function main() {
         if (el.validity && el.validity.badInput) config[el.name] = "not a number";
         else config[el.name] = raw === "" ? null : Number.isFinite(n) ? n : raw;
       } else if (kind === "json" && raw !== "") {
-        try {
-          config.model_config = JSON.parse(raw);
+        const parsed = parseJSON(el.value); // untrimmed: the line and column are where the visitor sees them
+        if (parsed.error) local.push({ ...parsed.error, field: el.name });
+        else {
+          config.model_config = parsed.value;
           config.model = null;
-        } catch (err) {
-          local.push({ code: "bad_json", field: el.name, message: String(err.message || err), params: {} });
         }
       }
     }
@@ -93,43 +94,87 @@ function main() {
     }
   }
 
-  // --- errors -------------------------------------------------------------------------------------------
+  // --- status and errors ----------------------------------------------------------------------------------
+  // The status line says what the numbers below are: the build's default configuration (loading), being
+  // recomputed (busy), this configuration's (ready), none because sizing refused it (refused) or the
+  // build's numbers after the runtime failed (failed). Numbers that are not the form's are greyed.
+  const refusal = h("p", { id: "calc-refusal", class: "calc-error calc-refusal", "data-testid": "refusal",
+    role: "alert" });
+  const retry = h("button", { type: "button", class: "md-button calc-retry", id: "calc-retry",
+    "data-testid": "retry", hidden: "" }, t("retry"));
+  (document.getElementById("calc-results") || status).before(refusal);
+  status.after(retry);
+  let runtimeReady = false;
+  let failed = false;
+
+  function setStatus(state, text) {
+    status.dataset.state = state;
+    status.textContent = text;
+  }
+  function stale(yes) {
+    const results = document.getElementById("calc-results");
+    if (results) results.classList.toggle("calc-stale", yes);
+  }
+  // What the status says while no answer of the runtime is on the page.
+  function waiting() {
+    if (failed) return;
+    const own = toQuery() !== defaultQuery;
+    setStatus("loading", t(own ? "status_link" : "status_static"));
+    stale(own);
+  }
+
   function clearErrors() {
     for (const el of root.querySelectorAll("[data-error-for]")) el.textContent = "";
     for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
     general.textContent = "";
+    refusal.textContent = "";
   }
-  function showError(err) {
+  // A refusal in the page's language only (sizing's English message stays out), next to its field and
+  // where the numbers are; `keep` leaves the numbers as they are (they still belong to the form).
+  function showError(err, keep = false) {
     const params = err.params || {};
     const field = err.field || "";
     let text = t("e_" + err.code);
     if (text === "e_" + err.code) text = t("e_other");
     text = fmt.fill(text, { ...params, field });
-    if (err.message) text += " — " + String(err.message);
     const slot = field ? root.querySelector(`[data-error-for="${CSS.escape(field)}"]`) : null;
     (slot || general).textContent = text;
     const input = field ? form.querySelector(`[name="${CSS.escape(field)}"]`) : null;
     if (input) input.setAttribute("aria-invalid", "true");
-    const results = document.getElementById("calc-results");
-    if (results) results.classList.add("calc-stale");
+    refusal.textContent = text;
+    refusal.dataset.code = String(err.code);
+    if (keep) return;
+    stale(true);
+    if (runtimeReady && !failed) setStatus("refused", t("status_refused"));
   }
 
   // --- the worker -----------------------------------------------------------------------------------
   let latest = 0;
+  let latestQuery = "";
+  let pending = 0; // the compute sent and not fully answered yet
   let reportId = 0;
   let timer = null;
   let current = null; // the configuration of the latest answer
   let snippet = "";
-  let failed = false;
+  let defaultQuery = ""; // the form as the build filled it: the numbers first painted are its
+  let shownQuery = ""; // the configuration whose numbers are on the page
+  let answered = false; // the runtime has put numbers on the page
   let measured = {}; // from an imported trial report, for the rental request
   let measuredFor = null; // ...while the form still holds the report's configuration (its query)
 
   function fail(reason, detail) {
     failed = true;
+    runtimeReady = false;
+    pending = 0;
     if (progress) progress.hidden = true;
     doc.dataset.runtime = "failed";
-    status.dataset.state = "failed";
-    status.textContent = t("status_failed") + (reason in L ? t(reason) : reason) + (detail ? ` (${detail})` : "");
+    const why = reason in L ? t(reason) : t("error");
+    const built = answered ? "" : " " + t("status_build_numbers");
+    setStatus("failed", t("status_failed") + why + (reason === "http" && detail ? ` (${detail})` : "") + built);
+    status.dataset.detail = `${reason}: ${detail || ""}`; // for the curious, not shown
+    stale(toQuery() !== shownQuery);
+    retry.hidden = false;
+    retry.disabled = false;
   }
 
   function showReport(answer) {
@@ -147,59 +192,133 @@ function main() {
     linkRequest();
   }
 
+  // The runtime is up: whatever was asked meanwhile is answered, or the last refusal stands.
+  function onReady(msg) {
+    runtimeReady = true;
+    if (progress) progress.hidden = true;
+    doc.dataset.bootMs = String(Math.round(msg.ms));
+    doc.dataset.bootStages = JSON.stringify({ worker_created: Math.round(startedAt || -1), ...(msg.stages || {}) });
+    if (pending) {
+      doc.dataset.runtime = "busy";
+      setStatus("busy", t(toQuery() !== shownQuery ? "status_link" : "status_busy"));
+    } else {
+      doc.dataset.runtime = "ready";
+      setStatus(refusal.textContent ? "refused" : "ready", t(refusal.textContent ? "status_refused" : "status_ready"));
+    }
+  }
+
+  function onResult(msg) {
+    let result;
+    try {
+      result = JSON.parse(msg.json);
+    } catch {
+      result = { ok: false, error: { code: "internal", params: {} } };
+    }
+    clearErrors();
+    if (result.ok) {
+      fmt.render(result);
+      snippet = result.snippet;
+      shownQuery = latestQuery;
+      answered = true;
+    } else showError(result.error);
+    doc.dataset[msg.phase === "full" ? "computeMs" : "estimateMs"] = String(Math.round(msg.ms));
+    doc.dataset.shown = String(msg.id); // the peak on the page is this configuration's
+    if (msg.phase !== "full") return; // "ready" once the fit table is there too
+    pending = 0;
+    doc.dataset.runtime = "ready";
+    // navigation -> the runtime's first complete answer (the benchmark's figure)
+    if (!doc.dataset.readyAt) doc.dataset.readyAt = String(Math.round(performance.now()));
+    if (result.ok) setStatus("ready", t("status_ready"));
+  }
+
+  function attach(w) {
+    w.onerror = (event) => fail("error", event.message || "worker error");
+    w.onmessage = (event) => {
+      const msg = event.data || {};
+      if (msg.type === "failed") fail(msg.reason, msg.detail);
+      else if (msg.type === "progress" && progress) progress.value = msg.percent;
+      else if (msg.type === "ready") onReady(msg);
+      else if (msg.type === "report" && msg.id === reportId) showReport(JSON.parse(msg.json));
+      else if (msg.type === "result" && msg.id === latest) onResult(msg);
+    };
+  }
+
   if (!worker) {
     fail("no_worker", String(workerError));
-    return;
-  }
-  worker.onerror = (event) => fail("error", event.message || "worker error");
-  worker.onmessage = (event) => {
-    const msg = event.data;
-    if (msg.type === "failed") fail(msg.reason, msg.detail);
-    else if (msg.type === "progress" && progress) progress.value = msg.percent;
-    else if (msg.type === "ready") {
-      doc.dataset.bootMs = String(Math.round(msg.ms));
-      doc.dataset.bootStages = JSON.stringify({ worker_created: Math.round(startedAt || -1), ...(msg.stages || {}) });
-    } else if (msg.type === "report" && msg.id === reportId) showReport(JSON.parse(msg.json));
-    else if (msg.type === "result" && msg.id === latest) {
-      const result = JSON.parse(msg.json);
-      clearErrors();
-      if (result.ok) {
-        fmt.render(result);
-        snippet = result.snippet;
-      } else showError(result.error);
-      doc.dataset[msg.phase === "full" ? "computeMs" : "estimateMs"] = String(Math.round(msg.ms));
-      doc.dataset.shown = String(msg.id); // the peak on the page is this configuration's
-      if (msg.phase !== "full") return; // "ready" once the fit table is there too
-      doc.dataset.runtime = "ready";
-      // navigation -> the runtime's first complete answer (the benchmark's figure)
-      if (!doc.dataset.readyAt) doc.dataset.readyAt = String(Math.round(performance.now()));
-      status.dataset.state = "ready";
-      status.textContent = t("status_ready");
-      if (progress) progress.hidden = true;
+    retry.hidden = true; // a browser without module workers: trying again cannot help
+  } else attach(worker);
+  let worker_ = worker;
+
+  // After a failed load: a fresh worker (and fresh downloads), the form's configuration asked again.
+  retry.addEventListener("click", () => {
+    if (worker_) worker_.terminate();
+    const made = newWorker();
+    if (!made.worker) {
+      fail("no_worker", String(made.error));
+      return;
     }
-  };
+    worker_ = made.worker;
+    attach(worker_);
+    failed = false;
+    retry.hidden = true;
+    if (progress) {
+      progress.hidden = false;
+      progress.value = 0;
+    }
+    doc.dataset.runtime = "loading";
+    delete doc.dataset.readyAt;
+    compute();
+  });
 
   function compute() {
     timer = null;
-    const { config, local } = readForm();
+    let config;
+    let local;
+    try {
+      ({ config, local } = readForm());
+    } catch {
+      ({ config, local } = { config: {}, local: [{ code: "internal", field: null, params: {} }] });
+    }
     current = config;
     latest += 1;
-    if (local.length) {
+    latestQuery = toQuery();
+    let text = null;
+    if (!local.length) {
+      try {
+        text = JSON.stringify(config);
+      } catch {
+        local.push({ code: "json_too_deep", field: "model_config", params: { max: 64 } });
+      }
+    }
+    if (local.length || failed) {
+      pending = 0;
       clearErrors();
-      local.forEach(showError);
-      doc.dataset.runtime = failed ? "failed" : "ready";
+      local.forEach((err) => showError(err)); // with the runtime up: status "refused"
+      if (failed) stale(latestQuery !== shownQuery);
+      else if (runtimeReady) {
+        doc.dataset.runtime = "ready";
+        if (!local.length) setStatus("ready", t("status_ready"));
+      } else setStatus("loading", t("status_static")); // the refusal is shown, the runtime still loads
       return;
     }
-    worker.postMessage({ type: "compute", id: latest, config: JSON.stringify(config) });
+    pending = latest;
+    if (!runtimeReady) waiting();
+    worker_.postMessage({ type: "compute", id: latest, config: text });
   }
 
   function schedule() {
-    if (failed) return;
-    doc.dataset.runtime = "busy";
-    status.textContent = t("status_busy");
+    // The address and the request link follow the form even while the runtime loads or after it failed.
     const query = toQuery();
     history.replaceState(null, "", "?" + query + location.hash);
     linkRequest(query);
+    if (failed) {
+      compute(); // the form's own refusals still show; the numbers are greyed when they are not the form's
+      return;
+    }
+    if (runtimeReady) {
+      doc.dataset.runtime = "busy";
+      setStatus("busy", t("status_busy"));
+    } else waiting();
     if (timer) clearTimeout(timer);
     timer = setTimeout(compute, 60); // typing: one compute per pause; the worker drops stale ones too
   }
@@ -270,16 +389,19 @@ function main() {
   }
   search.addEventListener("input", () => filterModels());
   const upload = document.getElementById("calc-model-config-file");
+  // A file input fires "input" before "change": both stop here, or the form's recompute would clear the
+  // refusal of a file that is too big a moment after it is shown.
+  upload.addEventListener("input", (event) => event.stopPropagation());
   upload.addEventListener("change", async (event) => {
     event.stopPropagation();
     const file = upload.files && upload.files[0];
     if (!file) return;
     if (file.size > MAX_CONFIG_BYTES) {
       clearErrors();
-      showError({ code: "config_too_big", field: "model_config", params: {} });
+      showError({ code: "config_too_big", field: "model_config", params: {} }, true); // the form is unchanged
       return;
     }
-    doc.dataset.runtime = "busy"; // at once: reading the file takes a moment
+    if (runtimeReady) doc.dataset.runtime = "busy"; // at once: reading the file takes a moment
     form.querySelector('[name="model_config"]').value = await file.text();
     schedule();
   });
@@ -292,12 +414,14 @@ function main() {
       showReport({ ok: false, error: { code: "report_too_big", params: {} } });
       return;
     }
-    worker.postMessage({ type: "report", id: reportId, text: await file.text() });
+    if (worker_) worker_.postMessage({ type: "report", id: reportId, text: await file.text() });
   }
   reportFile.addEventListener("change", importReport);
 
   // --- start: the query wins over the defaults; compute at once (the worker queues until ready) ------
-  doc.dataset.runtime = "loading";
+  if (!failed) doc.dataset.runtime = "loading";
+  defaultQuery = toQuery();
+  shownQuery = defaultQuery;
   applyQuery(new URLSearchParams(location.search));
   linkRequest();
   form.addEventListener("input", schedule);
@@ -313,5 +437,5 @@ function main() {
   restored();
   window.addEventListener("load", restored);
   window.addEventListener("pageshow", restored);
-  replay(); // what the worker said before this script took it over
+  if (worker) replay(); // what the worker said before this script took it over
 }

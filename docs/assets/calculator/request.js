@@ -2,13 +2,9 @@
 // its own query), the estimate from the same Web Worker (Pyodide + sizing); the request is plain text
 // assembled with textContent. Anything that looks like a secret (tokens, keys, passwords) is refused.
 import { makeRenderer } from "./calc_render.js";
+import { parseJSON } from "./calc_json.js";
 import { pageWorker } from "./calc_worker.js";
-
-const SECRET_PATTERNS = [
-  /\bhf_[A-Za-z0-9]{20,}/, /\bsk-[A-Za-z0-9_-]{16,}/, /\bgh[pousr]_[A-Za-z0-9]{20,}/, /\bgithub_pat_[A-Za-z0-9_]{20,}/,
-  /\bAKIA[0-9A-Z]{16}\b/, /\bxox[abprs]-[A-Za-z0-9-]{10,}/, /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
-  /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\./, /\b(password|passwd|pwd|token|secret|api[_-]?key)\s*[:=]/i,
-];
+import { isSecret } from "./secret_filter.js";
 
 const root = document.getElementById("req");
 if (root && !root.dataset.bound) {
@@ -38,7 +34,14 @@ function main() {
     if (kind === "bool") config[key] = value === "true" || value === "1";
     else if (kind === "int" || kind === "float") config[key] = value === "" ? null : Number.isFinite(Number(value)) ? Number(value) : value;
     else if (kind === "list") config[key] = value === "all-linear" || value === "" ? value || null : value.split(",").map((s) => s.trim()).filter(Boolean);
-    else if (kind === "json") { if (value.trim()) { try { config.model_config = JSON.parse(value); config.model = null; } catch { config.model_config = value; } } }
+    else if (kind === "json") {
+      if (value.trim()) {
+        // a config.json that is not JSON (or nests absurdly deep) stays text: sizing refuses it, nothing throws
+        const parsed = parseJSON(value);
+        config.model_config = parsed.error ? value : parsed.value;
+        config.model = null;
+      }
+    }
     else config[key] = value;
   }
   const back = document.getElementById("req-back");
@@ -47,17 +50,26 @@ function main() {
   let estimate = null;
   let refused = [];
 
+  // A field's name as the visitor reads it: its label on this page (without the "(…)" hint), or the
+  // calculator's label for a field that came in the address.
+  function fieldLabel(name) {
+    const el = form.querySelector(`[name="${CSS.escape(name)}"]`);
+    const label = el && (el.id ? form.querySelector(`label[for="${CSS.escape(el.id)}"]`) : null) || (el && el.closest("label"));
+    const text = label ? label.textContent.replace(/\s*\([^)]*\)\s*$/, "").trim() : t("f_" + name);
+    return text && text !== "f_" + name ? text : name;
+  }
+
   function secretFields() {
     const found = [];
     for (const el of form.querySelectorAll("[name]")) {
       const value = el.type === "checkbox" ? "" : el.value;
       const slot = root.querySelector(`[data-error-for="${CSS.escape(el.name)}"]`);
-      const bad = SECRET_PATTERNS.some((re) => re.test(value));
+      const bad = isSecret(value);
       if (slot) slot.textContent = bad ? t("secret") : "";
-      if (bad) found.push(el.name);
+      if (bad) found.push(fieldLabel(el.name));
     }
-    for (const [key, value] of params) if (SECRET_PATTERNS.some((re) => re.test(value))) found.push(key);
-    return found;
+    for (const [key, value] of params) if (isSecret(value)) found.push(fieldLabel(key));
+    return [...new Set(found)];
   }
 
   // Figures of an imported trial report (the calculator adds them to its link as measured_*).
@@ -77,13 +89,19 @@ function main() {
     return out;
   }
 
+  // A catalog model by name; a pasted config.json only when there is one (and it is JSON).
+  function modelLine(c) {
+    if (c.model_config === null || c.model_config === undefined || c.model_config === "") return c.model;
+    return typeof c.model_config === "object" ? t("custom_model") : t("custom_model_bad");
+  }
+
   function line(label, value) { return value === null || value === undefined || value === "" ? null : `- ${label}: ${value}`; }
 
   function assemble() {
     refused = secretFields();
     const copyButtons = root.querySelectorAll("[data-needs-request]");
     if (refused.length) {
-      out.textContent = t("refused") + " " + refused.join(", ");
+      out.textContent = t("refused") + " " + refused.join("; ");
       out.dataset.refused = "true";
       copyButtons.forEach((b) => { b.disabled = true; });
       return;
@@ -95,7 +113,7 @@ function main() {
     const c = config;
     const targets = Array.isArray(c.target_modules) ? c.target_modules.join(", ") : c.target_modules;
     const lines = [t("title"), "", `## ${t("s_model")}`,
-      line(t("model"), c.model_config ? t("custom_model") : c.model), line(t("revision"), f.model_revision),
+      line(t("model"), modelLine(c)), line(t("revision"), f.model_revision),
       line(t("gated"), f.gated ? t("yes") : t("no")), "", `## ${t("s_method")}`,
       line("method", c.method), line("framework", c.framework), line("torch_dtype", c.torch_dtype),
       line("bf16 / fp16", `${c.bf16} / ${c.fp16}`),
@@ -127,6 +145,10 @@ function main() {
       const why = template === "e_" + err.code ? err.code
         : template.replace(/\{(\w+)\}/g, (m, k) => (k in params ? String(params[k]) : m));
       lines.push("", `## ${t("s_estimate")}`, `- ${t("no_estimate")}: ${why}${err.field ? ` (${err.field})` : ""}`);
+    }
+    // the config.json the model line says is attached, as it came in (the secret filter has read it)
+    if (c.model_config && typeof c.model_config === "object") {
+      lines.push("", `## ${t("s_config")}`, "```json", JSON.stringify(c.model_config, null, 2), "```");
     }
     const m = measured();
     if (m.length) lines.push("", `## ${t("s_measured")}`, ...m);

@@ -5,10 +5,81 @@
 // {type: "report", id, json}.
 const HERE = self.location.href;
 const BASE = new URL("../pyodide/", HERE).href;
-const TIMEOUT_MS = 60000;
+// No fixed limit on the whole load (12 MB take minutes on a slow link): a download that gets no byte for
+// STALL_MS fails, and so does a start that has nothing left to download yet is not up START_MS later.
+const STALL_MS = 20000;
+const START_MS = 90000;
 
 class BootError extends Error {
   constructor(reason, detail) { super(detail || reason); this.reason = reason; this.detail = detail || ""; }
+}
+
+// Every download of the boot, Pyodide's own included, goes through countingFetch: `open` requests are
+// waiting for headers or bytes, `lastByte` is when one last arrived (the watchdog's clock).
+let open = 0;
+let lastByte = performance.now();
+const networkFetch = self.fetch.bind(self);
+async function countingFetch(input, init) {
+  open += 1;
+  lastByte = performance.now();
+  let closed = false;
+  const close = () => {
+    if (!closed) {
+      closed = true;
+      open -= 1;
+      lastByte = performance.now();
+    }
+  };
+  let response;
+  try {
+    response = await networkFetch(input, init);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  lastByte = performance.now();
+  if (!response.body || response.status < 200) {
+    close();
+    return response;
+  }
+  const reader = response.body.getReader();
+  const body = new ReadableStream({
+    async pull(controller) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        close();
+        throw err;
+      }
+      if (chunk.done) {
+        close();
+        controller.close();
+        return;
+      }
+      lastByte = performance.now();
+      controller.enqueue(chunk.value);
+    },
+    cancel(reason) {
+      close();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+self.fetch = countingFetch;
+
+// The boot, or a BootError when a download stalls or the start hangs.
+function watched(promise) {
+  return new Promise((resolve, reject) => {
+    const timer = setInterval(() => {
+      const idle = performance.now() - lastByte;
+      if (open > 0 && idle > STALL_MS) {
+        reject(new BootError("stalled", `${Math.round(idle / 1000)} s without data, ${open} download(s) open`));
+      } else if (open === 0 && idle > START_MS) reject(new BootError("timeout", `${START_MS / 1000} s`));
+    }, 1000);
+    promise.then(resolve, reject).finally(() => clearInterval(timer));
+  });
 }
 
 async function fetchOk(url) {
@@ -125,15 +196,7 @@ async function boot() {
   return { bridge, ms: performance.now() - t0 };
 }
 
-function withTimeout(promise) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new BootError("timeout", `${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const runtime = withTimeout(boot()).then(
+const runtime = watched(boot()).then(
   (rt) => { self.postMessage({ type: "ready", ms: rt.ms, stages }); return rt; },
   (err) => {
     self.postMessage({ type: "failed", reason: err.reason || "error", detail: String(err.detail || err.message || err) });

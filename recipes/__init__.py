@@ -1,0 +1,1 @@
+# Runnable recipes shipped with the site; each is built into one downloadable file (recipes/build.py).

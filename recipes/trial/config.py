@@ -1,0 +1,137 @@
+# The run configuration: sizing's own normalisation (embedded in the built file), then what this run can honour.
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sizing.config import config_to_dict, parse_config
+from sizing.errors import SizingError
+
+from .env import version
+
+
+class BadInput(Exception):
+    """A refusal the user can act on, found before any model is loaded: one line, exit status 2."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _normaliser() -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """sizing.contract.normalize when this sizing has it, else parse_config + config_to_dict (the same meaning)."""
+    try:
+        contract = importlib.import_module("sizing.contract")
+    except ImportError:
+        contract = None
+    normalize = getattr(contract, "normalize", None)
+    if callable(normalize):
+        return lambda raw: dict(normalize(raw))
+    return lambda raw: config_to_dict(parse_config(raw))
+
+
+def read_raw(path: str) -> dict[str, Any]:
+    """The configuration file as written (refused when unreadable or not an object)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BadInput(f"cannot read the configuration {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"the configuration {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"the configuration {path} must be a JSON object")
+    return data
+
+
+def normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field explicit, exactly as `sizing estimate` reads the same file."""
+    try:
+        return _normaliser()(raw)
+    except SizingError as err:
+        where = f" (field {err.field})" if err.field and err.field not in err.message else ""
+        raise BadInput(f"configuration: {err.message}{where}", err.field) from None
+
+
+def _refuse(field: str, message: str) -> BadInput:
+    return BadInput(f"{field}: {message}", field)
+
+
+def launch() -> dict[str, Any]:
+    """How this process was launched: world size and the sharding accelerate was told to use."""
+    env = os.environ
+    world = int(env.get("WORLD_SIZE", "1"))
+    fsdp = env.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true", "yes")
+    deepspeed = env.get("ACCELERATE_USE_DEEPSPEED", "").lower() in ("1", "true", "yes")
+    return {"world_size": world, "fsdp": fsdp, "deepspeed": deepspeed}
+
+
+def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None:
+    """Refuse, before anything is loaded, every field this run would not honour (a measurement of another run
+    would be compared with the estimate of this one)."""
+    framework = cfg["framework"]
+    if framework not in ("transformers", "trl"):
+        raise _refuse("framework", f"{framework} is estimated by sizing, but the trial runs the Hugging Face "
+                      "stack only (transformers or trl)")
+    if framework == "trl" and importlib.util.find_spec("trl") is None:
+        raise _refuse("framework", "trl is not installed (pip install -r requirements.txt installs the pinned "
+                      "version)")
+    wanted = cfg.get("framework_version")
+    if wanted:
+        have = version("trl" if framework == "trl" else "transformers") or "none"
+        if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
+            raise _refuse("framework_version", f"the configuration says {framework} {wanted}, this environment "
+                          f"has {have}")
+    loss = cfg.get("loss_implementation")
+    runs = "fused_linear_ce" if framework == "trl" else "hf"  # TRL >= 1.15: fused LM head; Trainer: full logits
+    if loss not in (None, runs):
+        raise _refuse("loss_implementation", f"{loss} is not what {framework} computes ({runs}); set it to "
+                      f"{runs} or null")
+    if cfg.get("quantization_backend", "bitsandbytes") != "bitsandbytes":
+        raise _refuse("quantization_backend", "the trial quantizes with bitsandbytes only")
+    for name in ("optimizer_in_backward", "cpu_offload"):
+        if cfg.get(name):
+            raise _refuse(name, "the trial's Trainer run does not do this; set it to false")
+    if cfg.get("activation_offloading") and framework != "trl":
+        raise _refuse("activation_offloading", "only TRL's SFTConfig offers it; use framework trl or set false")
+    if cfg.get("method") in ("qlora", "lora8") and importlib.util.find_spec("bitsandbytes") is None:
+        raise _refuse("method", f"{cfg.get('method')} needs bitsandbytes, which is not installed")
+    _check_launch(cfg, launched)
+    _check_allocator(bool(cfg.get("expandable_segments")))
+
+
+def _check_launch(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None:
+    world, gpus, parallelism = int(launched["world_size"]), int(cfg["num_gpus"]), cfg["parallelism"]
+    if world != gpus:
+        raise _refuse("num_gpus", f"the configuration says {gpus} GPU(s) but {world} process(es) were launched "
+                      f"(accelerate launch --num_processes {gpus})")
+    if parallelism in ("zero2", "zero3") or launched["deepspeed"]:
+        raise _refuse("parallelism", "DeepSpeed ZeRO is estimated by sizing, but the trial does not run it")
+    if parallelism == "fsdp" and not launched["fsdp"]:
+        raise _refuse("parallelism", "fsdp needs `accelerate launch --config_file fsdp.yaml`")
+    if parallelism != "fsdp" and launched["fsdp"]:
+        raise _refuse("parallelism", f"the launch uses FSDP but the configuration says {parallelism}")
+    if parallelism == "none" and world > 1:
+        raise _refuse("parallelism", "none with several processes: set ddp")
+
+
+ALLOC_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the second is torch >= 2.9's name
+
+
+def _check_allocator(expandable: bool) -> None:
+    for var in ALLOC_VARS:
+        current = os.environ.get(var, "")
+        has = "expandable_segments:true" in current.replace(" ", "").lower()
+        if current and has != expandable:
+            raise _refuse("expandable_segments", f"{var}={current} in the environment contradicts "
+                          f"expandable_segments {str(expandable).lower()}")
+
+
+def configure_allocator(expandable: bool) -> None:
+    """Set the caching allocator's mode before torch initialises CUDA (it reads the variable once)."""
+    if expandable and not any(os.environ.get(v) for v in ALLOC_VARS):
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"

@@ -1,0 +1,111 @@
+# The Trainer of the configured framework (transformers.Trainer or TRL's SFTTrainer), measured step by step.
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .data import Collator, ListDataset
+from .faults import inject
+from .measure import Recorder
+
+
+def checkpointing_kwargs(args_class: Any, enabled: bool) -> dict[str, Any]:
+    """Gradient checkpointing under the name this transformers takes: `activation_checkpointing` (newer 5.x)
+    or `gradient_checkpointing` (5.17 and older); found by looking, not by version number."""
+    params = inspect.signature(args_class).parameters
+    name = "activation_checkpointing" if "activation_checkpointing" in params else "gradient_checkpointing"
+    return {name: enabled, f"{name}_kwargs": {"use_reentrant": False} if enabled else None}
+
+
+def _common(cfg: Mapping[str, Any], out: Path, max_steps: int, lr: float, seed: int, cpu: bool) -> dict[str, Any]:
+    batch = int(cfg["per_device_train_batch_size"])
+    return {"output_dir": str(out / "checkpoints"), "max_steps": max_steps, "per_device_train_batch_size": batch,
+            "per_device_eval_batch_size": batch, "gradient_accumulation_steps": int(cfg["gradient_accumulation_steps"]),
+            "bf16": bool(cfg["bf16"]), "fp16": bool(cfg["fp16"]), "optim": cfg["optim"], "learning_rate": lr,
+            "logging_steps": 1, "save_strategy": "no", "eval_strategy": "no", "report_to": [], "seed": seed,
+            "data_seed": seed, "dataloader_num_workers": 0, "disable_tqdm": True, "use_cpu": cpu,
+            "warmup_steps": 0, "lr_scheduler_type": "constant", "torch_compile": bool(cfg["torch_compile"])}
+
+
+def _callback(recorder: Recorder) -> Any:
+    from transformers import TrainerCallback
+
+    class Measure(TrainerCallback):  # type: ignore[misc,unused-ignore]
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            recorder.begin()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            recorder.end(state.global_step)
+
+        def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            logs = kwargs.get("logs")
+            if logs and "loss" in logs:
+                recorder.loss(state.global_step, float(logs["loss"]))
+
+    return Measure()
+
+
+def _measured(base: Any, recorder: Recorder) -> Any:
+    """The trainer class with the data order kept (longest first) and each micro-batch counted."""
+    from torch.utils.data import SequentialSampler
+
+    class Measured(base):  # type: ignore[misc,unused-ignore]
+        def _get_train_sampler(self, *a: Any, **kw: Any) -> Any:
+            return SequentialSampler(self.train_dataset)
+
+        def training_step(self, model: Any, inputs: dict[str, Any], *a: Any, **kw: Any) -> Any:
+            inject("train", self.state.global_step + 1)
+            recorder.count(inputs)
+            return super().training_step(model, inputs, *a, **kw)
+
+    return Measured
+
+
+def make_trainer(model: Any, cfg: Mapping[str, Any], out: Path, max_steps: int, lr: float, seed: int,
+                 train: ListDataset, evalset: ListDataset, tokenizer: Any, recorder: Recorder) -> Any:
+    """transformers.Trainer for framework transformers; SFTTrainer with SFTConfig's defaults for trl."""
+    import torch
+
+    cpu = not torch.cuda.is_available()
+    common = _common(cfg, out, max_steps, lr, seed, cpu)
+    if cfg["framework"] == "trl":
+        return _sft_trainer(model, cfg, common, train, evalset, tokenizer, recorder)
+    from transformers import Trainer, TrainingArguments
+
+    args = TrainingArguments(**common, **checkpointing_kwargs(TrainingArguments, bool(cfg["gradient_checkpointing"])),
+                             remove_unused_columns=False, prediction_loss_only=True)
+    trainer = _measured(Trainer, recorder)(model=model, args=args, train_dataset=train, eval_dataset=evalset,
+                                           data_collator=Collator(tokenizer.pad_token_id),
+                                           callbacks=[_callback(recorder)])
+    return _quiet(trainer)
+
+
+def _quiet(trainer: Any) -> Any:
+    """No log dicts on stdout (disable_tqdm prints them instead); the trial prints its own lines."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
+def _sft_trainer(model: Any, cfg: Mapping[str, Any], common: dict[str, Any], train: ListDataset,
+                 evalset: ListDataset, tokenizer: Any, recorder: Recorder) -> Any:
+    """TRL: pre-tokenized rows (TRL skips its own tokenization), its collator, packing and fused loss."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from .model import cast_adapter, lora_config
+
+    args = SFTConfig(**common, **checkpointing_kwargs(SFTConfig, bool(cfg["gradient_checkpointing"])),
+                     max_length=int(cfg["max_seq_length"]), packing=bool(cfg["packing"]),
+                     activation_offloading=bool(cfg["activation_offloading"]))
+    peft = None if cfg["method"] == "full" else lora_config(cfg)
+    trainer = _measured(SFTTrainer, recorder)(
+        model=model, args=args, processing_class=tokenizer, peft_config=peft,
+        train_dataset=Dataset.from_dict({"input_ids": train.seqs}),
+        eval_dataset=Dataset.from_dict({"input_ids": evalset.seqs}), callbacks=[_callback(recorder)])
+    if peft is not None:
+        cast_adapter(trainer.model, cfg["adapter_dtype"])
+    return _quiet(trainer)

@@ -1,0 +1,124 @@
+"""The calculator's status line never lies: refusals in the visitor's language only, next to the numbers
+they replace; a shared link's numbers are not the default's; nothing throws on absurd input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from sitebuild import calculator_pages
+from sitebuild.calculator_text import TEXT
+from tests.browser.test_calculator import READY, Watched, expected, shown, wait_ready, want
+
+
+@pytest.fixture
+def watched(browser: Any, base_url: str) -> Iterator[Watched]:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(READY)
+    w = Watched(page, base_url)
+    yield w
+    assert not w.errors, w.errors  # no uncaught exception, no console error
+    assert not w.foreign, w.foreign
+    context.close()
+
+
+def status(page: Any) -> tuple[str, str]:
+    return (str(page.get_attribute("#calc-status", "data-state")), str(page.text_content("#calc-status")))
+
+
+def refusal(page: Any) -> str:
+    return str(page.text_content("[data-testid=refusal]"))
+
+
+def greyed(page: Any) -> bool:
+    return bool(page.evaluate("document.getElementById('calc-results').classList.contains('calc-stale')"))
+
+
+TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 8192}
+
+
+@pytest.mark.parametrize("lang", ["uz", "en"])
+def test_refusals_in_the_page_language_next_to_the_numbers(watched: Watched, base_url: str, lang: str) -> None:
+    page = watched.page
+    words = {k: v[lang] for k, v in TEXT.items()}
+    page.goto(f"{base_url}{lang}/calculator/", wait_until="domcontentloaded")
+    wait_ready(page)
+    assert status(page) == ("ready", words["status_ready"]) and not greyed(page)
+    # invalid JSON: a translated syntax error with its place, never "Recomputing…" forever
+    page.fill("#calc-model_config", '{"hidden_size": ')
+    wait_ready(page)
+    want_text = words["e_json_syntax"].format(line=1, column=17)
+    assert refusal(page) == want_text and page.text_content("[data-testid=error-model_config]") == want_text
+    assert status(page) == ("refused", words["status_refused"]) and greyed(page)
+    # 5,000 nested brackets: refused, nothing thrown (the fixture checks the console)
+    page.fill("#calc-model_config", "[" * 5000 + "]" * 5000)
+    wait_ready(page)
+    assert refusal(page) == words["e_json_too_deep"].format(max=64)
+    assert status(page)[0] == "refused" and greyed(page)
+    # sizing's refusal: its parameters in the page's words, no English message appended or doubled
+    page.fill("#calc-model_config", json.dumps(TINY))
+    page.fill("#calc-r", "100")
+    wait_ready(page)
+    # the words filled with the parameters of CPython's own refusal of this configuration
+    refused = calculator_pages.bridge().compute({**calculator_pages.default_config(), "model": None,
+                                                 "model_config": TINY, "r": 100})
+    assert not refused["ok"] and refused["error"]["code"] == "rank_too_large", refused
+    assert refusal(page) == words["e_rank_too_large"].format(**refused["error"]["params"]), refusal(page)
+    assert "exceeds" not in refusal(page) or lang == "en"
+    assert status(page)[0] == "refused" and greyed(page)
+    # the refusal is where the numbers are: right above them
+    assert page.evaluate("document.getElementById('calc-refusal').nextElementSibling.id") == "calc-results"
+    page.fill("#calc-r", "8")
+    wait_ready(page)
+    assert refusal(page) == "" and status(page) == ("ready", words["status_ready"]) and not greyed(page)
+    assert shown(page) == want(expected({**calculator_pages.default_config(), "model": None, "model_config": TINY,
+                                         "r": 8}))
+    page.fill("#calc-r", "0")
+    wait_ready(page)
+    text = refusal(page)
+    assert text == words["e_out_of_range"].format(field="r", min=1, max=65536), text
+    assert text.count("65536") == 1 and "—" not in text
+
+
+def test_a_shared_link_is_greyed_until_its_own_numbers(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    words = {k: v["en"] for k, v in TEXT.items()}
+    page.goto(base_url + "en/calculator/?" + urlencode({"r": "64"}), wait_until="domcontentloaded")
+    state, text = status(page)
+    if state != "ready":  # before the runtime answers: the default's numbers, greyed, and says so
+        assert (state, text) == ("loading", words["status_link"]) and greyed(page)
+    wait_ready(page)
+    assert not greyed(page) and shown(page) == want(expected({**calculator_pages.default_config(), "r": 64}))
+    page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
+    assert not greyed(page)  # the defaults: the build's numbers are this configuration's
+    if status(page)[0] == "loading":
+        assert status(page)[1] == words["status_static"]
+
+
+def test_a_link_with_a_broken_model_config_says_so_once_loaded(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    words = {k: v["ru"] for k, v in TEXT.items()}
+    page.goto(base_url + "calculator/?" + urlencode({"model_config": "{broken"}), wait_until="domcontentloaded")
+    assert refusal(page).startswith("Это не JSON") and greyed(page)  # at once, before the runtime
+    wait_ready(page)
+    assert status(page) == ("refused", words["status_refused"]) and page.is_hidden("#calc-progress")
+    assert refusal(page) == words["e_json_syntax"].format(line=1, column=2)
+
+
+def test_a_config_json_over_1_mb_stays_refused(watched: Watched, base_url: str, tmp_path: Path) -> None:
+    page = watched.page
+    page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
+    wait_ready(page)
+    big = tmp_path / "config.json"
+    big.write_text(json.dumps({"hidden_size": 1, "pad": "x" * 1_100_000}), "utf-8")
+    page.set_input_files("#calc-model-config-file", str(big))
+    page.wait_for_timeout(1500)  # it used to vanish after about 300 ms
+    assert page.text_content("[data-testid=error-model_config]") == TEXT["e_config_too_big"]["en"]
+    assert refusal(page) == TEXT["e_config_too_big"]["en"]
