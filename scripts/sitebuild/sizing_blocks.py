@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import validate  # scripts/validate.py: the accuracy benchmark whose scores the accuracy pages show
-from sitebuild import accuracy_sources, gpu_facts
+from sitebuild import accuracy_sources, cost_block, gpu_facts
 from sitebuild.ladder_block import fits_word, ladder_block
 from sitebuild.quick_answer import quick_answer
 from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
@@ -277,7 +277,7 @@ HANDLERS: dict[str, Handler] = {
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
     "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
-    **accuracy_sources.HANDLERS,
+    **accuracy_sources.HANDLERS, **cost_block.HANDLERS,
 }
 
 
