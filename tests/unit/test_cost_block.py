@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from sitebuild import sizing_blocks
-
 from sizing import estimate
 
 RUN = ("model=meta-llama/Llama-3.1-8B method=qlora bf16=true bnb_4bit_quant_type=nf4 r=16 "
