@@ -75,6 +75,19 @@ def cost_table(_: list[str], kw: dict[str, Any], lang: str) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-HANDLERS = {"cost_table": cost_table}
+# datasets' arrow_writer.OptimizedTypedSequence stores input_ids as int32 and attention_mask as int8; a
+# labels column (not optimized) is int64.
+TOKEN_BYTES = {"input_ids": 4, "attention_mask": 1, "labels": 8}
 
-__all__ = ["HANDLERS", "cost_table"]
+
+def prepared_dataset(_: list[str], kw: dict[str, Any], lang: str) -> str:
+    """`[[sizing:prepared_dataset tokens=N labels=true]]`: GiB of a tokenized dataset of N tokens on disk
+    (Arrow columns, before compression), with or without a stored labels column."""
+    per_token = TOKEN_BYTES["input_ids"] + TOKEN_BYTES["attention_mask"] + (
+        TOKEN_BYTES["labels"] if kw.get("labels", True) else 0)
+    return fmt_num(int(kw["tokens"]) * per_token / 2**30, lang, 2)
+
+
+HANDLERS = {"cost_table": cost_table, "prepared_dataset": prepared_dataset}
+
+__all__ = ["HANDLERS", "cost_table", "prepared_dataset"]
