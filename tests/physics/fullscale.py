@@ -156,8 +156,11 @@ def trace(model_id: str, method: str, gc_on: bool, attn: str, seq: int, batch: i
                 opt = torch.optim.AdamW(trainable, lr=1e-4, fused=True)  # optim="adamw_torch_fused"
                 vocab = model_config(model_id)["vocab_size"]
                 ids = torch.randint(0, vocab, (batch, seq))
-                inputs = dict(input_ids=ids, attention_mask=torch.ones(batch, seq, dtype=torch.long),
-                              labels=ids.clone())
+                # No attention_mask: an all-ones mask is what an unpadded batch carries, and transformers then
+                # drops it (masking_utils._ignore_causal_mask_sdpa -> SDPA is_causal, GQA without repeat_kv).
+                # A FAKE ones mask cannot be read, so is_tracing() keeps a materialized mask, which makes
+                # sdpa_attention.use_gqa_in_sdpa False and saves repeat_kv copies a real run does not have.
+                inputs = dict(input_ids=ids, labels=ids.clone())
                 tracker = PhaseMem()
                 for t in params + list(m.buffers()) + list(inputs.values()):
                     tracker.add(t)
