@@ -58,8 +58,14 @@ CASES = [
 ]
 
 
+# Tiny configs for the oracle's self-check (fake trace == real trace): harness.py's styles, larger vocab
+TINY = {f"tiny-{k}": dict(harness.MODEL_CONFIGS[k]) for k in ("llama", "gemma")}
+
+
 def model_config(model_id: str) -> dict:
     """The HF config dict of a catalogued model (exactly what the engine receives as model_config)."""
+    if model_id in TINY:
+        return dict(TINY[model_id])
     models = json.loads(MODELS_JSON.read_text())["models"]
     return dict(next(m for m in models if m["id"] == model_id)["config"])
 
@@ -120,9 +126,11 @@ def _to_fake(model: torch.nn.Module) -> None:
                 mod._buffers[k] = memo[id(b)]
 
 
-def build_meta(model_id: str, method: str, gc_on: bool, attn: str) -> torch.nn.Module:
-    """The configured model on the meta device: bf16 weights, checkpointing as the Trainer enables it, LoRA."""
-    with torch.device("meta"):
+def build_meta(model_id: str, method: str, gc_on: bool, attn: str, device: str = "meta") -> torch.nn.Module:
+    """The configured model on the meta device (or a real one on "cpu"): bf16 weights, checkpointing as the
+    Trainer enables it, LoRA."""
+    torch.manual_seed(0)
+    with torch.device(device):
         m = transformers.AutoModelForCausalLM.from_config(
             _hf_config(model_config(model_id)), attn_implementation=attn, dtype=torch.bfloat16)
         if gc_on:  # TrainingArguments(gradient_checkpointing=True): non-reentrant (transformers 5 default)
@@ -138,8 +146,11 @@ def build_meta(model_id: str, method: str, gc_on: bool, attn: str) -> torch.nn.M
     return m
 
 
-def trace(model_id: str, method: str, gc_on: bool, attn: str, seq: int, batch: int) -> dict:
-    """Trace two Trainer-like steps under FakeTensorMode; bytes of the live tensors at the peaks."""
+def trace(model_id: str, method: str, gc_on: bool, attn: str, seq: int, batch: int, fake: bool = True) -> dict:
+    """Trace two Trainer-like steps under FakeTensorMode (fake=False: with real tensors, for small models);
+    bytes of the live tensors at the peaks."""
+    import contextlib
+
     from accelerate.utils import convert_to_fp32
 
     t0 = time.perf_counter()
@@ -148,9 +159,10 @@ def trace(model_id: str, method: str, gc_on: bool, attn: str, seq: int, batch: i
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = build_meta(model_id, method, gc_on, attn)
-            with FakeTensorMode():
-                _to_fake(m)
+            m = build_meta(model_id, method, gc_on, attn, "meta" if fake else "cpu")
+            with FakeTensorMode() if fake else contextlib.nullcontext():
+                if fake:
+                    _to_fake(m)
                 params = list(m.parameters())
                 trainable = [p for p in params if p.requires_grad]
                 opt = torch.optim.AdamW(trainable, lr=1e-4, fused=True)  # optim="adamw_torch_fused"
