@@ -4,20 +4,14 @@ every step measured so far. The signals are real: the fault hook sends them to t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.recipes.conftest import TINY_LLAMA, write_data
-
-if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "peft", "accelerate")):
-    pytest.skip("the trial recipe needs torch, transformers, peft and accelerate (requirements-physics.txt)",
-                allow_module_level=True)
-
-from recipes.trial.cli import main
+from recipes.trial.cli import main  # stdlib and sizing only: torch is imported when a trial runs
+from tests.recipes.conftest import STACK, TINY_LLAMA, require, write_data
 
 FAST: dict[str, Any] = {"model": None, "model_config": TINY_LLAMA, "method": "lora", "r": 4, "max_seq_length": 32,
                         "per_device_train_batch_size": 2, "optim": "adamw_torch"}
@@ -49,6 +43,7 @@ def _run(tmp: Path, config: dict[str, Any] | str, base: Path | None = None, step
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    require(STACK)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_TOKEN", "hf_FAULTSECRET42")
     for var in ("TRIAL_TEST_FAULT", "TRIAL_SIMULATE_OOM_AT_STEP", "TRIAL_TEST_BREAK_RELOAD", "WORLD_SIZE", "RANK",
