@@ -973,7 +973,9 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     net = trainer.model
     doc["model"] = {"source": "random weights" if args.random_weights else base_source,
                     "trainable_parameters": int(sum(p.numel() for p in net.parameters() if p.requires_grad)),
-                    "parameters": int(sum(p.numel() for p in net.parameters()))}
+                    "parameters": int(sum(p.numel() for p in net.parameters())),
+                    "trainable_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in net.parameters()
+                                                if p.requires_grad})}
     sharded = bool(getattr(trainer, "is_fsdp_enabled", False))
     check_here = r == 0 and not sharded
     inputs = checks.fixed_inputs(evalset, tokenizer.pad_token_id)

@@ -5,6 +5,7 @@ every step measured so far. The signals are real: the fault hook sends them to t
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,22 @@ def test_a_short_token_is_scrubbed_and_the_report_stays_valid(tmp_path: Path, ba
         if path.is_file() and path.suffix in (".json", ".txt"):
             text = path.read_text(encoding="utf-8")
             assert '"0"' not in text and "'0'" not in text, path
+
+
+@pytest.mark.parametrize(("adapter_dtype", "expected"), [("auto", ["float32"]), ("bfloat16", ["bfloat16"])])
+def test_adapter_dtype_is_what_the_adapters_train_in(tmp_path: Path, base: Path, adapter_dtype: str,
+                                                     expected: list[str]) -> None:
+    config = {**FAST, "torch_dtype": "bfloat16", "bf16": True, "adapter_dtype": adapter_dtype}
+    code, report = _run(tmp_path, config, base=base, steps="1")
+    assert code == 0, report["message"]
+    assert report["model"]["trainable_dtypes"] == expected  # auto: PEFT's autocast_adapter_dtype upcast
+
+
+def test_expandable_segments_sets_the_allocator_before_torch_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recipes.trial.config import configure_allocator
+
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    configure_allocator(False)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+    configure_allocator(True)
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
