@@ -15,21 +15,19 @@ import csv
 import json
 import math
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sizing.catalog import find_gpu, resolve_architecture
+from sizing.config import parse_config
+from sizing.memory.adapters import trainable
+from sizing.memory.regime import resolve
+from sizing.throughput import residual_band, step_bounds
+from sizing.time.device import DATA, model_data
+from sizing.time.roofline import step_time
 
-from sizing.catalog import find_gpu, resolve_architecture  # noqa: E402
-from sizing.config import parse_config  # noqa: E402
-from sizing.memory.adapters import trainable  # noqa: E402
-from sizing.memory.regime import resolve  # noqa: E402
-from sizing.throughput import residual_band, step_bounds  # noqa: E402
-from sizing.time.device import DATA, model_data  # noqa: E402
-from sizing.time.roofline import step_time  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 FACTOR_GRID = [round(0.50 + 0.025 * i, 3) for i in range(25)]  # 0.50 .. 1.10
 # 10th-90th percentile of measured-matmul / datasheet ratios over the benchmarked GPUs (time_model.json)
