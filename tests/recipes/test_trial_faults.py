@@ -197,3 +197,31 @@ def test_expandable_segments_sets_the_allocator_before_torch_starts(monkeypatch:
     assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
     configure_allocator(True)
     assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+
+
+def test_an_oom_outside_training_names_its_phase(tmp_path: Path, base: Path, schema: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIAL_TEST_FAULT", "eval_before:oom")
+    code, report = _run(tmp_path, FAST, base=base)
+    schema.validate(report)
+    assert code == 3 and report["status"] == "oom"
+    assert report["failure"]["phase"] == "eval_before" and report["failure"]["step"] is None
+    assert "the eval_before phase" in report["message"]
+
+
+def test_a_chat_template_bos_is_not_doubled() -> None:
+    from recipes.trial.data import tokenize
+
+    class Tok:  # a template that writes BOS itself, and a tokenizer that adds another
+        bos_token_id, eos_token_id, chat_template = 1, 2, "x"
+
+        def apply_chat_template(self, messages: Any, tokenize: bool) -> str:
+            return "<s>" + "".join(m["content"] for m in messages)
+
+        def __call__(self, text: str, add_special_tokens: bool) -> dict[str, list[int]]:
+            ids = [1] if text.startswith("<s>") else []
+            return {"input_ids": [1, *ids, *(ord(c) for c in text.removeprefix("<s>"))]}
+
+    rows = [{"messages": [{"role": "user", "content": "ab"}]}, {"text": "cd"}]
+    assert tokenize(rows, Tok(), 16) == [[1, 97, 98, 2], [1, 99, 100, 2]]
+    assert tokenize(rows, Tok(), 3) == [[1, 97, 98], [1, 99, 100]]  # truncation keeps the start
