@@ -988,6 +988,7 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
                     "trainable_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in net.parameters()
                                                 if p.requires_grad})}
     sharded = bool(getattr(trainer, "is_fsdp_enabled", False))
+    doc["hardware"]["fsdp_sharded"] = sharded  # accelerate drops FSDP on a CPU launch: say what really ran
     check_here = r == 0 and not sharded
     inputs = checks.fixed_inputs(evalset, tokenizer.pad_token_id)
     start = checks.logits(net, inputs, cfg) if check_here else None
