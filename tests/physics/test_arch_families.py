@@ -71,3 +71,43 @@ def test_moe_experts_and_router_are_not_linear(family: str) -> None:
     assert linear == {lin.name for lin in arch.linears if lin.nn_linear}
     assert {lin.name for lin in arch.linears if not lin.nn_linear} and not linear & {
         lin.name for lin in arch.linears if not lin.nn_linear}
+
+
+# peft 0.21 calls transformers' deprecated is_gradient_checkpointing
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_qlora_moe_bytes_match_bitsandbytes() -> None:
+    """Tiny Mixtral loaded 4-bit the way transformers does it: bitsandbytes converts the attention
+    nn.Linear layers only; the fused experts and the router stay bf16. Engine bytes must match."""
+    import tempfile
+
+    import bitsandbytes.functional as bnbf
+    import peft
+
+    try:  # same probe as harness._bnb_available: a broken CPU backend is a skip with its reason
+        w = torch.randn(64, 64, dtype=torch.bfloat16)
+        bnbf.dequantize_4bit(*bnbf.quantize_4bit(w, quant_type="nf4", compress_statistics=True))
+    except Exception as e:  # pragma: no cover - depends on the install
+        pytest.skip(f"bitsandbytes 4-bit does not work on this CPU: {type(e).__name__}: {e}")
+    from sizing import estimate
+
+    cfg = _config("mixtral")
+    d = dict(cfg)
+    hf = transformers.AutoConfig.for_model(str(d.pop("model_type")), **d)
+    q = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                        bnb_4bit_compute_dtype=torch.bfloat16)
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory(prefix="sizing_physics_") as tmp:
+        transformers.AutoModelForCausalLM.from_config(hf).to(torch.bfloat16).save_pretrained(tmp)
+        m = transformers.AutoModelForCausalLM.from_pretrained(tmp, quantization_config=q, device_map="cpu",
+                                                              dtype=torch.bfloat16)
+    m = peft.get_peft_model(m, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    params = {id(p): p for p in m.parameters()}
+    measured = sum(p.numel() * p.element_size() for p in params.values())
+    experts = [p for n, p in m.named_parameters() if ".experts." in n or n.endswith("gate.weight")]
+    assert experts and all(p.dtype == torch.bfloat16 for p in experts)
+    run = {"model_config": cfg, "method": "qlora", "r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"],
+           "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16",
+           "prepare_model_for_kbit_training": False, "torch_dtype": "bfloat16", "max_seq_length": 16,
+           "per_device_train_batch_size": 1}
+    est = estimate(run)
+    assert est.detail["param_bytes"] == measured
