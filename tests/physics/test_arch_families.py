@@ -111,3 +111,35 @@ def test_qlora_moe_bytes_match_bitsandbytes() -> None:
            "per_device_train_batch_size": 1}
     est = estimate(run)
     assert est.detail["param_bytes"] == measured
+
+
+# peft 0.21 calls transformers' deprecated is_gradient_checkpointing, and warns that its own rank/alpha pattern
+# for the fused gate_up_proj matched no *module* (it targets a parameter)
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match:RuntimeWarning")
+def test_all_linear_on_transformers5_moe_counts_like_the_engine() -> None:
+    import peft
+
+    from sizing import estimate
+
+    cfg = _config("mixtral")
+    for targets in ("all-linear", ["q_proj", "gate", "w1", "w3", "w2"], ["v_proj", "w2"]):
+        m = peft.get_peft_model(_model(cfg).to_empty(device="cpu"),
+                                peft.LoraConfig(r=4, lora_alpha=8, target_modules=targets))
+        measured = sum(p.numel() for p in m.parameters() if p.requires_grad)
+        est = estimate({"model_config": cfg, "method": "lora", "r": 4, "target_modules": targets, "max_seq_length": 16,
+                        "per_device_train_batch_size": 1})
+        assert est.detail["trainable_params"] == measured, targets
+
+
+def test_peft_accepts_a_rank_above_a_layer_width() -> None:
+    """An 8-wide router (LitGPT's nn.Linear(n_embd, n_expert)) with r=16: PEFT checks r > 0 only."""
+    import peft
+
+    class Toy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate = torch.nn.Linear(64, 8, bias=False)
+
+    m = peft.get_peft_model(Toy(), peft.LoraConfig(r=16, target_modules=["gate"]))
+    assert sum(p.numel() for p in m.parameters() if p.requires_grad) == 16 * (64 + 8)
