@@ -117,13 +117,15 @@ def test_qlora_moe_bytes_match_bitsandbytes() -> None:
 # for the fused gate_up_proj matched no *module* (it targets a parameter)
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 @pytest.mark.filterwarnings("ignore:The following (rank|alpha)_pattern keys did not match:RuntimeWarning")
-def test_all_linear_on_transformers5_moe_counts_like_the_engine() -> None:
+@pytest.mark.parametrize(("family", "named"), [("mixtral", ["q_proj", "gate", "w1", "w3", "w2"]),
+                                               ("qwen3_moe", ["gate_proj", "up_proj", "down_proj"])])
+def test_all_linear_on_transformers5_moe_counts_like_the_engine(family: str, named: list[str]) -> None:
     import peft
 
     from sizing import estimate
 
-    cfg = _config("mixtral")
-    for targets in ("all-linear", ["q_proj", "gate", "w1", "w3", "w2"], ["v_proj", "w2"]):
+    cfg = _config(family)
+    for targets in ("all-linear", named, ["v_proj"]):
         m = peft.get_peft_model(_model(cfg).to_empty(device="cpu"),
                                 peft.LoraConfig(r=4, lora_alpha=8, target_modules=targets))
         measured = sum(p.numel() for p in m.parameters() if p.requires_grad)
