@@ -43,6 +43,7 @@ function main() {
       const raw = kind === "bool" ? "" : el.value.trim();
       if (kind === "bool") config[el.name] = el.checked;
       else if (kind === "select") config[el.name] = el.value;
+      else if (kind === "tristate") config[el.name] = raw === "" ? null : raw === "true"; // null: the framework's
       else if (kind === "list") config[el.name] = raw === "" ? null : raw === "all-linear" ? raw
         : raw.split(",").map((s) => s.trim()).filter(Boolean);
       else if (kind === "int" || kind === "float") {
@@ -89,7 +90,7 @@ function main() {
       : typeof v === "object" ? JSON.stringify(v) : String(v));
     for (const el of fields()) {
       const v = el.name in config ? config[el.name] : el.dataset.kind === "json" ? "" : data.defaults[el.name];
-      if (el.tagName === "SELECT" && (v === null || v === undefined)) continue; // model: null beside a config.json
+      if (el.tagName === "SELECT" && el.dataset.kind !== "tristate" && (v === null || v === undefined)) continue; // model: null beside a config.json
       setField(el, text(v));
     }
   }
