@@ -99,7 +99,7 @@ def format_estimate(est: Estimate) -> str:
     ]
     for fit in est.fits:
         verdict = "fits" if fit["fits"] else "does NOT fit"
-        lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable, "
+        lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable after the CUDA context, "
                   f"headroom {_gib(fit['headroom_bytes'])} GiB); largest micro-batch {fit['max_micro_batch']}, "
                   f"longest sequence {fit['max_seq_length']}"]
     t = est.time
@@ -176,7 +176,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
         return 0
     for g in gpus:
         bf16 = g.bf16_dense_tflops if g.bf16_dense_tflops is not None else "-"
-        print(f"{g.id:<20} {g.name:<28} {_gib(g.usable_bytes):>7} GiB usable  bf16 {bf16} TFLOPS  "
+        print(f"{g.id:<20} {g.name:<28} {_gib(g.usable_bytes):>7} GiB available to CUDA  bf16 {bf16} TFLOPS  "
               f"sm {g.compute_capability}")
     return 0
 
