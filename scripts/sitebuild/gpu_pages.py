@@ -32,7 +32,7 @@ TEXT = {
         "chart": "Память в зависимости от длины контекста",
         "chart_text": "Зарезервированная память (как `torch.cuda.max_memory_reserved`) для Llama 3.1 8B; "
                       "пунктир — память, доступная процессу после контекста CUDA.",
-        "sources": "Источники раздела",
+        "sources": "Источники раздела", "specs_sources": "Источники характеристик",
         "src_method": "Как считается оценка и насколько она точна",
         "src_memory": "Что занимает память",
     },
@@ -54,7 +54,7 @@ TEXT = {
         "chart": "Kontekst uzunligiga qarab xotira",
         "chart_text": "Llama 3.1 8B uchun zaxiralangan xotira (`torch.cuda.max_memory_reserved` kabi); "
                       "uzuq chiziq — CUDA kontekstidan keyin jarayonga mavjud xotira.",
-        "sources": "Bo‘lim manbalari",
+        "sources": "Bo‘lim manbalari", "specs_sources": "Xususiyatlar manbalari",
         "src_method": "Baho qanday hisoblanadi va qanchalik aniq",
         "src_memory": "Xotirani nima egallaydi",
     },
@@ -75,7 +75,7 @@ TEXT = {
         "chart": "Memory against context length",
         "chart_text": "Reserved memory (as `torch.cuda.max_memory_reserved`) for Llama 3.1 8B; the dashed line is "
                       "the memory usable after the CUDA context.",
-        "sources": "Sources for this section",
+        "sources": "Sources for this section", "specs_sources": "Sources of the specifications",
         "src_method": "How the estimate is made and how accurate it is",
         "src_memory": "What takes memory",
     },
@@ -102,6 +102,7 @@ def page(gpu_id: str, lang: str) -> str:
     t = TEXT[lang]
     title = t["title"].format(name=gpu.name)
     srcs = "\n".join(source_line(s) for s in gpu.record.get("sources", []))
+    # the specifications' sources (file paths, commits) come last: a reader looks for "What fits" first
     return f"""---
 title: "{title}"
 description: "{t['description'].format(name=gpu.name)}"
@@ -117,10 +118,6 @@ sources_checked: {DATE}
 ## {t['specs']}
 
 [[sizing:gpu_specs gpu={gpu_id}]]
-
-### {t['sources']}
-
-{srcs}
 
 ## {t['fits']}
 
@@ -144,6 +141,10 @@ sources_checked: {DATE}
 ### {t['sources']}
 
 - [{t['src_method']}](../accuracy.md)
+
+## {t['specs_sources']}
+
+{srcs}
 """
 
 

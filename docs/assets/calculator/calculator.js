@@ -221,6 +221,7 @@ function main() {
     if (result.ok) {
       renderResults(result.view);
       snippet = result.snippet;
+      current = result.estimate.config; // the complete normalised configuration: what `sizing config` prints
       shownQuery = latestQuery;
       answered = true;
     } else showError(result.error);
