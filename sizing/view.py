@@ -134,11 +134,18 @@ def _time(est: Mapping[str, Any], w: Words, lang: str) -> View:
     def plain(text: str) -> dict[str, Any]:
         return {"text": text, "attrs": {}}
 
+    def rng(key: str, digits: int) -> str:
+        """" (low–high)" of a time figure from the estimate's range (sizing/throughput.py), or "" without one."""
+        pair = (time.get("range") or {}).get(key)
+        return "" if not pair else f" ({fmt_num(float(pair[0]), lang, digits)}–{fmt_num(float(pair[1]), lang, digits)})"
+
     parts = [plain(f"{w.get('time_line', '')} "), span("total-hours", _opt(time.get("total_hours"), lang, 1)),
+             span("total-hours-range", rng("total_hours", 1)),
              plain(f" {w.get('hours', 'h')}; {w.get('step', 'step')} "),
              span("step-seconds", _opt(time.get("step_seconds"), lang, 1)), plain(f" s; {w.get('tps', 'tokens/s')} "),
              span("tokens-per-second", fmt_int(round(time.get("tokens_per_second") or 0), lang)),
-             plain(f"; {w.get('cost', 'cost')} "), span("cost", _opt(time.get("cost"), lang, 2))]
+             plain(f"; {w.get('cost', 'cost')} "), span("cost", _opt(time.get("cost"), lang, 2)),
+             span("cost-range", rng("cost", 2))]
     return {"key": "time", "kind": "text", "class": "calc-time", "attrs": {"data-testid": "time"}, "parts": parts}
 
 
