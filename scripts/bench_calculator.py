@@ -52,18 +52,30 @@ OWN = ("() => document.documentElement.dataset.shown !== undefined && document.d
        " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
 # The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
 # that a recompute is visible), in the messages worker.js sends.
-FLOOR_JS = """const ANSWER = JSON.parse(%s);
+FLOOR_JS = """const ANSWERS = %s;
+const DEFAULT_R = %d;
 self.postMessage({ type: "ready", ms: 0, stages: {} });
 self.onmessage = (event) => {
   const msg = event.data || {};
   if (msg.type !== "compute") return;
-  const answer = structuredClone(ANSWER);
-  answer.estimate.peak.allocated_bytes += msg.id;
-  const json = JSON.stringify(answer);
+  const json = ANSWERS[JSON.parse(msg.config).r === DEFAULT_R ? 1 : 0];
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, json, ms: 0 });
   self.postMessage({ type: "result", phase: "full", id: msg.id, json, ms: 0 });
 };
 """
+
+
+def floor_worker(site: Path, lang: str) -> str:
+    """The floor worker's source: two fixed answers, the default configuration's and r=64's (for any other
+    rank, so that a recompute shows), computed here with the words of the built page."""
+    from sitebuild import calculator_pages
+
+    page = (site / ("" if lang == "ru" else lang) / "calculator" / "index.html").read_text("utf-8")
+    data = json.loads(page.split('id="calc-data">', 1)[1].split("</script>", 1)[0])
+    words = {"lang": data["lang"], "text": data["text"]}
+    config = calculator_pages.default_config()
+    answers = [json.dumps(calculator_pages.bridge().compute(c, True, words)) for c in ({**config, "r": 64}, config)]
+    return FLOOR_JS % (json.dumps(answers), config["r"])
 READY = "() => document.documentElement.dataset.runtime === 'ready'"
 FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]') !== null"
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
@@ -129,9 +141,6 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from sitebuild import calculator_pages
-
-    floor_js = FLOOR_JS % json.dumps(json.dumps(calculator_pages.bridge().compute(calculator_pages.default_config())))
     with tempfile.TemporaryDirectory() as tmp:
         server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=tmp))
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -143,6 +152,7 @@ def main() -> int:
         print(f"build: {time.perf_counter() - t0:.1f} s; load average before the runs: "
               + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         url = base + ("" if args.lang == "ru" else f"{args.lang}/") + "calculator/"
+        floor_js = floor_worker(Path(tmp), args.lang)
         rows: dict[str, list[tuple[float, ...]]] = {"cold": [], "warm": [], "floor cold": [], "floor warm": []}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=[
@@ -160,8 +170,8 @@ def main() -> int:
                     context = browser.new_context()
                     context.on("requestfinished", record)
                     if floor is not None:
-                        context.route("**/assets/calculator/worker.js", lambda route, body=floor: route.fulfill(
-                            status=200, content_type="text/javascript", body=body))
+                        context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
+                            status=200, content_type="text/javascript", body=floor_js))
                     page = context.new_page()
                     link = link_time(browser, url, floor)
                     for kind, rank in (("cold", 32 + i), ("warm", 64 + i)):
