@@ -26,8 +26,9 @@ TEXT = {
                  "арендой проведите короткий пробный запуск (см. [пробный запуск](../guides/trial-run.md)).",
         "specs": "Характеристики", "fits": "Что помещается",
         "fits_text": "Эталонные прогоны: LoRA (веса bf16) и QLoRA (NF4 с двойной квантизацией), ранг 16 на всех "
-                     "линейных слоях, контрольные точки градиента, упакованные последовательности, микробатч 1. "
-                     "Запас считается от памяти, доступной процессу после контекста CUDA (строка таблицы выше).",
+                     "линейных слоях, пересчёт активаций (gradient checkpointing), упакованные последовательности, "
+                     "микробатч 1. Запас считается от памяти, доступной процессу после контекста CUDA "
+                     "(строка таблицы выше).",
         "open": "Свой запуск на этой карте: [открыть калькулятор с {name}](../calculator/index.md?gpu={gpu_id}).",
         "chart": "Память в зависимости от длины контекста",
         "chart_text": "Зарезервированная память (как `torch.cuda.max_memory_reserved`) для Llama 3.1 8B; "
@@ -46,9 +47,9 @@ TEXT = {
                  "([sinov ishga tushirish](../guides/trial-run.md)).",
         "specs": "Xususiyatlar", "fits": "Nimalar sig‘adi",
         "fits_text": "Namunaviy ishga tushirishlar: LoRA (bf16 vaznlar) va QLoRA (ikki bosqichli kvantlashli NF4), "
-                     "barcha chiziqli qatlamlarda 16-rang, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar, "
-                     "mikrobatch 1. Zaxira CUDA kontekstidan keyin jarayonga mavjud xotiradan hisoblanadi "
-                     "(yuqoridagi jadval qatori).",
+                     "barcha chiziqli qatlamlarda 16-rang, aktivatsiyalarni qayta hisoblash (gradient checkpointing), "
+                     "zichlangan ketma-ketliklar, mikrobatch 1. Zaxira CUDA kontekstidan keyin jarayonga mavjud "
+                     "xotiradan hisoblanadi (yuqoridagi jadval qatori).",
         "open": "Shu kartadagi o‘z ishga tushirishingiz: [kalkulyatorni {name} bilan ochish]"
                 "(../calculator/index.md?gpu={gpu_id}).",
         "chart": "Kontekst uzunligiga qarab xotira",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import validate  # scripts/validate.py: the accuracy benchmark whose scores the accuracy pages show
-from sitebuild import gpu_facts
+from sitebuild import accuracy_sources, cost_block, gpu_facts
 from sitebuild.ladder_block import fits_word, ladder_block
 from sitebuild.quick_answer import quick_answer
 from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
@@ -124,7 +124,9 @@ def _compare(_: list[str], kw: dict[str, Any], lang: str) -> str:
                      label(est.peak_moment.phase, lang), label("yes" if fit and fit["fits"] else "no", lang), tps])
     header = [f"`{field}`", label("allocated", lang), label("reserved", lang), label("phase", lang),
               label("fits", lang), label("tokens_per_second", lang)]
-    return _table(header, rows)
+    # The configuration the column varies from, stated under every table (defaults fill what is not named).
+    base = ", ".join(f"`{k}={v if isinstance(v, str) else json.dumps(v)}`" for k, v in kw.items())
+    return _table(header, rows) + f"\n\n*{label('base_config', lang)}:* {base}"
 
 
 def _gpu_specs(_: list[str], kw: dict[str, Any], lang: str) -> str:
@@ -275,6 +277,7 @@ HANDLERS: dict[str, Handler] = {
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
     "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
+    **accuracy_sources.HANDLERS, **cost_block.HANDLERS,
 }
 
 

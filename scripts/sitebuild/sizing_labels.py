@@ -7,7 +7,7 @@ from sizing.view import fmt_gib, fmt_int, fmt_num
 
 LABELS: dict[str, dict[str, str]] = {
     "weights": {"ru": "Базовые веса", "uz": "Asosiy vaznlar", "en": "Base weights"},
-    "quantization_state": {"ru": "Состояние квантования", "uz": "Kvantlash holati", "en": "Quantization state"},
+    "quantization_state": {"ru": "Состояние квантизации", "uz": "Kvantlash holati", "en": "Quantization state"},
     "adapters": {"ru": "Адаптеры", "uz": "Adapterlar", "en": "Adapters"},
     "gradients": {"ru": "Градиенты", "uz": "Gradiyentlar", "en": "Gradients"},
     "optimizer_states": {"ru": "Состояния оптимизатора", "uz": "Optimizator holatlari", "en": "Optimizer states"},
@@ -23,6 +23,9 @@ LABELS: dict[str, dict[str, str]] = {
     "forward": {"ru": "прямой проход", "uz": "to‘g‘ri o‘tish", "en": "forward"},
     "backward": {"ru": "обратный проход", "uz": "teskari o‘tish", "en": "backward"},
     "optimizer": {"ru": "шаг оптимизатора", "uz": "optimizator qadami", "en": "optimizer step"},
+    "base_config": {"ru": "Остальные настройки таблицы (прочие — по умолчанию)",
+                    "uz": "Jadvalning qolgan sozlamalari (boshqalari — standart)",
+                    "en": "The table's other settings (the rest at their defaults)"},
     "component": {"ru": "Компонент", "uz": "Komponent", "en": "Component"},
     "gib": {"ru": "ГиБ", "uz": "GiB", "en": "GiB"},
     "fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
@@ -38,7 +41,7 @@ LABELS: dict[str, dict[str, str]] = {
     "memory_cuda": {"ru": "Память, доступная CUDA", "uz": "CUDA uchun mavjud xotira", "en": "Memory available to CUDA"},
     "bandwidth": {"ru": "Пропускная способность памяти", "uz": "Xotira o‘tkazuvchanligi", "en": "Memory bandwidth"},
     "bf16_tflops": {"ru": "BF16, плотные TFLOPS", "uz": "BF16, zich TFLOPS", "en": "BF16 dense TFLOPS"},
-    "interconnect": {"ru": "Связь между GPU", "uz": "GPUlararo aloqa", "en": "Interconnect"},
+    "interconnect": {"ru": "Связь между GPU", "uz": "GPUlar orasidagi aloqa", "en": "Interconnect"},
     "bf16": {"ru": "Поддержка bf16", "uz": "bf16 qo‘llab-quvvatlanishi", "en": "bf16 support"},
     "flash_attention_2": {"ru": "FlashAttention-2", "uz": "FlashAttention-2", "en": "FlashAttention-2"},
     "bitsandbytes": {"ru": "bitsandbytes", "uz": "bitsandbytes", "en": "bitsandbytes"},
@@ -54,10 +57,11 @@ LABELS: dict[str, dict[str, str]] = {
     "reserved_gib": {"ru": "Зарезервировано, ГиБ", "uz": "Zaxiralangan, GiB", "en": "Reserved, GiB"},
     "fit_legend": {
         "ru": "✓ — помещается: запас в ГиБ и наибольший микробатч; ✗ — не помещается: нехватка в ГиБ. "
-              "LoRA bf16 и QLoRA NF4, r = 16, all-linear, контрольные точки градиента, упакованные "
+              "LoRA bf16 и QLoRA NF4, r = 16, all-linear, пересчёт активаций (gradient checkpointing), упакованные "
               "последовательности.",
         "uz": "✓ — sig‘adi: GiB dagi zaxira va eng katta mikrobatch; ✗ — sig‘maydi: GiB dagi yetishmovchilik. "
-              "LoRA bf16 va QLoRA NF4, r = 16, all-linear, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar.",
+              "LoRA bf16 va QLoRA NF4, r = 16, all-linear, aktivatsiyalarni qayta hisoblash (gradient checkpointing), "
+              "zichlangan ketma-ketliklar.",
         "en": "✓ fits: headroom in GiB and the largest micro-batch; ✗ does not fit: the shortfall in GiB. "
               "LoRA in bf16 and QLoRA in NF4, r = 16, all-linear, gradient checkpointing, packed sequences.",
     },
