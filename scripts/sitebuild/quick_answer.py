@@ -66,7 +66,8 @@ TEXT: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class Cell:
-    """One answer: the card (None: no single card), its largest micro-batch, or the GPU count under FSDP."""
+    """One answer: the card (None: no single card), its largest micro-batch, or the GPU count under FSDP
+    (0: none up to solve.MAX_GPUS; -1: the sequence is longer than the model allows)."""
     gpu: str | None
     micro_batch: int
     num_gpus: int
@@ -95,6 +96,8 @@ def cell(model: str, method: str, seq: int, stack: str) -> Cell:
         sizer = Sizer(parse_config({**base_config(), **query}))
         sizer.reserved(find_gpu("H100-SXM-80GB"))  # the rank check runs here, before any card is tried
     except SizingError as exc:
+        if exc.code == "seq_too_long":
+            return Cell(None, 0, -1, query)
         if exc.code != "rank_too_large":
             raise
         query["target_modules"] = ATTENTION_TARGETS
@@ -114,6 +117,8 @@ def link(c: Cell, calc: str) -> str:
 
 
 def _cell_text(c: Cell, calc: str, lang: str) -> str:
+    if c.num_gpus < 0:
+        return "—"  # longer than the model's max_position_embeddings
     if c.gpu is not None:
         return f"[{c.gpu} ×{c.micro_batch}]({link(c, calc)})"
     if c.num_gpus == 0:
@@ -132,13 +137,16 @@ def _base_text(lang: str) -> str:
 def quick_answer(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """The quick-answer table in language `lang`, with links to the calculator at `calc`."""
     calc = str(kw.get("calc", "calculator/index.md"))
+    # models= and contexts= (comma-separated) replace the defaults, e.g. for the long-context table.
+    models = tuple(str(kw["models"]).split(",")) if "models" in kw else MODELS
+    contexts = tuple(int(s) for s in str(kw["contexts"]).split(",")) if "contexts" in kw else CONTEXTS
     header = [TEXT["model"][lang], TEXT["method"][lang]]
-    for seq in CONTEXTS:
+    for seq in contexts:
         header += [f"{seq // 1024}k · Trainer", f"{seq // 1024}k · TRL"]
     rows, dagger = [], False
-    for model in MODELS:
+    for model in models:
         for method in METHODS:
-            cells = [cell(model, method, seq, stack) for seq in CONTEXTS for stack in STACKS]
+            cells = [cell(model, method, seq, stack) for seq in contexts for stack in STACKS]
             mark = " †" if any("target_modules" in c.query for c in cells) else ""
             dagger = dagger or bool(mark)
             name = "LoRA" if method == "lora" else "QLoRA"
