@@ -5,23 +5,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import uncertainty
 from .arch import Architecture
 from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
 from .errors import SizingError
 from .memory.adapters import trainable
-from .memory.allocator import ALLOC_ROUND, reserved_bytes, usable_bytes
-from .memory.overhead import CUDA_CONTEXT, fragmentation
+from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_bytes
+from .memory.overhead import CUDA_CONTEXT
 from .memory.regime import Regime
 from .memory.timeline import COMPONENTS, Moment
 from .solve import Sizer, fit_row
-from .step import step_memory
+from .step import reserved_peak, step_memory
 from .throughput import time_estimate
 from .warnings import collect_warnings, does_not_fit
 
 __all__ = ["ALLOC_ROUND", "Estimate", "estimate", "fit_entry", "reserved_bytes", "usable_bytes"]
-# How sure we are, by how well the regime is covered by byte-exact checks (relative half-width).
-CONFIDENCE_MARGIN = {"high": 0.03, "medium": 0.08, "low": 0.15}
 
 
 @dataclass
@@ -68,13 +67,16 @@ class Estimate:
         }
 
 
-def _confidence(cfg: RunConfig, arch: Architecture) -> str:
+def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, float]], str]:
+    """Measured/estimated ratio bands per tier for the run's regime, and the confidence label."""
+    multi = cfg.num_gpus > 1
+    out = {tier: uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2] for tier in ("allocated", "reserved")}
     if arch.experts or cfg.torch_compile:
-        return "low"
-    llama_like = arch.norm != "layer" and arch.linears[0].name == "q_proj"
-    if cfg.framework in ("transformers", "trl", "custom") and llama_like and cfg.quantization_backend == "bitsandbytes":
-        return "high"
-    return "medium"
+        # Not covered by byte-exact checks: at least the unmeasured band, and said so.
+        lo, hi = uncertainty.UNMEASURED["low"], uncertainty.UNMEASURED["high"]
+        out = {k: (min(a, lo), max(b, hi)) for k, (a, b) in out.items()}
+        return out, "low"
+    return out, uncertainty.label(*out["reserved"])
 
 
 def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Estimate:
@@ -92,20 +94,17 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
     mem = step_memory(cfg, arch, gpu, backend, 1)
     reg, ms, detail, pk = mem.regime, mem.moments, mem.detail, mem.peak
-    lows = step_memory(cfg, arch, gpu, backend, 0).peak.total
-    highs = step_memory(cfg, arch, gpu, backend, 2).peak.total
-    confidence = _confidence(cfg, arch)
-    margin = CONFIDENCE_MARGIN[confidence]
+    bands, confidence = _bands(cfg, arch)
     allocated = pk.total
-    static = mem.static_bytes
-    frag = fragmentation(cfg.expandable_segments)
     paged = detail["paged_optimizer_bytes"]
 
-    reserved = reserved_bytes(allocated, static, frag[1])
+    reserved = reserved_peak(mem, cfg.expandable_segments)
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
-    alloc_lo, alloc_hi = int(lows * (1 - margin)), int(highs * (1 + margin))
-    res_lo, res_hi = reserved_bytes(alloc_lo, static, frag[0]), reserved_bytes(alloc_hi, static, frag[2])
+    # The range: what the published rows of this regime measured relative to the estimate
+    # (sizing/data/residuals.json); the device tier adds the CUDA context's own spread to reserved's.
+    alloc_lo, alloc_hi = int(allocated * bands["allocated"][0]), int(allocated * bands["allocated"][1])
+    res_lo, res_hi = int(reserved * bands["reserved"][0]), round_up(int(reserved * bands["reserved"][1]))
     ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
               "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
@@ -114,7 +113,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
     if gpu is not None:
         est.fits = [fit_entry(est, gpu)]
-        if not est.fits[0]["fits"]:
+        if not est.fits[0]["fits"] and "refusal" not in est.fits[0]:
             est.warnings.insert(0, does_not_fit(gpu, -est.fits[0]["headroom_bytes"]))
         est.time = time_estimate(cfg, arch, reg, trainable(cfg, arch), gpu)
     return est

@@ -24,9 +24,18 @@ class Profile:
     torchao_nf4: bool = False
     dequant_copies: int = 1  # bnb 0.42 dequantizes to fp16 then casts to bf16: two copies
     separate_lm_head: bool = False  # the checkpoint converter copies a tied embedding into its own lm_head
+    keeps_outputs: bool = False  # the loop's `out` holds logits (and the KV cache) until the next forward returns
 
 
+# transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
+# training_step: compute_loss -> del inputs -> accelerator.backward). TRL's SFTTrainer subclasses it.
 HF = Profile("transformers")
+# A plain loop `out = model(**batch); out.loss.backward(); optimizer.step()` (the PEFT MetaMathQA harness,
+# method_comparison/MetaMathQA/run.py): `out` keeps out.logits through backward and the optimizer step,
+# and until the next `out = model(...)` has returned; without use_cache=False it also keeps the DynamicCache
+# transformers builds from config.use_cache (modeling_llama.py LlamaModel.forward, utils/generic.py
+# merge_with_config_defaults turns it off only under gradient checkpointing).
+CUSTOM = Profile("custom", keeps_outputs=True)
 # LitGPT 2024 (config hub benchmarks): fused qkv, GQA expanded, out-proj input copied; QLoRA through
 # Fabric's BitsandbytesPrecision with bitsandbytes 0.42 (every nn.Linear, lm_head too, becomes 4-bit).
 LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=True, fused_lora_qkv=True,
@@ -47,10 +56,13 @@ def version(cfg: RunConfig) -> tuple[int, ...]:
 
 
 def profile(cfg: RunConfig) -> Profile:
+    """The framework's named profile (its version where it matters)."""
     if cfg.framework == "litgpt":
         return LITGPT
     if cfg.framework == "torchtune":
         if version(cfg) < (0, 2):  # 0.1: only the bases of LoRA layers were NF4
             return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True)
         return TORCHTUNE
+    if cfg.framework == "custom":
+        return CUSTOM
     return HF

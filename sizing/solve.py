@@ -10,10 +10,9 @@ from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
 from .memory.adapters import trainable
-from .memory.allocator import ALLOC_ROUND, reserved_bytes, usable_bytes
-from .memory.overhead import fragmentation
+from .memory.allocator import ALLOC_ROUND, round_up, usable_bytes
 from .memory.regime import resolve
-from .step import step_memory
+from .step import StepMemory, reserved_peak, step_memory
 from .throughput import time_estimate
 
 MAX_BATCH = 4096
@@ -24,43 +23,68 @@ MAX_GPUS = 512
 class Sizer:
     """Reserved memory of one configuration with the micro-batch, the sequence length or the GPU count
     changed. A GPU enters the memory model only through its generation (Hopper's larger cuBLAS
-    workspace), so values are cached per generation and shared by every GPU of a fit table: the
-    searches of 27 GPUs then cost about as much as those of three."""
+    workspace), so values are cached per generation and shared by every GPU of a fit table.
+
+    Replaying the caching allocator costs tens of milliseconds (shared by the shapes of one replay grid
+    step, step.grid), so searches run on a proxy (the allocated peak plus the cache's overhead in
+    proportion to the dynamic bytes, as replayed for the unchanged configuration) and the answer is then
+    settled against `fits` (exact=False keeps the proxy's answer)."""
 
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-        self.frag = fragmentation(cfg.expandable_segments)[1]
         self._cache: dict[tuple[Any, ...], int] = {}
+        self._mem: dict[tuple[Any, ...], StepMemory] = {}
+        self._ratio: dict[bool, float] = {}
+
+    def _memory(self, gpu: Gpu, change: dict[str, Any]) -> StepMemory:
+        key = (gpu.sm >= (9, 0), *sorted(change.items()))
+        mem = self._mem.get(key)
+        if mem is None:
+            mem = self._mem[key] = step_memory(replace(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda", 1)
+        return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:
-        """Reserved peak on `gpu` with the fields in `change` replaced."""
+        """Reserved peak on `gpu` with the fields in `change` replaced (the allocator replayed)."""
         key = (gpu.sm >= (9, 0), *sorted(change.items()))
         value = self._cache.get(key)
         if value is None:
-            cfg = replace(self.cfg, gpu=gpu.id, **change)
-            mem = step_memory(cfg, self.arch, gpu, "cuda", 1)
-            value = reserved_bytes(mem.peak.total, mem.static_bytes, self.frag)
-            self._cache[key] = value
+            value = self._cache[key] = reserved_peak(self._memory(gpu, change), self.cfg.expandable_segments)
         return value
+
+    def approx(self, gpu: Gpu, **change: Any) -> int:
+        """The search's proxy for `reserved`: the cache's overhead in proportion to the dynamic bytes."""
+        hopper = gpu.sm >= (9, 0)
+        if hopper not in self._ratio:
+            base = self._memory(gpu, {})
+            dynamic = max(base.peak.total - base.static_bytes, 1)
+            self._ratio[hopper] = (self.reserved(gpu) - base.peak.total) / dynamic
+        mem = self._memory(gpu, change)
+        return round_up(mem.peak.total + int(self._ratio[hopper] * max(mem.peak.total - mem.static_bytes, 0)))
 
     def fits(self, gpu: Gpu, **change: Any) -> bool:
         """Whether the changed configuration's reserved peak fits `gpu`."""
         return self.reserved(gpu, **change) <= usable_bytes(gpu)
 
-    def max_micro_batch(self, gpu: Gpu) -> int:
-        """Largest per-device micro-batch that fits `gpu` (0: none)."""
-        return _largest(lambda b: self.reserved(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
+    def _settle(self, gpu: Gpu, name: str, guess: int, high: int) -> int:
+        """The largest value of field `name` in [0, high] that fits by the replayed reserved, from a guess."""
+        return _settle(lambda v: v == 0 or self.fits(gpu, **{name: v}), guess, high)
 
-    def max_seq_length(self, gpu: Gpu) -> int:
+    def max_micro_batch(self, gpu: Gpu, exact: bool = True) -> int:
+        """Largest per-device micro-batch that fits `gpu` (0: none)."""
+        guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
+        return self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH) if exact else guess
+
+    def max_seq_length(self, gpu: Gpu, exact: bool = True) -> int:
         """Longest sequence that fits `gpu` (0: none)."""
         limit = self.arch.max_positions or MAX_SEQ
         try:
-            return _largest(lambda s: self.reserved(gpu, max_seq_length=s), usable_bytes(gpu), limit)
+            guess = _largest(lambda s: self.approx(gpu, max_seq_length=s), usable_bytes(gpu), limit)
+            return self._settle(gpu, "max_seq_length", guess, limit) if exact else guess
         except SizingError:
             return 0
 
-    def fewest_gpus(self, gpu: Gpu) -> tuple[int, str]:
+    def fewest_gpus(self, gpu: Gpu, exact: bool = True) -> tuple[int, str]:
         """Fewest GPUs of this kind whose per-GPU memory fits (0: none up to MAX_GPUS), and the sharding.
         Replicated data parallelism never lowers per-GPU memory, so a run that does not fit one GPU is
         sized under FSDP full sharding unless the configuration already shards."""
@@ -72,8 +96,35 @@ class Sizer:
             return 0, mode
         # Per-GPU memory falls as shards grow: one more than the largest count that still does not fit
         # (negated, "does not fit" is a bound on a non-decreasing value).
-        short = _largest(lambda k: -self.reserved(gpu, num_gpus=k, parallelism=mode), -usable - 1, MAX_GPUS - 1)
-        return short + 1, mode
+        guess = _largest(lambda k: -self.approx(gpu, num_gpus=k, parallelism=mode), -usable - 1, MAX_GPUS - 1)
+        if exact:
+            guess = _settle(lambda k: k == 0 or not self.fits(gpu, num_gpus=k, parallelism=mode), guess, MAX_GPUS - 1)
+        return guess + 1, mode
+
+
+def _settle(ok: Callable[[int], bool], guess: int, high: int) -> int:
+    """Largest n in [0, high] with ok(n), for an ok that holds up to some n and not after (ok(0) holds),
+    found by galloping from `guess` and bisecting: a few evaluations when the guess is close."""
+    guess = min(max(guess, 0), high)
+    step = 1
+    if ok(guess):
+        lo, hi = guess, guess + 1
+        while hi <= high and ok(hi):
+            lo, step = hi, step * 2
+            hi = lo + step
+        hi = min(hi, high + 1)
+    else:
+        hi, lo = guess, guess - 1
+        while lo > 0 and not ok(lo):
+            hi, step = lo, step * 2
+            lo = max(lo - step, 0)
+    while hi - lo > 1:  # ok(lo), not ok(hi) (hi = high + 1: beyond the range)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _largest(value: Callable[[int], int], limit: int, high: int) -> int:
@@ -128,23 +179,33 @@ def _fits(cfg: RunConfig) -> bool:
 
 def max_micro_batch(cfg: RunConfig) -> int:
     """Largest micro-batch that fits the configuration's GPU."""
-    return Sizer(cfg).max_micro_batch(_gpu(cfg))
+    return Sizer(cfg).max_micro_batch(_gpu(cfg), exact=True)
 
 
 def max_seq_length(cfg: RunConfig) -> int:
     """Longest sequence that fits the configuration's GPU."""
-    return Sizer(cfg).max_seq_length(_gpu(cfg))
+    return Sizer(cfg).max_seq_length(_gpu(cfg), exact=True)
 
 
 def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
     """Fewest GPUs of the configuration's kind that fit it, and the sharding used."""
-    return Sizer(cfg).fewest_gpus(_gpu(cfg))
+    return Sizer(cfg).fewest_gpus(_gpu(cfg), exact=True)
+
+
+def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
+    """Whether the run can start on `gpu` at all: bf16 mixed precision needs a GPU with bf16
+    (torch.autocast raises "Current CUDA Device does not support bfloat16" (torch/amp/autocast_mode.py) and
+    TrainingArguments(bf16=True) "Your setup doesn't support bf16/gpu" (transformers training_args.py))."""
+    return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
 
 
 def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:
     """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`."""
     usable = usable_bytes(gpu)
     reserved = sizer.reserved(gpu)
+    if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
+        return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
+                "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
     return {"gpu": gpu.id, "usable_bytes": usable, "fits": reserved <= usable, "headroom_bytes": usable - reserved,
             "max_micro_batch": sizer.max_micro_batch(gpu), "max_seq_length": sizer.max_seq_length(gpu)}
 
@@ -155,7 +216,7 @@ def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
     sizer = Sizer(cfg)
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
-        count, mode = sizer.fewest_gpus(gpu)
+        count, mode = sizer.fewest_gpus(gpu) if runs_on(cfg, gpu) else (0, "none")
         row: dict[str, Any] = {**fit_row(sizer, gpu), "name": gpu.name, "fewest_gpus": count,
                                "fewest_gpus_parallelism": mode, "time": None}
         if count:

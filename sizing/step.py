@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
 from .memory.activations import layer_saved
 from .memory.adapters import trainable
+from .memory.allocator import round_up
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
+from .memory.replay import Replay, replay
 from .memory.timeline import Moment, StepInputs, moments, peak
 from .memory.weights import weights
 from .parallel import Totals, shares
@@ -29,6 +32,15 @@ class StepMemory:
     moments: list[Moment]
     peak: Moment
     detail: dict[str, int]
+    tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
+    replay_dynamic: int  # dynamic bytes at that shape
+
+    def cache_overhead(self, expandable: bool) -> int:
+        """Bytes the caching allocator reserves above the allocated peak: the replayed overhead at the
+        replay's shape, in proportion to this shape's dynamic bytes."""
+        allocated, reserved = _replayed(self.tensors, expandable)
+        ratio = max(reserved - allocated, 0) / max(self.replay_dynamic, 1)
+        return int(ratio * max(self.peak.total - self.static_bytes, 0))
 
     @property
     def static_bytes(self) -> int:
@@ -39,9 +51,33 @@ class StepMemory:
         return kept - self.detail["gathered_bytes"]
 
 
+def grid(x: int) -> int:
+    """x rounded up to 4 steps per doubling (m·2^k, m in 4..7): the shapes the allocator is replayed at, so
+    the solvers' probes share replays; tensors are at most 25 % larger than the real ones there."""
+    if x <= 8:
+        return x
+    k = x.bit_length() - 3
+    return -(-x >> k) << k
+
+
+@lru_cache(maxsize=512)
+def _replayed(r: Replay, expandable: bool) -> tuple[int, int]:
+    return replay(r, expandable)
+
+
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
                 k_index: int = 1) -> StepMemory:
     """Memory of every moment of one optimizer step; k_index picks the low/mid/high layer-backward transient."""
+    mem = _step(cfg, arch, gpu, backend, k_index)
+    shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
+    if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
+        return mem
+    at = _step(replace(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]), arch, gpu, backend,
+               k_index)
+    return replace(mem, tensors=at.tensors, replay_dynamic=at.replay_dynamic)
+
+
+def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
     reg = resolve(cfg, arch, backend)
     if reg.profile.separate_lm_head and arch.tied_embeddings:
         arch = replace(arch, tied_embeddings=False)  # LitGPT 2024 holds the head as its own weight
@@ -73,6 +109,11 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
     # Tied embeddings trained in full: the embedding's dense gradient meets the head's at the end.
     tied_grad = arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
     layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
+    kept_logits = kept_cache = 0
+    if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
+        kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * (reg.compute if reg.autocast
+                                                                                else reg.lm_head_weight)
+        kept_cache = 0 if reg.checkpointing else 2 * arch.layers * n * arch.kv_width * reg.compute
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
         optimizer=opt.resident_bytes,
@@ -91,7 +132,9 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
         forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward + previous_graph,
         tied_gradient=tied_grad,
         backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
-        accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward)
+        accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward,
+        kept_logits=kept_logits, kept_cache=kept_cache,
+        cache_shared=not reg.padded and reg.attention != "eager")  # else SDPA/eager saved repeat_kv copies
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
@@ -101,4 +144,39 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
     ms = moments(inputs)
-    return StepMemory(reg, ms, peak(ms), detail)
+    static: list[int] = []
+    root = totals.root_unit if sh.gathered else 0
+    linears = [lin.params * lin.count for lin in arch.linears]
+    per_layer_static = (sh.weights - sh.gathered) // arch.layers
+    for _ in range(arch.layers):  # one tensor per projection (FSDP: one flat shard per unit)
+        static += [per_layer_static * p // sum(linears) for p in linears] if not sh.gathered else [per_layer_static]
+    if not sh.gathered:
+        static.append(max(sh.weights - sum(static), 0))  # embeddings, norms, LM head
+    static += [sh.quant_state, sh.adapters] if cfg.is_peft else [sh.quant_state]
+    # Gradient tensors as backward produces them: per decoder layer, then the rest (embeddings, head, norms).
+    share = sh.gradients / max(grads, 1)  # sharded gradients: this GPU's part of each
+    layer_grads = tuple(int(rows * cols * grad_elem * share) for rows, cols, count in tr.tensors
+                        if count >= arch.layers for _ in range(count // arch.layers))
+    rest = [int(rows * cols * grad_elem * share) * count for rows, cols, count in tr.tensors if count < arch.layers]
+    head_grads = tuple(x for x in rest if x)
+    rp = Replay(
+        static=tuple(x for x in static if x), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
+        layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
+        forward_transient=ov.dequant_forward,
+        # layer_backward includes the recomputed layer under checkpointing: the replay allocates that itself.
+        backward_transient=max(layer_backward - (layer_tokens if reg.checkpointing else 0), 0) + ov.dequant_backward,
+        gathered_unit=(sh.gathered - root) // 2 if sh.gathered else 0,
+        head_saved=(hd.body_side, hd.loss_saved), loss_forward=hd.forward_extra,
+        loss_backward=(hd.backward_extra // 2, hd.backward_extra - hd.backward_extra // 2),
+        head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
+        comm_static=cfg.parallelism in ("none", "ddp"),
+        states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
+        accumulating=inputs.accumulating)
+    pk = peak(ms)
+    mem = StepMemory(reg, ms, pk, detail, rp, 0)
+    return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
+
+
+def reserved_peak(mem: StepMemory, expandable: bool) -> int:
+    """max_memory_reserved: the allocated peak plus what the replayed cache holds above it, in 2 MiB pages."""
+    return round_up(mem.peak.total + mem.cache_overhead(expandable))

@@ -5,6 +5,14 @@ from __future__ import annotations
 from sitebuild.sizing_labels import LABELS
 
 
+def words(lang: str) -> dict[str, str]:
+    """Every word of the calculator pages in one language: the computed tables' labels, then the
+    calculator's own (which win). The page gets them as data; sizing.view builds the results with them."""
+    out = {key: values.get(lang, key) for key, values in LABELS.items()}
+    out.update({key: values.get(lang, values["en"]) for key, values in TEXT.items()})
+    return out
+
+
 def T(lang: str, key: str) -> str:
     """The calculator's word for `key`, else the computed tables' label (sizing_labels), else the key."""
     values = TEXT.get(key) or LABELS.get(key)
@@ -198,6 +206,12 @@ TEXT: dict[str, dict[str, str]] = {
                          "bo‘lishi kerak", "en": "The configuration must be a JSON object"},
     "e_internal": {"ru": "Расчёт не удался", "uz": "Hisoblash muvaffaqiyatsiz", "en": "The computation failed"},
     "e_other": {"ru": "Ошибка", "uz": "Xato", "en": "Error"},
+    "copy_form": {"ru": "Здесь на HTML-странице — форма с полями конфигурации; их имена и значения по умолчанию — "
+                  "в таблице параметров ниже, результаты выше посчитаны для этих значений.",
+                  "uz": "Bu yerda HTML sahifada konfiguratsiya maydonlari bilan forma bor; ularning nomlari va "
+                  "standart qiymatlari quyidagi parametrlar jadvalida, yuqoridagi natijalar shu qiymatlar uchun.",
+                  "en": "Here the HTML page has the form with the configuration's fields; their names and defaults "
+                  "are in the table of parameters below, and the results above are for those defaults."},
     "to_request": {"ru": "Составить запрос на аренду GPU с этой конфигурацией →",
                    "uz": "Ushbu konfiguratsiya bilan GPU ijarasi so‘rovini tuzish →",
                    "en": "Write a GPU rental request with this configuration →"},

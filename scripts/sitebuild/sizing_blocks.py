@@ -23,6 +23,7 @@ from sizing import SizingError, estimate
 from sizing.arch import ATTN_IN, Linear
 from sizing.catalog import find_gpu, gpus
 from sizing.contract import parse_value
+from sizing.estimate import usable_bytes
 from sizing.memory.adapters import lora_params
 from sizing.memory.timeline import COMPONENTS
 
@@ -137,6 +138,7 @@ def _gpu_specs(_: list[str], kw: dict[str, Any], lang: str) -> str:
         [label("architecture", lang), f"{rec.get('architecture', '')} · sm {gpu.compute_capability}"],
         [label("memory_smi", lang), fmt_gib(gpu.memory_bytes, lang) + " GiB"],
         [label("memory_cuda", lang), fmt_gib(gpu.usable_bytes, lang) + " GiB"],
+        [label("capacity", lang), fmt_gib(usable_bytes(gpu), lang) + " GiB"],
         [label("bandwidth", lang), fmt_num(gpu.memory_bandwidth_GBps or 0, lang, 0) + " GB/s"],
         [label("bf16_tflops", lang), fmt_num(gpu.bf16_dense_tflops, lang, 1) if gpu.bf16_dense_tflops else "—"],
         [label("interconnect", lang), str(rec.get("interconnect", "—"))],
@@ -188,8 +190,6 @@ def _gpu_context_chart(_: list[str], kw: dict[str, Any], lang: str) -> str:
             except SizingError:
                 break
         series[method] = points
-    from sizing.estimate import usable_bytes
-
     title = f"{model} · {gpu.name}"
     return line_chart(title, series, usable_bytes(gpu) / GiB, label("context", lang), label("reserved_gib", lang),
                       label("capacity", lang))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# One number format for the pages, the calculator's results and its worker: sizing.view's.
+from sizing.view import fmt_gib, fmt_int, fmt_num
+
 LABELS: dict[str, dict[str, str]] = {
     "weights": {"ru": "Базовые веса", "uz": "Asosiy vaznlar", "en": "Base weights"},
     "quantization_state": {"ru": "Состояние квантизации", "uz": "Kvantlash holati", "en": "Quantization state"},
@@ -47,7 +50,10 @@ LABELS: dict[str, dict[str, str]] = {
     "method": {"ru": "Метод", "uz": "Usul", "en": "Method"},
     "context": {"ru": "Контекст", "uz": "Kontekst", "en": "Context"},
     "gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "capacity": {"ru": "Доступно CUDA", "uz": "CUDA uchun mavjud", "en": "Available to CUDA"},
+    # Two amounts, two names: what CUDA reports (memory_cuda, torch's total_memory) and what a run may reserve
+    # once the process's CUDA context is up (capacity: sizing.estimate.usable_bytes, the fit criterion).
+    "capacity": {"ru": "Доступно после контекста CUDA", "uz": "CUDA kontekstidan keyin mavjud",
+                 "en": "Usable after the CUDA context"},
     "reserved_gib": {"ru": "Зарезервировано, ГиБ", "uz": "Zaxiralangan, GiB", "en": "Reserved, GiB"},
     "fit_legend": {
         "ru": "✓ — помещается: запас в ГиБ и наибольший микробатч; ✗ — не помещается: нехватка в ГиБ. "
@@ -87,35 +93,12 @@ def label(key: str, lang: str) -> str:
     return LABELS.get(key, {}).get(lang, key)
 
 
-def _group(digits: str, sep: str) -> str:
-    out: list[str] = []
-    while len(digits) > 3:
-        out.insert(0, digits[-3:])
-        digits = digits[:-3]
-    out.insert(0, digits)
-    return sep.join(out)
-
-
-def fmt_num(value: float, lang: str, decimals: int) -> str:
-    """Thousands and decimal separators of the language: 1 234,5 (ru, uz) or 1,234.5 (en)."""
-    text = f"{abs(value):.{decimals}f}"
-    whole, _, frac = text.partition(".")
-    thousands, point = (",", ".") if lang == "en" else ("\u00a0", ",")
-    out = _group(whole, thousands) + (point + frac if frac else "")
-    return ("−" if value < 0 else "") + out
-
-
-def fmt_int(value: int, lang: str) -> str:
-    return fmt_num(value, lang, 0)
-
-
-def fmt_gib(value: int | float, lang: str) -> str:
-    return fmt_num(value / 2**30, lang, 2)
-
-
 def fmt_bytes(value: int, lang: str) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if value >= size:
             number = value / size
             return fmt_num(number, lang, 0 if number == int(number) else 1) + " " + unit
     return fmt_int(value, lang) + " B"
+
+
+__all__ = ["LABELS", "fmt_bytes", "fmt_gib", "fmt_int", "fmt_num", "label"]

@@ -22,6 +22,7 @@ class LayerSaved:
     layer0_delta_per_token: int  # layer 0 of a PEFT model without input grads saves less
     layer0_delta_constant: int  # ... and keeps no autocast copies of its q/k/v lora_A weights
     checkpoint_per_token: int  # what a checkpointed layer keeps: its input hidden state
+    pieces: tuple[int, ...]  # per-token bytes of the saved tensor groups in forward order (allocator replay)
     held_per_token: int  # inputs kept by bitsandbytes-0.42 4-bit matmuls (survive with the graph)
     cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
 
@@ -34,6 +35,12 @@ class LayerWalker:
         self.targets = {lin.name for lin in trainable.targets}
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
+        self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
+
+    def _rec(self, *per_token: int) -> int:
+        """Record each tensor's per-token bytes (a group if one figure stands for several) and their sum."""
+        self.pieces.extend(x for x in per_token if x)
+        return sum(per_token)
 
     # -- dtypes ---------------------------------------------------------------------------------
     def norm_out(self, in_bytes: int) -> int:
@@ -126,52 +133,52 @@ class LayerWalker:
         arch, reg, c = self.arch, self.reg, self.reg.compute
         h, q, kv, nh, inter, seq = arch.hidden, arch.q_width, arch.kv_width, arch.heads, arch.intermediate, self.seq
         resid = reg.resid
-        total = self.norm_saved(resid, h)
+        total = self._rec(self.norm_saved(resid, h))
         attn_in = self.norm_out(resid)
         consumers = self.by_source(ATTN_IN) + (self.by_source(MLP_IN) if arch.pre_norms == 1 else [])
-        total += self.consumers_saved(attn_in, h, consumers, already_saved=False)
+        total += self._rec(self.consumers_saved(attn_in, h, consumers, already_saved=False))
         qb = self.linear_out(attn_in)
         if arch.qk_norm:  # RMSNorm over head_dim on q and k: fp32 input and rsqrt per head
-            total += 4 * (q + kv) + 4 * (nh + arch.kv_heads)
+            total += self._rec(4 * (q + kv) + 4 * (nh + arch.kv_heads))
             if reg.full:
-                total += (qb if arch.norm == "rms" else 4) * (q + kv)
+                total += self._rec((qb if arch.norm == "rms" else 4) * (q + kv))
         ab = c if reg.autocast else qb  # SDPA runs in the autocast dtype
         prof = reg.profile
         # A padding mask disables GQA-aware SDPA; LitGPT and torchtune expand k and v themselves.
         expanded = reg.padded or (prof.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager":
             # q, repeat_kv'd k and v (nh heads), fp32 softmax output and its cast for the PV matmul.
-            total += 3 * ab * q + (4 + (ab if ab != 4 else 0)) * nh * seq
+            total += self._rec(ab * q, ab * q, ab * q, 4 * nh * seq, (ab if ab != 4 else 0) * nh * seq)
             if arch.attn_logit_softcap:
-                total += ab * nh * seq  # tanh output of the soft-capped scores
+                total += self._rec(ab * nh * seq)  # tanh output of the soft-capped scores
             out_saved = False
         else:
             kv_saved = q if expanded else kv
-            total += ab * (q + 2 * kv_saved) + ab * q + 4 * nh  # q, k, v, out, logsumexp
+            total += self._rec(ab * q, ab * kv_saved, ab * kv_saved, ab * q + 4 * nh)  # q, k, v, out, logsumexp
             if reg.padded:
-                total += ab * seq  # SDPA's additive mask, one per layer
+                total += self._rec(ab * seq)  # SDPA's additive mask, one per layer
             fused = arch.fused_qkv or prof.keeps_fused_qkv
             if fused and not expanded:
-                total += qb * (q + kv)  # v is a view: the whole fused qkv output stays alive
+                total += self._rec(qb * (q + kv))  # v is a view: the whole fused qkv output stays alive
             out_saved = not prof.out_proj_copy
-        total += self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved)
+        total += self._rec(self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved))
         if arch.post_norms:
-            total += self.norm_saved(self.linear_out(ab), h)
+            total += self._rec(self.norm_saved(self.linear_out(ab), h))
         if arch.pre_norms == 2:
-            total += self.norm_saved(resid, h)
+            total += self._rec(self.norm_saved(resid, h))
             mlp_in = self.norm_out(resid)
-            total += self.consumers_saved(mlp_in, h, self.by_source(MLP_IN), already_saved=False)
+            total += self._rec(self.consumers_saved(mlp_in, h, self.by_source(MLP_IN), already_saved=False))
         else:
             mlp_in = attn_in
         gb = self.linear_out(mlp_in)
         if arch.experts:
-            total += self.experts(mlp_in, gb)
+            total += self._rec(self.experts(mlp_in, gb))
         else:
             # g, act(g), u | fc1 output; compiled graphs recompute act(g) in the backward
-            total += (2 if reg.compiled else 3 if arch.gated_mlp else 1) * gb * inter
-            total += self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False)
+            total += self._rec(*[gb * inter] * (2 if reg.compiled else 3 if arch.gated_mlp else 1))
+            total += self._rec(self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False))
         if arch.post_norms:
-            total += self.norm_saved(gb, h)
+            total += self._rec(self.norm_saved(gb, h))
         return total
 
     def experts(self, mlp_in: int, gb: int) -> int:
@@ -217,6 +224,7 @@ class LayerWalker:
 
 
 def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> LayerSaved:
+    """What one decoder layer saves for backward, per token and per layer, and its layer-0 correction."""
     layer = LayerWalker(arch, reg, trainable, r, seq)
     per_token = layer.walk()
     const, cached = layer.constants()
@@ -228,5 +236,6 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
         delta_const = -layer.layer0_lora_a_copies()
     return LayerSaved(per_token=per_token, constant=const, layer0_delta_per_token=delta,
                       layer0_delta_constant=delta_const,
-                      checkpoint_per_token=reg.resid * arch.hidden, held_per_token=layer.held,
+                      checkpoint_per_token=reg.resid * arch.hidden, pieces=tuple(layer.pieces),
+                      held_per_token=layer.held,
                       cached_weight_copies=cached * arch.layers)

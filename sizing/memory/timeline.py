@@ -42,6 +42,9 @@ class StepInputs:
     tied_gradient: int  # a tied embedding's dense gradient before it is added to the head's
     accumulating: bool  # gradient accumulation: grads stay resident across micro-batches
     grads_freed_in_backward: bool  # optimizer-in-backward
+    kept_logits: int = 0  # logits the loop keeps referenced (custom loop's `out`), through the next forward
+    kept_cache: int = 0  # the KV cache in `out`: beyond the saved k/v once backward frees them
+    cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -53,20 +56,26 @@ def moments(s: StepInputs) -> list[Moment]:
         opt = s.optimizer if step else 0
         carried = live_grads if s.accumulating else 0  # micro-batches 2..k run with the grads alive
         base = {**static, "optimizer_states": opt, "gradients": carried, "workspace": s.workspace}
+        # The previous step's outputs are alive until this forward returns; this step's cache is extra
+        # where SDPA saved repeat_kv copies instead of the cached k/v.
+        own_cache = 0 if s.cache_shared else s.kept_cache
+        prev = (s.kept_logits + s.kept_cache) if step else 0
         out.append(Moment("forward", "cross-entropy on the logits (end of forward)", step, {
-            **base, "activations": s.body + s.shared + s.head_body,
-            "logits_and_loss": s.loss_saved + s.loss_forward_extra,
+            **base, "activations": s.body + s.shared + s.head_body + own_cache,
+            "logits_and_loss": s.loss_saved + s.loss_forward_extra + prev,
             "workspace": s.workspace + s.forward_transient}))
         out.append(Moment("backward", "gradient of the logits (start of backward)", step, {
-            **base, "activations": s.body + s.shared + s.head_body,
-            "logits_and_loss": s.loss_saved + s.loss_backward_extra}))
+            **base, "activations": s.body + s.shared + s.head_body + own_cache,
+            "logits_and_loss": s.loss_saved + s.loss_backward_extra + s.kept_logits}))
         head_grads = carried or (0 if s.grads_freed_in_backward else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
-            **base, "gradients": head_grads + s.comm_buffers, "activations": s.body + s.shared + s.layer_backward,
+            **base, "gradients": head_grads + s.comm_buffers,
+            "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": s.kept_logits,
             "workspace": s.workspace + s.backward_transient}))
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
-                **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers}))
+                **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,
+                "logits_and_loss": s.kept_logits}))
         if s.grads_freed_in_backward:
             # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.
             continue
@@ -74,6 +83,7 @@ def moments(s: StepInputs) -> list[Moment]:
         out.append(Moment("optimizer", "optimizer.step(): first step allocates its states" if step == 0
                           else "optimizer.step()", step, {
             **base, "gradients": s.gradients + s.comm_buffers, "optimizer_states": opt + new_states,
+            "activations": s.kept_cache, "logits_and_loss": s.kept_logits,
             "workspace": s.workspace + s.optimizer_temp}))
     return out
 

@@ -32,3 +32,21 @@ def test_a_run_that_does_not_fit_its_gpu_says_by_how_much_first() -> None:
     params = est.warnings[0]["params"]
     assert params["bytes"] == -est.fits[0]["headroom_bytes"] > 0 and params["gpu_name"] == "GeForce RTX 4090 24GB"
     assert "does_not_fit" not in codes(estimate(EXAMPLE))
+
+
+def test_a_bf16_run_gets_no_fits_verdict_on_a_card_without_bf16() -> None:
+    # torch.autocast raises "Current CUDA Device does not support bfloat16" and TrainingArguments(bf16=True)
+    # "Your setup doesn't support bf16/gpu" there: the run never starts, whatever its memory.
+    from sizing import estimate
+    from sizing.solve import fit_table
+
+    run = {"model": "meta-llama/Llama-3.2-1B", "method": "lora", "bf16": True, "max_seq_length": 256,
+           "per_device_train_batch_size": 1, "gpu": "T4-16GB"}
+    est = estimate(run)
+    assert est.fits[0]["fits"] is False and est.fits[0]["refusal"] == "gpu_no_bf16"
+    assert est.warnings[0]["code"] == "gpu_no_bf16"
+    fp16 = estimate({**run, "bf16": False, "fp16": True})
+    assert fp16.fits[0]["fits"] is True and fp16.allocated_bytes == est.allocated_bytes  # same bytes
+    for row in fit_table(est.config):
+        if row["gpu"] in ("T4-16GB", "V100-16GB", "V100-32GB"):
+            assert not row["fits"] and row["fewest_gpus"] == 0 and row["max_micro_batch"] == 0

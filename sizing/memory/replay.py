@@ -1,0 +1,106 @@
+# The step's tensors replayed through the caching allocator: what the frees of each moment leave cached,
+# so reserved memory follows from allocation order and block sizes instead of a ratio (allocator.py).
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .allocator import CachingAllocator, _Block
+
+STEPS = 3  # step 0 allocates the optimizer states lazily; steps 1 and 2 run in the layout it leaves
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Tensor sizes of one step, in bytes, in the order the step allocates them."""
+
+    static: tuple[int, ...]  # weights, quantization state, adapters: allocated before training
+    layers: int
+    saved: tuple[int, ...]  # one decoder layer's saved tensors (forward order)
+    layer_constant: int  # per-layer saved bytes independent of tokens (autocast weight copies)
+    checkpoint: int  # a checkpointed layer's kept input (0: no checkpointing)
+    forward_transient: int  # per layer in the forward (dequantized weight), freed at once
+    backward_transient: int  # per layer in the backward (recompute transients, dequantized weight)
+    gathered_unit: int  # FSDP: one layer's unsharded parameters, gathered and freed per layer
+    head_saved: tuple[int, ...]  # final norm / head input, then the loss's saved tensors
+    loss_forward: int  # the loss's forward transients (fp32 upcast of the logits)
+    loss_backward: tuple[int, ...]  # the loss backward's gradients (logits-sized)
+    head_grads: tuple[int, ...]  # gradients produced by the head's backward
+    layer_grads: tuple[int, ...]  # gradients one decoder layer's backward produces
+    comm_buffer: int  # DDP buckets / reduce-scatter staging, live from backward to the step
+    comm_static: bool  # DDP's Reducer allocates its buckets once, at construction
+    states_per_grad: float  # optimizer state bytes per gradient byte
+    temp_per_grad: float  # foreach step temporaries (one per parameter tensor) per gradient byte
+    accumulating: bool  # gradients are kept across micro-batches (not freed by zero_grad)
+
+
+def replay(r: Replay, expandable: bool) -> tuple[int, int]:
+    """(peak allocated, peak reserved) of STEPS steps of `r` through the caching allocator."""
+    a = CachingAllocator(expandable)
+    # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
+    # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
+    # reduce-scatters on its post-backward stream, so those come from pools of their own.
+    ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
+    for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
+        a.malloc(size)
+    grads: list[_Block] = []
+    states_done = False
+    for _ in range(STEPS):
+        kept: list[list[_Block]] = []
+        for _layer in range(r.layers):
+            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            if r.forward_transient:
+                a.free(a.malloc(r.forward_transient))
+            if r.checkpoint:
+                ck = a.malloc(r.checkpoint)
+                for t in [a.malloc(x) for x in r.saved]:  # computed, then dropped by the checkpoint
+                    a.free(t)
+                kept.append([ck])
+            else:
+                kept.append([a.malloc(x) for x in r.saved] + ([a.malloc(r.layer_constant)] if r.layer_constant else []))
+            if unit is not None:
+                ag.free(unit)
+        head = [a.malloc(x) for x in r.head_saved]
+        if r.loss_forward:
+            a.free(a.malloc(r.loss_forward))
+        loss_grads = [a.malloc(x) for x in r.loss_backward]
+        for t in head + loss_grads:
+            a.free(t)
+        new_grads = not grads
+        if new_grads:
+            grads += [a.malloc(x) for x in r.head_grads]
+        comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
+        for blocks in reversed(kept):
+            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            recomputed = [a.malloc(x) for x in r.saved] if r.checkpoint else []
+            tmp = a.malloc(r.backward_transient) if r.backward_transient else None
+            if new_grads:
+                grads += [a.malloc(x) for x in r.layer_grads]
+            if tmp is not None:
+                a.free(tmp)
+            for t in recomputed + blocks:
+                a.free(t)
+            if unit is not None:
+                ag.free(unit)
+        if not states_done:
+            for g in grads:  # torch optimizers create their states lazily in the first step()
+                if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
+                    a.malloc(int(g.size * r.states_per_grad / 2))
+                    a.malloc(int(g.size * r.states_per_grad / 2))
+                elif r.states_per_grad:
+                    a.malloc(int(g.size * r.states_per_grad))
+            states_done = True
+        if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
+            for t in [a.malloc(int(g.size * r.temp_per_grad)) for g in grads]:
+                a.free(t)
+        if comm is not None:
+            rs.free(comm)
+        if not r.accumulating:
+            for g in grads:  # zero_grad(set_to_none=True)
+                a.free(g)
+            grads = []
+    if ag is a:
+        return a.peak_allocated, a.peak_reserved
+    # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
+    # figure is what is reported); reserved only grows, so the reserved peaks add.
+    return (a.peak_allocated + ag.peak_allocated + rs.peak_allocated,
+            a.peak_reserved + ag.peak_reserved + rs.peak_reserved)

@@ -1,0 +1,61 @@
+# The caching allocator replay against the rules of c10/cuda/CUDACachingAllocator.cpp, derived by hand.
+from __future__ import annotations
+
+from sizing import estimate
+from sizing.memory.allocator import CachingAllocator, round_size, segment_size
+from sizing.step import grid
+
+MiB = 2**20
+
+
+def test_request_sizes_and_segments_follow_the_allocator_source() -> None:
+    assert round_size(1) == 512 and round_size(513) == 1024  # kMinBlockSize
+    assert segment_size(MiB) == 2 * MiB  # small pool: 2 MiB segments (kSmallBuffer)
+    assert segment_size(MiB + 512) == 20 * MiB  # 1-10 MiB: kLargeBuffer
+    assert segment_size(10 * MiB) == 10 * MiB  # >= kMinLargeAlloc: rounded to 2 MiB
+    assert segment_size(11 * MiB) == 12 * MiB
+
+
+def test_a_large_block_is_split_only_when_more_than_1_mib_remains() -> None:
+    a = CachingAllocator()
+    a.malloc(11 * MiB + 512)  # 12 MiB segment, 1 MiB - 512 B left: not split, counted as allocated
+    assert (a.allocated, a.reserved) == (12 * MiB, 12 * MiB)
+    b = CachingAllocator()
+    b.malloc(3 * MiB)  # 20 MiB segment, split: 17 MiB stays cached
+    assert (b.allocated, b.reserved) == (3 * MiB, 20 * MiB)
+    b.malloc(16 * MiB)  # best fit: the 17 MiB remainder (1 MiB left, not split)
+    assert (b.allocated, b.reserved) == (20 * MiB, 20 * MiB)
+
+
+def test_freed_neighbours_coalesce_and_are_reused() -> None:
+    a = CachingAllocator()
+    x, y = a.malloc(3 * MiB), a.malloc(3 * MiB)  # both carved from one 20 MiB segment
+    assert a.reserved == 20 * MiB
+    a.free(x)
+    a.free(y)
+    a.malloc(19 * MiB)  # the whole segment again, no new cudaMalloc
+    assert a.reserved == 20 * MiB and a.peak_reserved == 20 * MiB
+
+
+def test_expandable_segments_grow_a_free_tail_instead_of_a_new_segment() -> None:
+    fixed, grown = CachingAllocator(), CachingAllocator(expandable=True)
+    for a in (fixed, grown):
+        a.free(a.malloc(11 * MiB))  # a 12 MiB block, cached
+        a.malloc(13 * MiB)
+    assert fixed.reserved == 12 * MiB + 14 * MiB  # a second segment
+    assert grown.reserved == 14 * MiB  # the free tail mapped 2 MiB further
+
+
+def test_reserved_covers_allocated_with_either_segment_kind() -> None:
+    run = {"model": "meta-llama/Llama-3.1-8B", "method": "full", "bf16": True, "max_seq_length": 2048,
+           "per_device_train_batch_size": 4, "gradient_checkpointing": True, "gpu": "H200-SXM-141GB"}
+    plain, expandable = estimate(run), estimate({**run, "expandable_segments": True})
+    assert plain.reserved_bytes >= plain.allocated_bytes
+    assert expandable.allocated_bytes == plain.allocated_bytes
+    assert plain.allocated_bytes <= expandable.reserved_bytes
+
+
+def test_replay_grid_rounds_up_by_at_most_a_quarter() -> None:
+    for x in range(1, 5000):
+        g = grid(x)
+        assert x <= g <= max(x, 1.25 * x) and grid(g) == g
