@@ -16,7 +16,6 @@ from sizing import estimate
 from sizing.catalog import Gpu, find_gpu
 from sizing.config import parse_config
 from sizing.errors import SizingError
-from sizing.solve import Sizer
 
 WORDS: dict[str, dict[str, str]] = {
     "verdict": {"ru": "**Для чего эта карта** (самая крупная из моделей [быстрого ответа](../index.md), у которой "
@@ -68,7 +67,7 @@ def _largest(gpu: Gpu, method: str, seq: int, stack: str) -> str | None:
         c = qa.cell(model, method, seq, stack)
         query = {k: v for k, v in c.query.items() if k not in ("gpu", "num_gpus", "parallelism")}
         try:
-            if Sizer(parse_config({**qa.base_config(), **query, "gpu": gpu.id})).fits(gpu):
+            if qa.sizer(query).fits(gpu):  # a Sizer takes the GPU per call: one per configuration
                 return model
         except SizingError:
             continue

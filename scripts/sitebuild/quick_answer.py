@@ -10,6 +10,7 @@ path relative to the page (default `calculator/index.md`, the home page's).
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -88,26 +89,38 @@ def eligible(cfg_method: str) -> list[Gpu]:
     return sorted(cards, key=lambda g: (usable_bytes(g), g.id))
 
 
+@functools.lru_cache(maxsize=512)
+def _sizer(key: str) -> Sizer:
+    # One Sizer per configuration: it caches the replayed allocator per GPU generation, so the quick answer
+    # and the GPU pages' verdicts (which try the same configurations on each card) pay each replay once.
+    return Sizer(parse_config({**base_config(), **json.loads(key)}))
+
+
+def sizer(query: dict[str, Any]) -> Sizer:
+    """The shared Sizer of the form's defaults with `query` applied."""
+    return _sizer(json.dumps(query, sort_keys=True))
+
+
 @functools.cache
 def cell(model: str, method: str, seq: int, stack: str) -> Cell:
     """The smallest card that fits this configuration, its largest micro-batch, and the calculator query."""
     query = {"model": model, "method": method, "max_seq_length": seq, "framework": stack}
     try:
-        sizer = Sizer(parse_config({**base_config(), **query}))
-        sizer.reserved(find_gpu("H100-SXM-80GB"))  # the rank check runs here, before any card is tried
+        run = sizer(query)
+        run.reserved(find_gpu("H100-SXM-80GB"))  # the rank check runs here, before any card is tried
     except SizingError as exc:
         if exc.code == "seq_too_long":
             return Cell(None, 0, -1, query)
         if exc.code != "rank_too_large":
             raise
         query["target_modules"] = ATTENTION_TARGETS
-        sizer = Sizer(parse_config({**base_config(), **query}))
+        run = sizer(query)
     cards = eligible(method)
     for gpu in cards:
-        if sizer.fits(gpu):
-            return Cell(gpu.id, sizer.max_micro_batch(gpu), 1, {**query, "gpu": gpu.id})
+        if run.fits(gpu):
+            return Cell(gpu.id, run.max_micro_batch(gpu), 1, {**query, "gpu": gpu.id})
     largest = cards[-1]
-    count, mode = sizer.fewest_gpus(largest)
+    count, mode = run.fewest_gpus(largest)
     return Cell(None, 1, count, {**query, "gpu": largest.id, "num_gpus": max(count, 1), "parallelism": mode})
 
 
