@@ -29,7 +29,7 @@ CONTEXTS = (2048, 8192, 32768)
 # framework=transformers: the model's own loss (fp32 logits) and prepare_model_for_kbit_training for QLoRA;
 # framework=trl: SFTTrainer's chunked loss, no fp32 up-cast (sizing.memory.regime resolves both).
 STACKS = ("transformers", "trl")
-# When all-linear takes in a layer narrower than r (Mixtral's 8-way router as sizing models it), the row
+# When all-linear takes in a layer narrower than r (an MoE router, where a model's code has it as a Linear), the row
 # adapts the attention projections instead, and says so.
 ATTENTION_TARGETS = "q_proj,k_proj,v_proj,o_proj"
 
