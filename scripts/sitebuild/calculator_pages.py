@@ -70,12 +70,12 @@ def bridge() -> ModuleType:
 
 # --- the form -----------------------------------------------------------------------------------------
 
-# (name, kind, choices): kind is select, int, float, bool, text, json. Order = order on the page. All derived
-# from the contract table (sizing/contract.py): a field is on the form when the table gives it a form kind.
-# A "tristate" field (bf16, gradient_checkpointing: null = the framework's default) is a checkbox until
-# calculator.js can send a third state; "choice" is the page's select.
+# (name, kind, choices): kind is select, int, float, bool, tristate, text, json. Order = order on the page. All
+# derived from the contract table (sizing/contract.py): a field is on the form when the table gives it a form
+# kind. A "tristate" field (bf16, gradient_checkpointing) is a select of the framework's default (null), on, off;
+# "choice" is the page's select.
 FieldSpec = tuple[str, str, tuple[str, ...]]
-_PAGE_KIND = {"choice": "select", "tristate": "bool"}
+_PAGE_KIND = {"choice": "select"}
 FIELDS: tuple[FieldSpec, ...] = tuple((f.name, _PAGE_KIND.get(f.form, f.form), f.choices)
                                       for f in contract.FIELDS if f.form is not None)
 # The usual LoRA targets of Llama-style models (PEFT's names), offered under the target_modules field.
@@ -119,6 +119,11 @@ def _field_html(name: str, kind: str, choices: tuple[str, ...], value: Any, lang
         return (f'<div class="calc-field calc-bool"><label><input type="checkbox" name="{name}" id="calc-{name}"'
                 f' data-kind="bool"{checked}> {label_text} <code>{name}</code></label>{err}</div>')
     head = f'<div class="calc-field"><label for="calc-{name}">{label_text} <code>{name}</code></label>'
+    if kind == "tristate":  # null = the framework's default (the contract's rule), true, false
+        state = "" if value is None else "true" if value else "false"
+        opts = "".join(f'<option value="{v}"{" selected" if v == state else ""}>{e(T(lang, word))}</option>'
+                       for v, word in (("", "tri_default"), ("true", "tri_on"), ("false", "tri_off")))
+        return f'{head}<select name="{name}" id="calc-{name}" data-kind="tristate">{opts}</select>{err}</div>'
     if kind == "select":
         options = choices
         names: dict[str, str] = {}
