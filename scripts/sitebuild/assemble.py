@@ -74,14 +74,11 @@ def head(site: Site, record: PageRecord, site_name: str, home: tuple[str, str] |
         "jsonld": jsonld.script_text(data),
         "noindex": record.fallback,
         "dates_label": text(lang, "dates"),
-        "dates": [
-            (text(lang, "published"), record.dates.published),
-            (text(lang, "updated"), record.dates.updated),
-            (text(lang, "sources_checked"), record.dates.sources_checked),
+        "dates": [  # (label, ISO for <time datetime>, the date as the language writes it)
+            (text(lang, key), iso, dates.localized(iso, lang)) for key, iso in (
+                ("published", record.dates.published), ("updated", record.dates.updated),
+                ("sources_checked", record.dates.sources_checked))
         ],
-        # The same dates as the page's language writes them (<time datetime> keeps the ISO form).
-        "dates_shown": [dates.localized(iso, lang) for iso in (
-            record.dates.published, record.dates.updated, record.dates.sources_checked)],
     }
     return seo, jsonld.pretty(data)
 
@@ -96,6 +93,9 @@ def markdown_copy(site: Site, record: PageRecord) -> str:
         "lang": record.lang,
         "image": site.absolute(OG_IMAGE),
         "alternates": alternates,
+        "date_published": record.dates.published,
+        "date_updated": record.dates.updated,
+        "sources_checked": record.dates.sources_checked,
     }
     llms_line = text(record.lang, "llms_line", url=site.absolute(site.prefix(record.lang) + "llms.txt"))
     shown = " · ".join(f"{text(record.lang, key)}: {dates.localized(iso, record.lang)}" for key, iso in (
