@@ -45,13 +45,19 @@ class Sizer:
         return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:
-        """What `gpu` must hold with the fields in `change` replaced: the replayed reserved peak with the cached
-        whole segments the allocator releases on a failed cudaMalloc taken out (the fit verdict)."""
-        key = (gpu.sm >= (9, 0), *sorted(change.items()))
+        """max_memory_reserved on an ample card with the fields in `change` replaced (= estimate().reserved_bytes)."""
+        return self._peak(gpu, change, False)
+
+    def required(self, gpu: Gpu, **change: Any) -> int:
+        """What `gpu` must hold with the fields in `change` replaced: the replayed reserved peak less the cached
+        whole segments the allocator releases on a failed cudaMalloc (the fit verdict)."""
+        return self._peak(gpu, change, True)
+
+    def _peak(self, gpu: Gpu, change: dict[str, Any], needed: bool) -> int:
+        key = (needed, gpu.sm >= (9, 0), *sorted(change.items()))
         value = self._cache.get(key)
         if value is None:
-            value = self._cache[key] = reserved_peak(self._memory(gpu, change), self.cfg.expandable_segments,
-                                                     needed=True)
+            value = self._cache[key] = reserved_peak(self._memory(gpu, change), self.cfg.expandable_segments, needed)
         return value
 
     def approx(self, gpu: Gpu, **change: Any) -> int:
@@ -60,13 +66,13 @@ class Sizer:
         if hopper not in self._ratio:
             base = self._memory(gpu, {})
             dynamic = max(base.peak.total - base.static_bytes, 1)
-            self._ratio[hopper] = (self.reserved(gpu) - base.peak.total) / dynamic
+            self._ratio[hopper] = (self.required(gpu) - base.peak.total) / dynamic
         mem = self._memory(gpu, change)
         return round_up(mem.peak.total + int(self._ratio[hopper] * max(mem.peak.total - mem.static_bytes, 0)))
 
     def fits(self, gpu: Gpu, **change: Any) -> bool:
         """Whether the changed configuration starts on `gpu` and its reserved peak fits it."""
-        return runs_on(self.cfg, gpu) and self.reserved(gpu, **change) <= usable_bytes(gpu)
+        return runs_on(self.cfg, gpu) and self.required(gpu, **change) <= usable_bytes(gpu)
 
     def _settle(self, gpu: Gpu, name: str, guess: int, high: int) -> int:
         """The largest value of field `name` in [0, high] that fits by the replayed reserved, from a guess."""
@@ -100,7 +106,7 @@ class Sizer:
             return 1, "none"
         mode = self.cfg.parallelism if self.cfg.parallelism in ("fsdp", "zero2", "zero3") else "fsdp"
         usable = usable_bytes(gpu)
-        if self.reserved(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
+        if self.required(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
             return 0, mode
         # Per-GPU memory falls as shards grow: one more than the largest count that still does not fit
         # (negated, "does not fit" is a bound on a non-decreasing value).
@@ -210,7 +216,7 @@ def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
 def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:
     """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`."""
     usable = usable_bytes(gpu)
-    reserved = sizer.reserved(gpu)
+    reserved = sizer.required(gpu)
     if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
         return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
                 "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
