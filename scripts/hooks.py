@@ -1,7 +1,7 @@
 # MkDocs hooks: wire build events to the small pure functions of the sitebuild package (scripts/sitebuild/).
 """Thin glue between MkDocs events and scripts/sitebuild/*.py.
 
-MkDocs puts this file's folder (scripts/) on sys.path while it loads it, so `sitebuild` imports as a package.
+MkDocs puts this file's folder (scripts/) on the import path while it loads it, so `sitebuild` imports as a package.
 
 mkdocs-static-i18n builds every language in turn with the same config object, so each event here runs
 once per language (on_config, on_pre_build, page events and on_post_build three times). Page events
@@ -21,6 +21,7 @@ from mkdocs.plugins import event_priority, get_plugin_logger
 
 from sitebuild import (
     assemble,
+    calculator_copy,
     calculator_pages,
     hreflang,
     llmstxt,
@@ -171,7 +172,7 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         dates=pagemeta.dates(page.meta),
         section=str(top.title) if top is not None and top.title else "",
         order=_state.order.get(page.file.src_uri, len(_state.order)),
-        body=mdcopy.rewrite_links(markdown, resolve),
+        body=mdcopy.rewrite_links(calculator_copy.copy_markdown(markdown), resolve),
         fallback=getattr(page.file, "locale", lang) != lang,
     )
     return markdown

@@ -68,6 +68,7 @@ class Scored:
     framework: str = "?"
     low_gib: float = 0.0
     high_gib: float = 0.0
+    confidence: str = "?"  # the estimate's printed label
 
     @property
     def error_pct(self) -> float:
@@ -97,7 +98,7 @@ def load_cases() -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
 
 
 def load_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as fh:
+    with open(path, encoding="utf-8-sig", newline="") as fh:  # -sig: a spreadsheet's byte-order mark
         return list(csv.DictReader(fh))
 
 
@@ -136,7 +137,7 @@ def _scored(rid: str, source: str, cfg: dict[str, Any], metric: str, measured: f
         value = est.reserved_bytes
     return Scored(rid, source, str(cfg.get("method", "lora")), "allocated" if metric == "active" else metric,
                   int(cfg.get("num_gpus", 1)), measured, value / GiB, oom, str(est.config.framework),
-                  low / GiB, high / GiB)
+                  low / GiB, high / GiB, est.confidence)
 
 
 def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]],
@@ -180,6 +181,9 @@ def score_as_written(csv_rows: list[dict[str, str]]) -> tuple[list[Scored], list
             refused.append((rid, f"{exc.code}: {exc.message}"))
         except SizingError as exc:
             refused.append((rid, str(exc)))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # A text the mapping cannot read must not stop the benchmark; the refusal names the error.
+            refused.append((rid, f"row_unreadable: {type(exc).__name__}: {exc}"))
     return scored, refused, n_usable
 
 
@@ -228,6 +232,8 @@ def report(title: str, scored: list[Scored], refused: list[tuple[str, str]], n_u
     out += table("By method", group(measured, "method"))
     out += table("Single vs multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"single": single, "multi": multi})
     out += table("All rows", {"all": measured})
+    out += table("By the printed confidence label (should be monotone: high errs least)",
+                 group(measured, "confidence"))
     out += table("By regime (method/tier/framework/single-multi)", group(measured, "regime"))
     if show_rows:
         head = f"{'row':<6}{'src':<5}{'method':<7}{'tier':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"

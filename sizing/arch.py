@@ -73,6 +73,7 @@ class Architecture:
     default_dtype: str | None = None
     default_lora_targets: tuple[str, ...] = ("q_proj", "v_proj")
     position_params: int = 0  # learned absolute position embedding (GPT-BigCode wpe, OPT embed_positions)
+    outer_norms: int = 1  # norms outside the layers: the final one (+ BLOOM's word_embeddings_layernorm)
     checkpoint_quant: CheckpointQuant | None = None  # a pre-quantized checkpoint (GPTQ, AWQ, bitsandbytes)
 
     @property
@@ -109,7 +110,7 @@ class Architecture:
 
     @property
     def total_params(self) -> int:
-        final_norm = self.hidden * (2 if self.norm_bias else 1)
+        final_norm = self.outer_norms * self.hidden * (2 if self.norm_bias else 1)
         per_layer = self.linear_params_per_layer + self.norm_params_per_layer
         return self.embedding_params + self.lm_head_params + final_norm + self.layers * per_layer
 
@@ -216,6 +217,8 @@ def _attention(model_type: str, cfg: Mapping[str, Any], fam: Mapping[str, Any], 
         kv = 1 if cfg.get("multi_query", True) else heads
     elif model_type == "gpt_bigcode":
         kv = 1 if cfg.get("multi_query", True) else heads  # GPTBigCodeConfig.multi_query defaults to True
+    elif fam.get("mha"):
+        kv = heads  # the modeling code has no grouped-query attention: a kv-head key in the config is not read
     elif model_type == "chatglm" and cfg.get("multi_query_attention"):
         kv = _int(cfg, "multi_query_group_num", bound="heads")
     else:
@@ -260,8 +263,8 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", bound="layers")
     heads, kv, head_dim = _attention(model_type, cfg, fam, h)
     plain = "plain_mlp" in fam
-    inter = _int(cfg, "moe_intermediate_size", "intermediate_size", "n_inner", "ffn_hidden_size",
-                 default=4 * h if plain else None, bound="intermediate")
+    ffn_keys = fam.get("ffn_keys", ("moe_intermediate_size", "intermediate_size", "n_inner", "ffn_hidden_size"))
+    inter = 4 * h if fam.get("ffn_x4") else _int(cfg, *ffn_keys, default=4 * h if plain else None, bound="intermediate")
     if fam.get("half_intermediate"):
         inter //= 2  # Qwen-1: intermediate_size counts both SwiGLU branches
     vocab = _int(cfg, "padded_vocab_size", "vocab_size", bound="vocab")
@@ -310,5 +313,5 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         default_dtype=dtype if isinstance(dtype, str) else None,
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,
-        checkpoint_quant=CheckpointQuant(*quant) if quant else None,
+        checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
     )

@@ -26,16 +26,18 @@ GiB = 2**30
 _FLAGS = tuple(f.name for f in FIELDS if f.flag)
 
 
-def _read_config(path: str) -> dict[str, Any]:
+def _read_bytes(path: str, code: str) -> bytes:
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as fh:
-                raw = fh.read()
+            return sys.stdin.buffer.read()
+        with open(path, "rb") as fh:
+            return fh.read()
     except OSError as exc:
-        raise SizingError("config_unreadable", f"cannot read {path}: {exc.strerror}", field=None, path=path) from None
-    data = read_json(raw, path)
+        raise SizingError(code, f"cannot read {path}: {exc.strerror}", field=None, path=path) from None
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    data = read_json(_read_bytes(path, "config_unreadable"), path)
     if not isinstance(data, dict):
         raise SizingError("invalid_config", f"the configuration must be a JSON object, not a JSON {_kind(data)}",
                           field=None)
@@ -97,7 +99,7 @@ def format_estimate(est: Estimate) -> str:
     ]
     for fit in est.fits:
         verdict = "fits" if fit["fits"] else "does NOT fit"
-        lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable, "
+        lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable after the CUDA context, "
                   f"headroom {_gib(fit['headroom_bytes'])} GiB); largest micro-batch {fit['max_micro_batch']}, "
                   f"longest sequence {fit['max_seq_length']}"]
     t = est.time
@@ -174,13 +176,15 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
         return 0
     for g in gpus:
         bf16 = g.bf16_dense_tflops if g.bf16_dense_tflops is not None else "-"
-        print(f"{g.id:<20} {g.name:<28} {_gib(g.usable_bytes):>7} GiB usable  bf16 {bf16} TFLOPS  "
+        print(f"{g.id:<20} {g.name:<28} {_gib(g.usable_bytes):>7} GiB available to CUDA  bf16 {bf16} TFLOPS  "
               f"sm {g.compute_capability}")
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    cmp = trial_report.compare(trial_report.read_report(args.report))
+    # read strictly here (deep nesting, 4300+ digit numbers, NaN: one line), then the report's own checks
+    data = read_json(_read_bytes(args.report, "report_unreadable"), args.report)
+    cmp = trial_report.compare(trial_report.parse_report(data))
     print(json.dumps(cmp, indent=2) if args.json else trial_report.format_comparison(cmp))
     return 0
 
@@ -197,8 +201,10 @@ def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: 
         p.add_argument("--json", action="store_true", help=json_text)
     p.add_argument("--set", action="append", metavar="FIELD=VALUE", help="override any configuration field")
     for field_name in _FLAGS:
-        p.add_argument(flag(field_name), dest=field_name, default=None, metavar=BY_NAME[field_name].type.upper(),
-                       help=doc(field_name, "en"))
+        spec = BY_NAME[field_name]
+        choices = f" (one of: {', '.join(spec.choices)})" if spec.choices else ""
+        p.add_argument(flag(field_name), dest=field_name, default=None,
+                       metavar="CHOICE" if spec.choices else spec.type.upper(), help=doc(field_name, "en") + choices)
     p.set_defaults(func=func)
     return p
 

@@ -47,7 +47,7 @@ class RunConfig:
     prepare_model_for_kbit_training: bool | None = None
     quantization_backend: str = "bitsandbytes"
     r: int = 8  # LoraConfig defaults
-    lora_alpha: float = 8
+    lora_alpha: float = 8.0
     lora_dropout: float = 0.0
     target_modules: str | tuple[str, ...] | None = None
     use_dora: bool = False
@@ -195,6 +195,11 @@ def _with_defaults(cfg: RunConfig) -> RunConfig:
     for spec in FIELDS:
         if spec.rule is not None and getattr(cfg, spec.name) is None:
             changes[spec.name] = RULES[spec.rule](cfg)
+    if cfg.torch_dtype == "auto" and cfg.framework == "trl":
+        # SFTTrainer given a model id loads float32 when no dtype is given (trl v0.27.0-v1.9.0
+        # create_model_from_path: kwargs.get("dtype", "float32")), as memory/regime.py assumes: made explicit,
+        # so a trial or snippet that loads the model itself loads what is estimated, not the checkpoint's dtype.
+        changes["torch_dtype"] = "float32"
     if cfg.num_gpus == 1 and cfg.parallelism not in ("none", "ddp") and not cfg.cpu_offload:
         changes["parallelism"] = "none"  # sharding over one GPU is a no-op; ZeRO-Offload on one GPU is not
     return _replace(cfg, changes)

@@ -81,9 +81,15 @@ FIELDS: tuple[Field, ...] = (
                                     "full, lora, qlora (4-bitli asosda LoRA) yoki lora8 (8-bitli asosda LoRA)",
                                     "full, lora, qlora (LoRA on a 4-bit base) or lora8 (LoRA on an 8-bit base)"),
           choices=METHODS, flag=True, form="choice", group=_P),
-    Field("torch_dtype", "str", "auto", ("Тип весов при загрузке; auto — умолчание фреймворка для этой модели",
-                                         "Yuklashdagi vazn turi; auto — freymvorkning shu model uchun standarti",
-                                         "Load dtype of the weights; auto: the framework's default for this model"),
+    # "auto" is "dtype not given", not from_pretrained(dtype="auto"): TRL's create_model_from_path loads float32
+    # when no dtype is given but the checkpoint's dtype for an explicit "auto" (trl v1.9.0 trainer/utils.py), so
+    # config.py normalises trl's "auto" to float32; transformers' stays "auto" (it depends on the checkpoint).
+    Field("torch_dtype", "str", "auto", ("Тип весов при загрузке; auto — dtype не задан: как в checkpoint (с trl "
+                                         "— float32)",
+                                         "Yuklashdagi vazn turi; auto — dtype berilmagan: checkpoint bo‘yicha (trl "
+                                         "bilan float32)",
+                                         "Load dtype of the weights; auto: no dtype given, the checkpoint's (with "
+                                         "trl: float32)"),
           choices=_ANY_DTYPE, aliases=True, flag=True, form="choice", group=_P),
     Field("bf16", "bool", None, ("Смешанная точность bf16; null — умолчание фреймворка (с trl включена)",
                                  "bf16 aralash aniqlik; null — freymvork standarti (trl bilan yoqilgan)",

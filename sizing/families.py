@@ -13,7 +13,8 @@ from .errors import SizingError
 # name), out (attention output), plain_mlp (up, down: act(fc1(x))), fused_mlp (gate_up, down: one output
 # holds g and u), gated (gate, up, down), parallel (one norm feeds attention and MLP), bias (every linear),
 # qkv_bias, eager (hand-written attention only), positions (rows of a learned position table beyond
-# max_position_embeddings; None: no such table), moe.
+# max_position_embeddings; None: no such table), moe, mha (no grouped-query attention in the code),
+# ffn_keys (the config keys of the FFN width), ffn_x4 (width fixed at 4 x hidden), embed_norm.
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"norm": "rms", "tie": False},
     "mistral": {"norm": "rms", "tie": False},
@@ -30,15 +31,19 @@ FAMILIES: dict[str, dict[str, Any]] = {
             "targets": ("q_proj", "v_proj", "fc1", "fc2"), "bias": True},
     # microsoft/phi-1_5 and phi-2 before transformers 4.37: remote code modeling_phi.py (MHA mixer.Wqkv,
     # out_proj, fc1/fc2, one LayerNorm per block, CausalLMHead = LayerNorm + Linear with bias).
-    "phi-msft": {"norm": "layer", "tie": False, "parallel": True, "qkv": "Wqkv", "out": "out_proj",
+    "phi-msft": {"norm": "layer", "tie": False, "parallel": True, "qkv": "Wqkv", "out": "out_proj", "mha": True,
                  "plain_mlp": ("fc1", "fc2"), "bias": True, "targets": ()},
-    "opt": {"norm": "layer", "tie": True, "plain_mlp": ("fc1", "fc2"), "out": "out_proj", "bias": True,
-            "positions": 2},  # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows
+    "opt": {"norm": "layer", "tie": True, "plain_mlp": ("fc1", "fc2"), "out": "out_proj", "bias": True, "mha": True,
+            "positions": 2, "ffn_keys": ("ffn_dim", "intermediate_size")},  # embed_positions: max_pos + 2 rows
+    # FalconConfig.ffn_hidden_size (None: 4 * hidden_size); intermediate_size is not a Falcon key.
     "falcon": {"norm": "layer", "tie": True, "qkv": "query_key_value", "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"),
-               "out": "dense", "targets": ("query_key_value",)},
-    "gpt_neox": {"norm": "layer", "tie": False, "qkv": "query_key_value", "bias": True,
+               "out": "dense", "targets": ("query_key_value",), "ffn_keys": ("ffn_hidden_size",)},
+    "gpt_neox": {"norm": "layer", "tie": False, "qkv": "query_key_value", "bias": True, "mha": True,
                  "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",)},
-    "bloom": {"norm": "layer", "tie": True, "qkv": "query_key_value", "bias": True, "eager": True,
+    # BloomMLP is hard-coded 4 * hidden_size (models/bloom/modeling_bloom.py): no FFN-width key is read;
+    # word_embeddings_layernorm follows the embedding.
+    "bloom": {"norm": "layer", "tie": True, "qkv": "query_key_value", "bias": True, "eager": True, "ffn_x4": True,
+              "mha": True, "embed_norm": True,
               "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",)},
     # transformers models/gpt_bigcode: c_attn (h -> h + 2 kv), c_proj, c_fc, c_proj; biases; wpe; lm_head tied.
     "gpt_bigcode": {"norm": "layer", "tie": True, "qkv": "c_attn", "out": "c_proj", "plain_mlp": ("c_fc", "c_proj"),
@@ -46,13 +51,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Qwen-1 remote code modeling_qwen.py: c_attn (bias) + c_proj; MLP a1 = w1(x), a2 = w2(x),
     # a1 * silu(a2), each intermediate_size // 2 wide; RMSNorm; untied lm_head. PEFT has no default.
     "qwen": {"norm": "rms", "tie": False, "qkv": "c_attn", "out": "c_proj", "gated": ("w2", "w1", "c_proj"),
-             "qkv_bias": True, "half_intermediate": True, "targets": ()},
+             "mha": True, "qkv_bias": True, "half_intermediate": True, "targets": ()},
     # ChatGLM2/3 remote code modeling_chatglm.py: query_key_value (multi_query_group_num kv groups),
     # dense, dense_h_to_4h (2 * ffn_hidden_size: SwiGLU halves), dense_4h_to_h; output_layer untied.
     "chatglm": {"norm": "rms", "tie": False, "qkv": "query_key_value", "out": "dense",
                 "fused_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "targets": ("query_key_value",)},
     # Baichuan / Baichuan2 remote code: W_pack (h -> 3h), o_proj, Llama MLP, RMSNorm, NormHead untied.
-    "baichuan": {"norm": "rms", "tie": False, "qkv": "W_pack", "targets": ()},
+    "baichuan": {"norm": "rms", "tie": False, "qkv": "W_pack", "mha": True, "targets": ()},
 }
 ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
            "yi": "llama", "stablelm_epoch": "gpt_neox", "mixformer-sequential": "phi-msft"}
@@ -97,8 +102,13 @@ def checkpoint_quant(cfg: Mapping[str, Any]) -> tuple[str, int, int, bool] | Non
     if method == "bitsandbytes":
         bits = 4 if qc.get("load_in_4bit") else 8
         return method, bits, 64, bool(qc.get("bnb_4bit_use_double_quant"))
-    bits = qc.get("bits", qc.get("w_bit", 4))
+    # transformers GPTQConfig(bits, group_size=128) and AwqConfig(bits=4, group_size=128) defaults
+    # (utils/quantization_config.py, 5.24.0); GPTQ has no default bit width.
+    bits = qc.get("bits", qc.get("w_bit", 4 if method == "awq" else None))
     group = qc.get("group_size", qc.get("q_group_size", 128))
+    if bits is None:
+        raise SizingError("model_config_invalid", "quantization_config of a GPTQ checkpoint must give bits",
+                          field="model_config.quantization_config.bits")
     if bits not in QUANT_METHODS[method] or isinstance(bits, bool):
         raise SizingError("unsupported_quantization", f"{method} with {bits} bits is not supported "
                           f"(supported: {', '.join(map(str, QUANT_METHODS[method]))})",

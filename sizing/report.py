@@ -172,7 +172,7 @@ def _time(rep: TrialReport, est: Estimate, refused: str | None) -> dict[str, Any
     def diff(estimated: Any, measured: float | None) -> float | None:
         if refused or estimated is None or not measured:
             return None
-        return round((estimated - measured) / measured * 100, 2)
+        return round((float(estimated) - measured) / measured * 100, 2)
 
     return {"measured_step_seconds": seconds, "estimated_step_seconds": t.get("step_seconds"),
             "step_difference_percent": diff(t.get("step_seconds"), seconds),
@@ -198,7 +198,8 @@ def _hardware(rep: TrialReport) -> dict[str, Any]:
     if hw is None:
         return out  # an older report: nothing to check against
     names = [g.get("name") for g in hw.get("gpus") or [] if isinstance(g, Mapping)]
-    local = hw.get("local_rank") if isinstance(hw.get("local_rank"), int) else 0
+    raw_local = hw.get("local_rank")
+    local = raw_local if isinstance(raw_local, int) else 0
     measured = hw.get("device_name") or (names[local] if 0 <= local < len(names) else None)
     out["measured_name"] = measured
     if not names:

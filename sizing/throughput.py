@@ -10,7 +10,7 @@ from .config import RunConfig
 from .memory.adapters import Trainable
 from .memory.regime import Regime
 from .time.device import model_data
-from .time.roofline import step_time
+from .time.roofline import Inventory, inventory, step_time
 
 
 def residual_band() -> tuple[float, float]:
@@ -24,14 +24,15 @@ def _span(value: float | None, low: float, high: float) -> list[float] | None:
 
 
 def step_bounds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
-                seconds: float, fitted: bool) -> tuple[float, float]:
+                seconds: float, fitted: bool, inv: Inventory | None = None) -> tuple[float, float]:
     """Low and high step seconds: the timed runs' residual band around the corners of the two unfitted inputs,
     the host cost per kernel launch and, on a GPU without timed runs, its GEMM efficiency."""
     data = model_data()
     launch_lo, launch_hi = (x / data["launch_seconds"] for x in data["launch_seconds_span"])
     eff_lo, eff_hi = (None, None) if fitted else data["unfitted_gemm_efficiency_span"]
-    fast = step_time(cfg, arch, reg, tr, gpu, eff_hi, launch_lo)
-    slow = step_time(cfg, arch, reg, tr, gpu, eff_lo, launch_hi)
+    inv = inv or inventory(cfg, arch, reg, tr, gpu)
+    fast = step_time(cfg, arch, reg, tr, gpu, eff_hi, launch_lo, inv)
+    slow = step_time(cfg, arch, reg, tr, gpu, eff_lo, launch_hi, inv)
     low, high = residual_band()
     fastest = min(seconds, fast.seconds if fast else seconds)
     slowest = max(seconds, slow.seconds if slow else seconds)
@@ -41,10 +42,11 @@ def step_bounds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
 def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
                   gpu: Gpu) -> dict[str, Any] | None:
     """Step seconds, tokens/s, total hours and cost (with their ranges), or None without the GPU's figures."""
-    st = step_time(cfg, arch, reg, tr, gpu)
+    inv = inventory(cfg, arch, reg, tr, gpu)
+    st = step_time(cfg, arch, reg, tr, gpu, inv=inv)
     if st is None:
         return None
-    s_lo, s_hi = step_bounds(cfg, arch, reg, tr, gpu, st.seconds, st.fitted)
+    s_lo, s_hi = step_bounds(cfg, arch, reg, tr, gpu, st.seconds, st.fitted, inv)
     tokens_step = cfg.max_seq_length * cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
     per_gpu = tokens_step / st.seconds
     total_tps = per_gpu * cfg.num_gpus  # every GPU trains its own micro-batches (data parallel)

@@ -24,23 +24,30 @@ class BadInput(Exception):
 
 
 def _normaliser() -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """sizing.contract.normalize when this sizing has it, else parse_config + config_to_dict (the same meaning)."""
-    try:
-        contract = importlib.import_module("sizing.contract")
-    except ImportError:
-        contract = None
-    normalize = getattr(contract, "normalize", None)
+    """sizing.config.normalize where this sizing has it, else parse_config + config_to_dict (the same meaning)."""
+    normalize = getattr(importlib.import_module("sizing.config"), "normalize", None)
     if callable(normalize):
         return lambda raw: dict(normalize(raw))
     return lambda raw: config_to_dict(parse_config(raw))
 
 
+def _json(text: bytes) -> Any:
+    """sizing.contract.read_json (strict: no NaN, no infinities) where it exists, else json.loads."""
+    try:
+        read_json = importlib.import_module("sizing.contract").read_json
+    except (ImportError, AttributeError):
+        return json.loads(text)
+    return read_json(text)
+
+
 def read_raw(path: str) -> dict[str, Any]:
     """The configuration file as written (refused when unreadable or not an object)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = _json(Path(path).read_bytes())
     except OSError as exc:
         raise BadInput(f"cannot read the configuration {path}: {exc.strerror}") from None
+    except SizingError as err:
+        raise BadInput(f"the configuration {path}: {err.message}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInput(f"the configuration {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):

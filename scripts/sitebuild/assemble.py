@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sitebuild import hreflang, jsonld, llmstxt, mdcopy, sitemap, urls
+from sitebuild import dates, hreflang, jsonld, llmstxt, mdcopy, sitemap, urls
 from sitebuild.pagemeta import PageRecord
 from sitebuild.site_text import OG_LOCALES, text
 
@@ -74,10 +74,10 @@ def head(site: Site, record: PageRecord, site_name: str, home: tuple[str, str] |
         "jsonld": jsonld.script_text(data),
         "noindex": record.fallback,
         "dates_label": text(lang, "dates"),
-        "dates": [
-            (text(lang, "published"), record.dates.published),
-            (text(lang, "updated"), record.dates.updated),
-            (text(lang, "sources_checked"), record.dates.sources_checked),
+        "dates": [  # (label, ISO for <time datetime>, the date as the language writes it)
+            (text(lang, key), iso, dates.localized(iso, lang)) for key, iso in (
+                ("published", record.dates.published), ("updated", record.dates.updated),
+                ("sources_checked", record.dates.sources_checked))
         ],
     }
     return seo, jsonld.pretty(data)
@@ -93,9 +93,16 @@ def markdown_copy(site: Site, record: PageRecord) -> str:
         "lang": record.lang,
         "image": site.absolute(OG_IMAGE),
         "alternates": alternates,
+        "date_published": record.dates.published,
+        "date_updated": record.dates.updated,
+        "sources_checked": record.dates.sources_checked,
     }
     llms_line = text(record.lang, "llms_line", url=site.absolute(site.prefix(record.lang) + "llms.txt"))
-    return mdcopy.compose(front, llms_line, record.body, record.title, record.jsonld)
+    shown = " · ".join(f"{text(record.lang, key)}: {dates.localized(iso, record.lang)}" for key, iso in (
+        ("published", record.dates.published), ("updated", record.dates.updated),
+        ("sources_checked", record.dates.sources_checked)))
+    # The dates as the page shows them, in the same quote block as the llms.txt pointer.
+    return mdcopy.compose(front, f"{llms_line}\n>\n> {shown}", record.body, record.title, record.jsonld)
 
 
 def in_order(records: Records, lang: str) -> list[PageRecord]:

@@ -9,16 +9,14 @@ words in calculator_text.py).
 * Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]`, `[[sizing:calculator_request]]`,
   `[[sizing:calculator_params]]` (in HANDLERS, which hooks.py passes to sizing_blocks.render): the form with
   the contract's field names, the default configuration's results computed at build time by the same
-  calc_bridge.py the Web Worker runs, the request form, and the table of URL parameters.
+  sizing.web the Web Worker runs, the request form, and the table of URL parameters.
 """
 
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +24,7 @@ from typing import Any
 
 from sitebuild import sizing_blocks
 from sitebuild.calculator_results import results_html, results_markdown
-from sitebuild.calculator_text import TEXT, T
+from sitebuild.calculator_text import TEXT, T, words
 from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them from here
     CALC_DIR,
     NODE_PYODIDE,
@@ -41,12 +39,10 @@ from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them
     with_csp,
 )
 from sitebuild.pyodide_runtime import install_runtime as _install_runtime
-from sitebuild.sizing_labels import LABELS, label
-from sizing import contract
+from sizing import contract, web
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
 CALC_PAGE = re.compile(r"(^|/)calculator/(request/)?index\.html$")
 
@@ -68,15 +64,8 @@ def add_csp(site_dir: Path) -> list[Path]:
 
 
 def bridge() -> ModuleType:
-    if "calc_bridge" in sys.modules:
-        return sys.modules["calc_bridge"]
-    spec = importlib.util.spec_from_file_location("calc_bridge", BRIDGE)
-    if spec is None or spec.loader is None:
-        raise ImportError(BRIDGE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calc_bridge"] = module
-    spec.loader.exec_module(module)
-    return module
+    """sizing.web, the module the page's worker imports from the wheel (kept for the callers of bridge())."""
+    return web
 
 
 # --- the form -----------------------------------------------------------------------------------------
@@ -184,9 +173,7 @@ def form_html(lang: str) -> str:
         parts.append("</fieldset>")
     parts.append("</form>")
     # the page's words: the calculator's own and the labels of the computed tables (components, phases, units)
-    i18n = {key: label(key, lang) for key in LABELS}
-    i18n.update({key: values.get(lang, values["en"]) for key, values in TEXT.items()})
-    data = json.dumps({"lang": lang, "text": i18n, "defaults": defaults}, ensure_ascii=False)
+    data = json.dumps({"lang": lang, "text": words(lang), "defaults": defaults}, ensure_ascii=False)
     data = data.replace("</", "<\\/")
     return "\n".join([
         f'<div id="calc" class="calc" data-lang="{lang}">',
@@ -354,7 +341,7 @@ HANDLERS: dict[str, sizing_blocks.Handler] = {
 }
 
 __all__ = [
-    "BRIDGE", "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
+    "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
     "TEXT", "T",
     "add_csp", "bridge", "build_wheel", "csp", "default_config", "default_result", "fill_slots", "form_html",
     "install_runtime", "package_version", "pyodide_version", "request_html", "results_markdown", "stdlib_pyc",

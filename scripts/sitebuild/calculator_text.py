@@ -5,6 +5,14 @@ from __future__ import annotations
 from sitebuild.sizing_labels import LABELS
 
 
+def words(lang: str) -> dict[str, str]:
+    """Every word of the calculator pages in one language: the computed tables' labels, then the
+    calculator's own (which win). The page gets them as data; sizing.view builds the results with them."""
+    out = {key: values.get(lang, key) for key, values in LABELS.items()}
+    out.update({key: values.get(lang, values["en"]) for key, values in TEXT.items()})
+    return out
+
+
 def T(lang: str, key: str) -> str:
     """The calculator's word for `key`, else the computed tables' label (sizing_labels), else the key."""
     values = TEXT.get(key) or LABELS.get(key)
@@ -30,7 +38,7 @@ TEXT: dict[str, dict[str, str]] = {
     "upload_config": {"ru": "или загрузите файл:", "uz": "yoki faylni yuklang:", "en": "or upload the file:"},
     "e_config_too_big": {"ru": "Файл больше 1 МБ: это не config.json модели", "uz": "Fayl 1 MB dan katta: bu "
                          "modelning config.json fayli emas", "en": "The file is over 1 MB: not a model's config.json"},
-    "method_full": {"ru": "full — полное дообучение", "uz": "full — to‘liq qayta o‘qitish",
+    "method_full": {"ru": "full — полное дообучение", "uz": "full — to‘liq qo‘shimcha o‘qitish",
                     "en": "full — full fine-tuning"},
     "method_lora": {"ru": "lora — LoRA (DoRA: флажок ниже)", "uz": "lora — LoRA (DoRA: pastdagi belgi)",
                     "en": "lora — LoRA (DoRA: the box below)"},
@@ -44,7 +52,7 @@ TEXT: dict[str, dict[str, str]] = {
     "f_bf16": {"ru": "Смешанная точность bf16", "uz": "bf16 aralash aniqlik", "en": "bf16 mixed precision"},
     "f_fp16": {"ru": "Смешанная точность fp16", "uz": "fp16 aralash aniqlik", "en": "fp16 mixed precision"},
     "f_bnb_4bit_quant_type": {"ru": "4-битный формат", "uz": "4-bit format", "en": "4-bit format"},
-    "f_bnb_4bit_use_double_quant": {"ru": "Двойное квантование", "uz": "Ikki marta kvantlash",
+    "f_bnb_4bit_use_double_quant": {"ru": "Двойная квантизация", "uz": "Ikki bosqichli kvantlash",
                                     "en": "Double quantization"},
     "f_bnb_4bit_compute_dtype": {"ru": "Тип вычислений 4-битных слоёв", "uz": "4-bit qatlamlar hisoblash turi",
                                  "en": "4-bit compute dtype"},
@@ -59,10 +67,11 @@ TEXT: dict[str, dict[str, str]] = {
                          "en": "Sequence length"},
     "f_per_device_train_batch_size": {"ru": "Микробатч на GPU", "uz": "GPU uchun mikrobatch",
                                       "en": "Micro-batch per GPU"},
-    "f_gradient_accumulation_steps": {"ru": "Накопление градиента", "uz": "Gradiyent yig‘ish",
+    "f_gradient_accumulation_steps": {"ru": "Накопление градиента", "uz": "Gradiyentlarni to‘plash",
                                       "en": "Gradient accumulation"},
     "f_packing": {"ru": "Упаковка последовательностей", "uz": "Ketma-ketliklarni zichlash", "en": "Packing"},
-    "f_gradient_checkpointing": {"ru": "Контрольные точки градиента", "uz": "Gradiyent nazorat nuqtalari",
+    "f_gradient_checkpointing": {"ru": "Пересчёт активаций (gradient checkpointing)",
+                                 "uz": "Aktivatsiyalarni qayta hisoblash (gradient checkpointing)",
                                  "en": "Gradient checkpointing"},
     "f_attn_implementation": {"ru": "Внимание", "uz": "Attention", "en": "Attention"},
     "f_optim": {"ru": "Оптимизатор", "uz": "Optimizator", "en": "Optimizer"},
@@ -173,7 +182,7 @@ TEXT: dict[str, dict[str, str]] = {
         "uz": "Enkoder-dekoder modellari (T5, BART) qo‘llab-quvvatlanmaydi, faqat dekoderli",
         "en": "Encoder-decoder models (T5, BART) are not supported, decoder-only ones are"},
     "e_unsupported_quantization": {
-        "ru": "Этот формат квантования не поддерживается (есть GPTQ, AWQ, bitsandbytes)",
+        "ru": "Этот формат квантизации не поддерживается (есть GPTQ, AWQ, bitsandbytes)",
         "uz": "Bu kvantlash formati qo‘llab-quvvatlanmaydi (GPTQ, AWQ, bitsandbytes bor)",
         "en": "This quantization format is not supported (GPTQ, AWQ, bitsandbytes are)"},
     "e_target_modules_required": {
@@ -197,6 +206,12 @@ TEXT: dict[str, dict[str, str]] = {
                          "bo‘lishi kerak", "en": "The configuration must be a JSON object"},
     "e_internal": {"ru": "Расчёт не удался", "uz": "Hisoblash muvaffaqiyatsiz", "en": "The computation failed"},
     "e_other": {"ru": "Ошибка", "uz": "Xato", "en": "Error"},
+    "copy_form": {"ru": "Здесь на HTML-странице — форма с полями конфигурации; их имена и значения по умолчанию — "
+                  "в таблице параметров ниже, результаты выше посчитаны для этих значений.",
+                  "uz": "Bu yerda HTML sahifada konfiguratsiya maydonlari bilan forma bor; ularning nomlari va "
+                  "standart qiymatlari quyidagi parametrlar jadvalida, yuqoridagi natijalar shu qiymatlar uchun.",
+                  "en": "Here the HTML page has the form with the configuration's fields; their names and defaults "
+                  "are in the table of parameters below, and the results above are for those defaults."},
     "to_request": {"ru": "Составить запрос на аренду GPU с этой конфигурацией →",
                    "uz": "Ushbu konfiguratsiya bilan GPU ijarasi so‘rovini tuzish →",
                    "en": "Write a GPU rental request with this configuration →"},
@@ -220,7 +235,7 @@ TEXT: dict[str, dict[str, str]] = {
                "kalkulyatorga qaytish", "en": "← Back to the calculator with this configuration"},
     "r_copy": {"ru": "Копировать запрос", "uz": "So‘rovni nusxalash", "en": "Copy the request"},
     "r_download": {"ru": "Скачать запрос (.txt)", "uz": "So‘rovni yuklash (.txt)", "en": "Download the request (.txt)"},
-    "rq_title": {"ru": "# Запрос на аренду GPU для дообучения", "uz": "# Qayta o‘qitish uchun GPU ijarasi so‘rovi",
+    "rq_title": {"ru": "# Запрос на аренду GPU для дообучения", "uz": "# Qo‘shimcha o‘qitish uchun GPU ijarasi so‘rovi",
                  "en": "# GPU rental request for fine-tuning"},
     "rq_s_model": {"ru": "Модель", "uz": "Model", "en": "Model"},
     "rq_s_method": {"ru": "Метод и настройки обучения", "uz": "Usul va o‘qitish sozlamalari",
@@ -347,9 +362,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "bnb_4bit_compute_dtype is float32 (the BitsAndBytesConfig default): the 4-bit layers compute in fp32, "
               "slower and with more memory. Set it to bfloat16."},
     "w_kbit_prep_checkpointing": {
-        "ru": "prepare_model_for_kbit_training включает контрольные точки градиента (reentrant); оценка это учитывает.",
-        "uz": "prepare_model_for_kbit_training gradiyent nazorat nuqtalarini yoqadi (reentrant); baho buni hisobga "
-              "oladi.",
+        "ru": "prepare_model_for_kbit_training включает пересчёт активаций (gradient checkpointing, reentrant); "
+              "оценка это учитывает.",
+        "uz": "prepare_model_for_kbit_training aktivatsiyalarni qayta hisoblashni (gradient checkpointing, reentrant) "
+              "yoqadi; baho buni hisobga oladi.",
         "en": "prepare_model_for_kbit_training switches gradient checkpointing on (reentrant); the estimate includes "
               "it."},
     "w_kbit_prep_fp32": {

@@ -1,9 +1,11 @@
 """Write the GPU pages' Markdown sources (words and placeholders only; every number is computed by
-`sizing` when the site is built). Run `PYTHONPATH=scripts python -m sitebuild.gpu_pages` after changing the list."""
+`sizing` when the site is built). Run `PYTHONPATH=scripts python -m sitebuild.gpu_pages` after changing them;
+`--check` lists the committed pages that differ (tests/site/test_gpu_pages.py fails on any)."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from sizing.catalog import find_gpu
@@ -24,13 +26,14 @@ TEXT = {
                  "арендой проведите короткий пробный запуск (см. [пробный запуск](../guides/trial-run.md)).",
         "specs": "Характеристики", "fits": "Что помещается",
         "fits_text": "Эталонные прогоны: LoRA (веса bf16) и QLoRA (NF4 с двойной квантизацией), ранг 16 на всех "
-                     "линейных слоях, контрольные точки градиента, упакованные последовательности, микробатч 1. "
-                     "Запас считается относительно памяти, доступной CUDA, за вычетом контекста CUDA.",
+                     "линейных слоях, пересчёт активаций (gradient checkpointing), упакованные последовательности, "
+                     "микробатч 1. Запас считается от памяти, доступной процессу после контекста CUDA "
+                     "(строка таблицы выше).",
         "open": "Свой запуск на этой карте: [открыть калькулятор с {name}](../calculator/index.md?gpu={gpu_id}).",
         "chart": "Память в зависимости от длины контекста",
         "chart_text": "Зарезервированная память (как `torch.cuda.max_memory_reserved`) для Llama 3.1 8B; "
-                      "пунктир — память, доступная процессу.",
-        "sources": "Источники раздела",
+                      "пунктир — память, доступная процессу после контекста CUDA.",
+        "sources": "Источники раздела", "specs_sources": "Источники характеристик",
         "src_method": "Как считается оценка и насколько она точна",
         "src_memory": "Что занимает память",
     },
@@ -44,14 +47,15 @@ TEXT = {
                  "([sinov ishga tushirish](../guides/trial-run.md)).",
         "specs": "Xususiyatlar", "fits": "Nimalar sig‘adi",
         "fits_text": "Namunaviy ishga tushirishlar: LoRA (bf16 vaznlar) va QLoRA (ikki bosqichli kvantlashli NF4), "
-                     "barcha chiziqli qatlamlarda 16-rang, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar, "
-                     "mikrobatch 1. Zaxira CUDA uchun mavjud xotiradan CUDA konteksti ayirib hisoblanadi.",
+                     "barcha chiziqli qatlamlarda 16-rang, aktivatsiyalarni qayta hisoblash (gradient checkpointing), "
+                     "zichlangan ketma-ketliklar, mikrobatch 1. Zaxira CUDA kontekstidan keyin jarayonga mavjud "
+                     "xotiradan hisoblanadi (yuqoridagi jadval qatori).",
         "open": "Shu kartadagi o‘z ishga tushirishingiz: [kalkulyatorni {name} bilan ochish]"
                 "(../calculator/index.md?gpu={gpu_id}).",
         "chart": "Kontekst uzunligiga qarab xotira",
         "chart_text": "Llama 3.1 8B uchun zaxiralangan xotira (`torch.cuda.max_memory_reserved` kabi); "
-                      "uzuq chiziq — jarayon uchun mavjud xotira.",
-        "sources": "Bo‘lim manbalari",
+                      "uzuq chiziq — CUDA kontekstidan keyin jarayonga mavjud xotira.",
+        "sources": "Bo‘lim manbalari", "specs_sources": "Xususiyatlar manbalari",
         "src_method": "Baho qanday hisoblanadi va qanchalik aniq",
         "src_memory": "Xotirani nima egallaydi",
     },
@@ -66,13 +70,13 @@ TEXT = {
         "specs": "Specifications", "fits": "What fits",
         "fits_text": "Reference runs: LoRA (bf16 weights) and QLoRA (NF4 with double quantization), rank 16 on "
                      "all linear layers, gradient checkpointing, packed sequences, micro-batch 1. Headroom is "
-                     "measured against the memory CUDA can allocate, minus the CUDA context.",
+                     "measured against the memory usable after the CUDA context (the row of the table above).",
         "open": "Your own run on this card: [open the calculator with the {name}]"
                 "(../calculator/index.md?gpu={gpu_id}).",
         "chart": "Memory against context length",
         "chart_text": "Reserved memory (as `torch.cuda.max_memory_reserved`) for Llama 3.1 8B; the dashed line is "
-                      "the memory available to the process.",
-        "sources": "Sources for this section",
+                      "the memory usable after the CUDA context.",
+        "sources": "Sources for this section", "specs_sources": "Sources of the specifications",
         "src_method": "How the estimate is made and how accurate it is",
         "src_memory": "What takes memory",
     },
@@ -99,6 +103,7 @@ def page(gpu_id: str, lang: str) -> str:
     t = TEXT[lang]
     title = t["title"].format(name=gpu.name)
     srcs = "\n".join(source_line(s) for s in gpu.record.get("sources", []))
+    # the specifications' sources (file paths, commits) come last: a reader looks for "What fits" first
     return f"""---
 title: "{title}"
 description: "{t['description'].format(name=gpu.name)}"
@@ -114,10 +119,6 @@ sources_checked: {DATE}
 ## {t['specs']}
 
 [[sizing:gpu_specs gpu={gpu_id}]]
-
-### {t['sources']}
-
-{srcs}
 
 ## {t['fits']}
 
@@ -141,15 +142,36 @@ sources_checked: {DATE}
 ### {t['sources']}
 
 - [{t['src_method']}](../accuracy.md)
+
+## {t['specs_sources']}
+
+{srcs}
 """
 
 
-def main() -> int:
+def pages() -> dict[Path, str]:
+    """Every generated page: its path under docs/gpus/ and its text."""
     out = ROOT / "docs" / "gpus"
-    out.mkdir(parents=True, exist_ok=True)
-    for gpu_id in PAGES:
-        for lang in TEXT:
-            (out / f"{gpu_id.lower()}.{lang}.md").write_text(page(gpu_id, lang), encoding="utf-8")
+    return {out / f"{gpu_id.lower()}.{lang}.md": page(gpu_id, lang) for gpu_id in PAGES for lang in TEXT}
+
+
+def stale() -> list[Path]:
+    """The committed pages that differ from what the generator writes now (missing ones included)."""
+    return [path for path, text in pages().items()
+            if not path.is_file() or path.read_text(encoding="utf-8") != text]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the pages; with --check, only list the stale ones (exit 1 if any)."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--check" in args:
+        found = stale()
+        for path in found:
+            print(f"stale: {path.relative_to(ROOT)} (run PYTHONPATH=scripts python -m sitebuild.gpu_pages)")
+        return 1 if found else 0
+    for path, text in pages().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -8,10 +8,15 @@ then fits, and its cost in time and in GPU-hours from the engine's time estimate
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from sitebuild.sizing_labels import fmt_gib, fmt_num
+from sizing.catalog import find_gpu
+from sizing.config import parse_config
 from sizing.ladder import Ladder, Rung, ladder
+from sizing.solve import Sizer
 
 WORDS: dict[str, dict[str, str]] = {
     "lever": {"ru": "Рычаг", "uz": "Dastak", "en": "Lever"},
@@ -22,7 +27,8 @@ WORDS: dict[str, dict[str, str]] = {
     "time": {"ru": "Время на токен", "uz": "Token uchun vaqt", "en": "Time per token"},
     "gpu_hours": {"ru": "GPU-часы на токен", "uz": "Token uchun GPU-soat", "en": "GPU-hours per token"},
     "start": {"ru": "Исходная конфигурация", "uz": "Boshlang‘ich konfiguratsiya", "en": "Starting configuration"},
-    "available": {"ru": "доступно CUDA, ГиБ", "uz": "CUDA uchun mavjud, GiB", "en": "available to CUDA, GiB"},
+    "available": {"ru": "доступно после контекста CUDA, ГиБ", "uz": "CUDA kontekstidan keyin mavjud, GiB",
+                  "en": "usable after the CUDA context, GiB"},
     "yes": {"ru": "да", "uz": "ha", "en": "yes"},
     "no": {"ru": "нет", "uz": "yo‘q", "en": "no"},
     "same": {"ru": "без изменений в модели времени", "uz": "vaqt modelida o‘zgarishsiz",
@@ -83,12 +89,19 @@ def render(result: Ladder, lang: str) -> str:
 
 def fits_word(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """`[[sizing:fits ...]]`: "yes" or "no" in `lang`, whether the configuration fits its GPU (sizing.ladder's rule)."""
-    return _w("yes" if ladder(kw).fits else "no", lang)
+    cfg = parse_config(kw)
+    return _w("yes" if Sizer(cfg).fits(find_gpu(cfg.gpu or "H100-SXM-80GB")) else "no", lang)
 
 
 def ladder_block(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """`[[sizing:ladder ...]]`: the ladder of the configuration given by the arguments."""
-    return render(ladder(kw), lang)
+    return render(_ladder(json.dumps(kw, sort_keys=True)), lang)
+
+
+@functools.lru_cache(maxsize=64)
+def _ladder(key: str) -> Ladder:
+    # The same configuration recurs in the three languages: climbed once per build.
+    return ladder(json.loads(key))
 
 
 __all__ = ["WORDS", "fits_word", "ladder_block", "render"]

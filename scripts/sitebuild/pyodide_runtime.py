@@ -95,9 +95,9 @@ const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.se
 const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
 const py = await loadPyodide({ indexURL, stdout: () => {} });
 py.runPython(`
-import importlib.util, sys, zipfile
+import importlib.util, zipfile
 from importlib._bootstrap_external import _code_to_hash_pyc
-src = zipfile.ZipFile(sys.path[[p.endswith('.zip') for p in sys.path].index(True)])
+src = zipfile.ZipFile(zipfile.__file__.split('.zip/')[0] + '.zip')  # the stdlib zip zipfile came from
 with zipfile.ZipFile('/tmp/stdlib-pyc.zip', 'w', zipfile.ZIP_DEFLATED) as out:
     for info in sorted(src.infolist(), key=lambda i: i.filename):
         data, name = src.read(info), info.filename
@@ -164,27 +164,25 @@ def stdlib_pyc(version: str, warn: Callable[[str], None] = print) -> Path | None
     return cached if made else None
 
 
-# Runs under Node: boots Pyodide on the precompiled stdlib, installs the wheel and calc_bridge.py, imports
-# calc_bridge (so `sizing` and everything it needs is in the heap) and writes the wasm memory snapshot that
+# Runs under Node: boots Pyodide on the precompiled stdlib, installs the wheel, imports sizing.web (so
+# `sizing` and everything it needs is in the heap) and writes the wasm memory snapshot that
 # the worker restores with `_loadSnapshot` (cold load about 0.6 s faster, design/pyodide-load.md).
 # The heap holds zipimport's view of the stdlib zip: the page must load it with the byte-identical zip.
 SNAPSHOT_JS = r"""
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
-const [stdlib, wheel, bridge, defaults, out] = process.argv.slice(2);
+const [stdlib, wheel, defaults, out] = process.argv.slice(2);
 const require = createRequire(path.resolve("package.json"));
 const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.sep;
 const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
 const py = await loadPyodide({ indexURL, stdLibURL: stdlib, _makeSnapshot: true, stdout: () => {}, stderr: () => {} });
 const site = py.runPython("import site; site.getsitepackages()[0]");
 py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: site });
-py.FS.mkdirTree("/home/pyodide/calc");
-py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", readFileSync(bridge, "utf8"));
-py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc'); import calc_bridge");
-// The default configuration's answer (and fit table, kept by calc_bridge) in the heap.
+py.runPython("import sizing.web");
+// The default configuration's answer (and fit table, kept by sizing.web) in the heap.
 py.globals.set("default_config", readFileSync(defaults, "utf8"));
-py.runPython("calc_bridge.compute_json(default_config); calc_bridge.compute_json(default_config, False)");
+py.runPython("sizing.web.compute_json(default_config); sizing.web.compute_json(default_config, False)");
 py.runPython("del default_config");
 writeFileSync(out, py.makeMemorySnapshot());
 """
@@ -192,16 +190,14 @@ writeFileSync(out, py.makeMemorySnapshot());
 # inflates it with DecompressionStream as it arrives), under a name no server takes for Content-Encoding.
 SNAPSHOT = "calc_heap-gzip.bin"
 WASM_GZIP = "pyodide.asm-gzip.bin"
-BRIDGE = ROOT / "docs" / CALC_DIR / "calc_bridge.py"
 
 
 def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
                     warn: Callable[[str], None] = print) -> Path | None:
-    """The memory snapshot for this Pyodide, stdlib zip, wheel, bridge and default configuration (JSON text;
+    """The memory snapshot for this Pyodide, stdlib zip, wheel (sizing.web in it) and default configuration (JSON text;
     cached by their hash), or None."""
     key = hashlib.sha256()
-    for part in (version.encode(), SNAPSHOT_JS.encode(), stdlib.read_bytes(), wheel, BRIDGE.read_bytes(),
-                 defaults.encode()):
+    for part in (version.encode(), SNAPSHOT_JS.encode(), stdlib.read_bytes(), wheel, defaults.encode()):
         key.update(hashlib.sha256(part).digest())
     cached = STDLIB_CACHE / f"calc_heap-{version}-{key.hexdigest()[:16]}.bin.gz"
     if cached.is_file():
@@ -212,7 +208,7 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
     defaults_file = STDLIB_CACHE / "snapshot-defaults.json"
     defaults_file.write_text(defaults, "utf-8")
     raw = cached.with_suffix(".raw")
-    if not _run_node("make_snapshot.mjs", SNAPSHOT_JS, [str(stdlib), str(wheel_file), str(BRIDGE), str(defaults_file)],
+    if not _run_node("make_snapshot.mjs", SNAPSHOT_JS, [str(stdlib), str(wheel_file), str(defaults_file)],
                      raw, "node not found: the calculator boots without a memory snapshot, about 0.6 s slower",
                      "making the Pyodide memory snapshot failed (booting without it)", warn):
         return None
@@ -255,7 +251,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
         if pyc is not None:
             # what the calculator imports (4.5 -> about 1.5 MB per cold visit); the whole zip if trimming fails
             trimmed = stdlib_trim.trimmed_stdlib(
-                pyc, wheel, BRIDGE, defaults or {}, STDLIB_CACHE,
+                pyc, wheel, defaults or {}, STDLIB_CACHE,
                 lambda name, script, args, out, missing, failed: _run_node(name, script, args, out, missing,
                                                                          failed, warn))
             stdlib, stdlib_name = (trimmed, stdlib_trim.TRIMMED) if trimmed else (pyc, STDLIB_PYC)

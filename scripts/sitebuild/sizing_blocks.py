@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import validate  # scripts/validate.py: the accuracy benchmark whose scores the accuracy pages show
-from sitebuild import gpu_facts
+from sitebuild import accuracy_sources, cost_block, gpu_facts
 from sitebuild.ladder_block import fits_word, ladder_block
 from sitebuild.quick_answer import quick_answer
 from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
@@ -23,6 +23,7 @@ from sizing import SizingError, estimate
 from sizing.arch import ATTN_IN, Linear
 from sizing.catalog import find_gpu, gpus
 from sizing.contract import parse_value
+from sizing.estimate import usable_bytes
 from sizing.memory.adapters import lora_params
 from sizing.memory.timeline import COMPONENTS
 
@@ -123,7 +124,9 @@ def _compare(_: list[str], kw: dict[str, Any], lang: str) -> str:
                      label(est.peak_moment.phase, lang), label("yes" if fit and fit["fits"] else "no", lang), tps])
     header = [f"`{field}`", label("allocated", lang), label("reserved", lang), label("phase", lang),
               label("fits", lang), label("tokens_per_second", lang)]
-    return _table(header, rows)
+    # The configuration the column varies from, stated under every table (defaults fill what is not named).
+    base = ", ".join(f"`{k}={v if isinstance(v, str) else json.dumps(v)}`" for k, v in kw.items())
+    return _table(header, rows) + f"\n\n*{label('base_config', lang)}:* {base}"
 
 
 def _gpu_specs(_: list[str], kw: dict[str, Any], lang: str) -> str:
@@ -135,6 +138,7 @@ def _gpu_specs(_: list[str], kw: dict[str, Any], lang: str) -> str:
         [label("architecture", lang), f"{rec.get('architecture', '')} · sm {gpu.compute_capability}"],
         [label("memory_smi", lang), fmt_gib(gpu.memory_bytes, lang) + " GiB"],
         [label("memory_cuda", lang), fmt_gib(gpu.usable_bytes, lang) + " GiB"],
+        [label("capacity", lang), fmt_gib(usable_bytes(gpu), lang) + " GiB"],
         [label("bandwidth", lang), fmt_num(gpu.memory_bandwidth_GBps or 0, lang, 0) + " GB/s"],
         [label("bf16_tflops", lang), fmt_num(gpu.bf16_dense_tflops, lang, 1) if gpu.bf16_dense_tflops else "—"],
         [label("interconnect", lang), str(rec.get("interconnect", "—"))],
@@ -182,8 +186,6 @@ def _gpu_context_chart(_: list[str], kw: dict[str, Any], lang: str) -> str:
             except SizingError:
                 break
         series[method] = points
-    from sizing.estimate import usable_bytes
-
     title = f"{model} · {gpu.name}"
     return line_chart(title, series, usable_bytes(gpu) / GiB, label("context", lang), label("reserved_gib", lang),
                       label("capacity", lang))
@@ -275,6 +277,7 @@ HANDLERS: dict[str, Handler] = {
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
     "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
+    **accuracy_sources.HANDLERS, **cost_block.HANDLERS,
 }
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+# One number format for the pages, the calculator's results and its worker: sizing.view's.
+from sizing.view import fmt_gib, fmt_int, fmt_num
+
 LABELS: dict[str, dict[str, str]] = {
     "weights": {"ru": "Базовые веса", "uz": "Asosiy vaznlar", "en": "Base weights"},
-    "quantization_state": {"ru": "Состояние квантования", "uz": "Kvantlash holati", "en": "Quantization state"},
+    "quantization_state": {"ru": "Состояние квантизации", "uz": "Kvantlash holati", "en": "Quantization state"},
     "adapters": {"ru": "Адаптеры", "uz": "Adapterlar", "en": "Adapters"},
     "gradients": {"ru": "Градиенты", "uz": "Gradiyentlar", "en": "Gradients"},
     "optimizer_states": {"ru": "Состояния оптимизатора", "uz": "Optimizator holatlari", "en": "Optimizer states"},
@@ -20,6 +23,9 @@ LABELS: dict[str, dict[str, str]] = {
     "forward": {"ru": "прямой проход", "uz": "to‘g‘ri o‘tish", "en": "forward"},
     "backward": {"ru": "обратный проход", "uz": "teskari o‘tish", "en": "backward"},
     "optimizer": {"ru": "шаг оптимизатора", "uz": "optimizator qadami", "en": "optimizer step"},
+    "base_config": {"ru": "Остальные настройки таблицы (прочие — по умолчанию)",
+                    "uz": "Jadvalning qolgan sozlamalari (boshqalari — standart)",
+                    "en": "The table's other settings (the rest at their defaults)"},
     "component": {"ru": "Компонент", "uz": "Komponent", "en": "Component"},
     "gib": {"ru": "ГиБ", "uz": "GiB", "en": "GiB"},
     "fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
@@ -35,7 +41,7 @@ LABELS: dict[str, dict[str, str]] = {
     "memory_cuda": {"ru": "Память, доступная CUDA", "uz": "CUDA uchun mavjud xotira", "en": "Memory available to CUDA"},
     "bandwidth": {"ru": "Пропускная способность памяти", "uz": "Xotira o‘tkazuvchanligi", "en": "Memory bandwidth"},
     "bf16_tflops": {"ru": "BF16, плотные TFLOPS", "uz": "BF16, zich TFLOPS", "en": "BF16 dense TFLOPS"},
-    "interconnect": {"ru": "Связь между GPU", "uz": "GPUlararo aloqa", "en": "Interconnect"},
+    "interconnect": {"ru": "Связь между GPU", "uz": "GPUlar orasidagi aloqa", "en": "Interconnect"},
     "bf16": {"ru": "Поддержка bf16", "uz": "bf16 qo‘llab-quvvatlanishi", "en": "bf16 support"},
     "flash_attention_2": {"ru": "FlashAttention-2", "uz": "FlashAttention-2", "en": "FlashAttention-2"},
     "bitsandbytes": {"ru": "bitsandbytes", "uz": "bitsandbytes", "en": "bitsandbytes"},
@@ -44,14 +50,18 @@ LABELS: dict[str, dict[str, str]] = {
     "method": {"ru": "Метод", "uz": "Usul", "en": "Method"},
     "context": {"ru": "Контекст", "uz": "Kontekst", "en": "Context"},
     "gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
-    "capacity": {"ru": "Доступно CUDA", "uz": "CUDA uchun mavjud", "en": "Available to CUDA"},
+    # Two amounts, two names: what CUDA reports (memory_cuda, torch's total_memory) and what a run may reserve
+    # once the process's CUDA context is up (capacity: sizing.estimate.usable_bytes, the fit criterion).
+    "capacity": {"ru": "Доступно после контекста CUDA", "uz": "CUDA kontekstidan keyin mavjud",
+                 "en": "Usable after the CUDA context"},
     "reserved_gib": {"ru": "Зарезервировано, ГиБ", "uz": "Zaxiralangan, GiB", "en": "Reserved, GiB"},
     "fit_legend": {
         "ru": "✓ — помещается: запас в ГиБ и наибольший микробатч; ✗ — не помещается: нехватка в ГиБ. "
-              "LoRA bf16 и QLoRA NF4, r = 16, all-linear, контрольные точки градиента, упакованные "
+              "LoRA bf16 и QLoRA NF4, r = 16, all-linear, пересчёт активаций (gradient checkpointing), упакованные "
               "последовательности.",
         "uz": "✓ — sig‘adi: GiB dagi zaxira va eng katta mikrobatch; ✗ — sig‘maydi: GiB dagi yetishmovchilik. "
-              "LoRA bf16 va QLoRA NF4, r = 16, all-linear, gradiyent nazorat nuqtalari, zichlangan ketma-ketliklar.",
+              "LoRA bf16 va QLoRA NF4, r = 16, all-linear, aktivatsiyalarni qayta hisoblash (gradient checkpointing), "
+              "zichlangan ketma-ketliklar.",
         "en": "✓ fits: headroom in GiB and the largest micro-batch; ✗ does not fit: the shortfall in GiB. "
               "LoRA in bf16 and QLoRA in NF4, r = 16, all-linear, gradient checkpointing, packed sequences.",
     },
@@ -83,35 +93,12 @@ def label(key: str, lang: str) -> str:
     return LABELS.get(key, {}).get(lang, key)
 
 
-def _group(digits: str, sep: str) -> str:
-    out: list[str] = []
-    while len(digits) > 3:
-        out.insert(0, digits[-3:])
-        digits = digits[:-3]
-    out.insert(0, digits)
-    return sep.join(out)
-
-
-def fmt_num(value: float, lang: str, decimals: int) -> str:
-    """Thousands and decimal separators of the language: 1 234,5 (ru, uz) or 1,234.5 (en)."""
-    text = f"{abs(value):.{decimals}f}"
-    whole, _, frac = text.partition(".")
-    thousands, point = (",", ".") if lang == "en" else ("\u00a0", ",")
-    out = _group(whole, thousands) + (point + frac if frac else "")
-    return ("−" if value < 0 else "") + out
-
-
-def fmt_int(value: int, lang: str) -> str:
-    return fmt_num(value, lang, 0)
-
-
-def fmt_gib(value: int | float, lang: str) -> str:
-    return fmt_num(value / 2**30, lang, 2)
-
-
 def fmt_bytes(value: int, lang: str) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if value >= size:
             number = value / size
             return fmt_num(number, lang, 0 if number == int(number) else 1) + " " + unit
     return fmt_int(value, lang) + " B"
+
+
+__all__ = ["LABELS", "fmt_bytes", "fmt_gib", "fmt_int", "fmt_num", "label"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from itertools import pairwise
 
 WIDTH, HEIGHT, PAD = 640, 360, 56
 COLOURS = ("#3b6fb6", "#c4552d", "#3d8b4f", "#8a4fb5", "#b58a1f", "#4f8a8a", "#666666")
@@ -29,6 +30,41 @@ def _frame(title: str, xlabel: str, ylabel: str) -> list[str]:
             f"{escape(ylabel)}</text>"]
 
 
+# 11 px sans-serif: about 6.5 px per character (Arial/DejaVu average), ascent about 9 px
+_CHAR_W, _ASCENT, _GAP = 6.5, 9.0, 4.0
+
+
+def _y_range(lines: list[list[tuple[float, float]]], x0: float, x1: float) -> list[tuple[float, float]]:
+    """For each polyline, the (lowest, highest) y it takes between x0 and x1 (none if it does not get there)."""
+    out = []
+    for pts in lines:
+        ys = [y for x, y in pts if x0 <= x <= x1]
+        for (xa, ya), (xb, yb) in pairwise(pts):
+            for edge in (x0, x1):
+                if xa < edge < xb:
+                    ys.append(ya + (yb - ya) * (edge - xa) / (xb - xa))
+        if ys:
+            out.append((min(ys), max(ys)))
+    return out
+
+
+def _limit_label_place(ly: float, chars: int, lines: list[list[tuple[float, float]]],
+                       legend: tuple[float, float, float, float]) -> tuple[float, float, str]:
+    """(x, baseline y, text-anchor) for the capacity line's label: right, left or middle of the line, above
+    or below it, the first place where no series line and not the legend crosses the text's box."""
+    width = _CHAR_W * chars
+    right, left = WIDTH - PAD / 2, PAD + 8
+    spans = [(right - width, right, right, "end"), (left, left + width, left, "start"),
+             ((left + right - width) / 2, (left + right + width) / 2, (left + right) / 2, "middle")]
+    for x0, x1, x, anchor in spans:
+        for top, base in ((ly - _GAP - _ASCENT, ly - _GAP), (ly + _GAP, ly + _GAP + _ASCENT)):
+            clear = all(hi < top - 1 or lo > base + 3 for lo, hi in _y_range(lines, x0, x1))
+            lx0, ly0, lx1, ly1 = legend
+            if clear and not (x0 < lx1 and x1 > lx0 and top < ly1 and base > ly0):
+                return x, base, anchor
+    return right, ly - _GAP, "end"  # nowhere clear: where it always was
+
+
 def line_chart(title: str, series: dict[str, list[tuple[int, float]]], limit: float, xlabel: str, ylabel: str,
                limit_label: str) -> str:
     """Reserved memory against context length (log2 x axis), one line per series, a capacity line."""
@@ -49,12 +85,16 @@ def line_chart(title: str, series: dict[str, list[tuple[int, float]]], limit: fl
         px = kx * math.log2(x) + bx
         out.append(f'<text x="{px:.1f}" y="{HEIGHT - PAD + 16}" text-anchor="middle">{x}</text>')
     ly = ky * limit + by
+    lines = [[(kx * math.log2(x) + bx, ky * y + by) for x, y in pts] for pts in series.values()]
+    legend = (PAD, PAD / 2 + 10, PAD + 8 + 7 * max(len(n) for n in series), PAD / 2 + 28 + 14 * len(series))
+    label = f"{limit_label} {limit:.1f}"
+    lx, lyt, anchor = _limit_label_place(ly, len(label), lines, legend)
     out.append(f'<line x1="{PAD}" x2="{WIDTH - PAD / 2}" y1="{ly:.1f}" y2="{ly:.1f}" stroke="#b00" '
-               f'stroke-dasharray="6 4"/><text x="{WIDTH - PAD / 2}" y="{ly - 4:.1f}" text-anchor="end" '
-               f'fill="#b00">{escape(limit_label)} {limit:.1f}</text>')
-    for i, (name, pts) in enumerate(series.items()):
+               f'stroke-dasharray="6 4"/><text x="{lx:.1f}" y="{lyt:.1f}" text-anchor="{anchor}" '
+               f'fill="#b00">{escape(label)}</text>')
+    for i, name in enumerate(series):
         colour = COLOURS[i % len(COLOURS)]
-        path = " ".join(f"{kx * math.log2(x) + bx:.1f},{ky * y + by:.1f}" for x, y in pts)
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in lines[i])
         out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         out.append(f'<text x="{PAD + 8}" y="{PAD / 2 + 24 + 14 * i}" fill="{colour}">{escape(name)}</text>')
     out.append("</svg>")

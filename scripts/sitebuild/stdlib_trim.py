@@ -3,8 +3,8 @@
 The precompiled stdlib zip holds 614 entries (4.5 MB); booting Pyodide and running the calculator
 imports about 126 of them (1.3 MB). Every cold visit downloads the zip, so the page gets only those,
 plus whole packages an unusual input could still reach (SAFETY). Which modules is measured, not listed
-by hand: a Node script boots Pyodide on the full zip, installs the wheel and calc_bridge.py, runs the
-bridge on the inputs of `exercise()` (answers, refusals, trial reports), and keeps every module that
+by hand: a Node script boots Pyodide on the full zip, installs the wheel, runs
+sizing.web on the inputs of `exercise()` (answers, refusals, trial reports), and keeps every module that
 came from the zip. The memory snapshot is then made on the trimmed zip, which is what the page loads.
 """
 
@@ -17,35 +17,32 @@ from pathlib import Path
 from typing import Any
 
 # Packages kept whole: text codecs (a config.json in another encoding), and the stdlib parts of the
-# bridge's error paths that the exercise might not reach.
+# calculator's error paths that the exercise might not reach.
 SAFETY = ("encodings/", "collections/", "json/", "re/", "importlib/")
 
 TRIM_JS = r"""
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
-const [stdlib, wheel, bridge, inputs, safety, out] = process.argv.slice(2);
+const [stdlib, wheel, inputs, safety, out] = process.argv.slice(2);
 const require = createRequire(path.resolve("package.json"));
 const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.sep;
 const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
 const py = await loadPyodide({ indexURL, stdLibURL: stdlib, stdout: () => {}, stderr: () => {} });
 const site = py.runPython("import site; site.getsitepackages()[0]");
 py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: site });
-py.FS.mkdirTree("/home/pyodide/calc");
-py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", readFileSync(bridge, "utf8"));
 py.globals.set("inputs", readFileSync(inputs, "utf8"));
 py.globals.set("safety", readFileSync(safety, "utf8"));
 py.runPython(`
 import json, sys, zipfile
-sys.path.insert(0, '/home/pyodide/calc')
-import calc_bridge
+import sizing.web
 work = json.loads(inputs)
 for text in work['configs']:
-    calc_bridge.compute_json(text)
-    calc_bridge.compute_json(text, False)
+    sizing.web.compute_json(text)
+    sizing.web.compute_json(text, False)
 for text in work['reports']:
-    calc_bridge.report_json(text)
-zname = [p for p in sys.path if p.endswith('.zip')][0]
+    sizing.web.report_json(text)
+zname = zipfile.__file__.split('.zip/')[0] + '.zip'  # the stdlib zip zipfile came from
 used = {m.__spec__.origin[len(zname) + 1:] for m in list(sys.modules.values())
         if getattr(m, '__spec__', None) and (m.__spec__.origin or '').startswith(zname + '/')}
 keep = tuple(json.loads(safety))
@@ -61,7 +58,7 @@ TRIMMED = "python_stdlib_calc.zip"
 
 
 def exercise(defaults: dict[str, Any]) -> dict[str, list[str]]:
-    """Inputs that walk the bridge's paths: estimates of several kinds, refusals, trial reports."""
+    """Inputs that walk sizing.web's paths: estimates of several kinds, refusals, trial reports."""
     tiny = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 2,
             "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 32000}
     configs: list[Any] = [
@@ -78,12 +75,12 @@ def exercise(defaults: dict[str, Any]) -> dict[str, list[str]]:
     return {"configs": texts, "reports": [json.dumps(report), json.dumps({**report, "status": "x"}), "{", "[]"]}
 
 
-def trimmed_stdlib(full: Path, wheel: bytes, bridge: Path, defaults: dict[str, Any], cache: Path,
+def trimmed_stdlib(full: Path, wheel: bytes, defaults: dict[str, Any], cache: Path,
                    run_node: Callable[[str, str, list[str], Path, str, str], bool]) -> Path | None:
     """The trimmed zip (cached by its inputs), or None when Node cannot make it (the full zip is used)."""
     inputs = json.dumps(exercise(defaults))
     key = hashlib.sha256()
-    for part in (full.read_bytes(), wheel, bridge.read_bytes(), inputs.encode(), TRIM_JS.encode(),
+    for part in (full.read_bytes(), wheel, inputs.encode(), TRIM_JS.encode(),
                  json.dumps(SAFETY).encode()):
         key.update(hashlib.sha256(part).digest())
     out = cache / f"python_stdlib_calc-{key.hexdigest()[:16]}.zip"
@@ -94,8 +91,7 @@ def trimmed_stdlib(full: Path, wheel: bytes, bridge: Path, defaults: dict[str, A
     wheel_file.write_bytes(wheel)
     inputs_file.write_text(inputs, "utf-8")
     safety_file.write_text(json.dumps(SAFETY), "utf-8")
-    if not run_node("trim_stdlib.mjs", TRIM_JS, [str(full), str(wheel_file), str(bridge), str(inputs_file),
-                                                   str(safety_file)], out,
+    if not run_node("trim_stdlib.mjs", TRIM_JS, [str(full), str(wheel_file), str(inputs_file), str(safety_file)], out,
                     "node not found: the calculator loads the whole precompiled stdlib",
                     "trimming the Pyodide stdlib failed (the whole precompiled stdlib is used)"):
         return None

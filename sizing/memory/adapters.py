@@ -97,7 +97,7 @@ def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:
         out.append((arch.position_params // arch.hidden, arch.hidden, 1))
     if not arch.tied_embeddings:
         out.append((arch.vocab, arch.hidden, 1))
-    norm_tensors = (arch.pre_norms + arch.post_norms) * L + 1
+    norm_tensors = (arch.pre_norms + arch.post_norms) * L + arch.outer_norms
     out.append((1, arch.hidden, norm_tensors * (2 if arch.norm_bias else 1)))
     if arch.qk_norm:
         out.append((1, arch.head_dim, 2 * L))

@@ -121,7 +121,7 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
             data += lin.out_features * bias_bytes
         per_layer += lin.count * data
         state_per_layer += lin.count * state
-    norms = L * arch.norm_params_per_layer + arch.hidden * (2 if arch.norm_bias else 1)
+    norms = L * arch.norm_params_per_layer + arch.outer_norms * arch.hidden * (2 if arch.norm_bias else 1)
     # transformers never quantizes lm_head (replace_with_bnb_linear skips the output embedding); LitGPT's
     # BitsandbytesPrecision replaces every nn.Linear, the head included.
     head = arch.lm_head_params * reg.lm_head_weight

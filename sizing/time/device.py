@@ -55,11 +55,16 @@ def matmul_dtype(cfg: RunConfig, reg: Regime, gpu: Gpu) -> str:
     return "tf32" if cfg.extra.get("tf32") else "fp32"
 
 
-def _generation(arch: str, gpu_id: str) -> dict[str, float]:
-    """Efficiencies of the GPU: its own fitted values where timed runs exist, else its architecture's, else default."""
-    data = model_data()
-    gens: dict[str, dict[str, float]] = data["generations"]
-    return {**gens["default"], **gens.get(arch, {}), **data.get("gpus", {}).get(gpu_id, {})}
+def _bandwidth_efficiency(arch: str) -> float:
+    gens: dict[str, dict[str, float]] = model_data()["generations"]
+    return float({**gens["default"], **gens.get(arch, {})}["bandwidth_efficiency"])
+
+
+def matmul_ratio(gpu: Gpu, dtype: str, spec: float) -> float | None:
+    """Measured torch.matmul TFLOPS over the datasheet figure for `dtype`, or None without a benchmark row."""
+    row = model_data()["matmul_benchmark"]["gpus"].get(gpu.id, {})
+    measured = row.get(dtype) or (row.get("fp16") if dtype == "bf16" else None)
+    return float(measured) / spec if measured else None
 
 
 def device(cfg: RunConfig, reg: Regime, gpu: Gpu) -> Device | None:
@@ -73,11 +78,14 @@ def device(cfg: RunConfig, reg: Regime, gpu: Gpu) -> Device | None:
     if not peak or not fp32 or not gpu.memory_bandwidth_GBps:
         return None
     data = model_data()
-    gen = _generation(str(rec.get("architecture", "")), gpu.id)
-    eff = cfg.utilization if cfg.utilization is not None else gen["gemm_efficiency"]
+    # GEMM ceiling: the measured large-matmul rate (its share of the datasheet peak) times the share of it a
+    # training step's GEMMs reach (fitted); a GPU without a benchmark row takes the median measured share.
+    ratio = matmul_ratio(gpu, dtype, float(peak))
+    fitted = ratio is not None or cfg.utilization is not None
+    share = ratio if ratio is not None else float(data["default_matmul_ratio"])
+    eff = cfg.utilization if cfg.utilization is not None else share * float(data["training_gemm_factor"])
     pcie = PCIE_GBPS.get(int(rec.get("pcie_gen") or 4), 31.5) * PCIE_EFFICIENCY
     link = float(rec.get("nvlink_GBps") or 0) / 2 * 0.8 or pcie  # bidirectional -> one way, ~80 % reached
     return Device(gpu.id, str(rec.get("architecture", "")), dtype, float(peak) * 1e12, float(fp32) * 1e12,
                   float(gpu.memory_bandwidth_GBps) * 1e9, int(data["sm_count"].get(gpu.id, data["default_sm_count"])),
-                  float(eff), float(gen["bandwidth_efficiency"]), pcie * 1e9, link * 1e9,
-                  gpu.id in data.get("gpus", {}) or cfg.utilization is not None)
+                  float(eff), _bandwidth_efficiency(str(rec.get("architecture", ""))), pcie * 1e9, link * 1e9, fitted)

@@ -26,7 +26,8 @@ def layer_elementwise(cfg: RunConfig, arch: Architecture, reg: Regime, tokens: i
     """Norms, RoPE, activation, residual adds and layout copies of every decoder layer in one pass."""
     e, n, c, bwd = reg.compute, arch.layers, reg.compiled, phase == "backward"
     t, h = tokens, arch.hidden
-    norm_b, norm_k = _norm(e, phase, c)
+    r = reg.resid  # the residual stream keeps the embedding's dtype (fp32 after prepare_model_for_kbit_training)
+    norm_b, norm_k = _norm(r, phase, c)
     norms = arch.pre_norms + arch.post_norms
     ops = [Op("norms", phase, n * norms, 0.0, norm_b * t * h, norm_k)]
     if arch.qk_norm:
@@ -40,7 +41,7 @@ def layer_elementwise(cfg: RunConfig, arch: Architecture, reg: Regime, tokens: i
     else:
         act_b, act_k = (3.0 * e, 1.0) if bwd else (2.0 * e, 1.0)
     ops.append(Op("mlp_act", phase, n, 0.0, act_b * t * inter, act_k))
-    ops.append(Op("residual", phase, n * 2, 0.0, (e if c else 3.0 * e) * t * h, 0.0 if c else 1.0))
+    ops.append(Op("residual", phase, n * 2, 0.0, (r if c else 3.0 * r) * t * h, 0.0 if c else 1.0))
     # attention output transposed back to [tokens, heads*d] (a contiguous copy); GQA k/v expanded to all heads
     copy = 2.0 * e * t * arch.q_width
     if reg.profile.expand_kv and arch.kv_heads != arch.heads:

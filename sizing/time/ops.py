@@ -1,12 +1,12 @@
 # The kernels of one micro-batch: every GEMM by its shape, attention by kernel, the memory-bound rest.
 from __future__ import annotations
 
-from ..arch import Architecture
+from ..arch import ATTN_IN, MLP_IN, Architecture
 from ..config import RunConfig
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
 from .elementwise import attention_ops, layer_elementwise, loss_ops
-from .op import Op, gemm
+from .op import VIEWS_PER_LAYER_PASS, Op, gemm
 
 
 def linear_ops(name: str, phase: str, count: float, tokens: int, fin: int, fout: int, e: int, w: int,
@@ -51,10 +51,14 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
         if reg.autocast and reg.weight == 4 and not reg.quant and phase != "backward":
             # autocast casts fp32 weights once per forward (and recompute); backward reuses the saved copy
             ops.append(Op(lin.name + ".cast", phase, n, 0.0, lin.in_features * lin.out_features * 6.0))
+        if reg.autocast and reg.resid == 4 and lin.feeds_from in (ATTN_IN, MLP_IN) and not reg.compiled:
+            # autocast casts the fp32 residual-stream input of each such linear to 16 bits (and its gradient back)
+            ops.append(Op(lin.name + ".input_cast", phase, n, 0.0, tokens * lin.in_features * 6.0))
         if lin.name in targets:
             ops += _lora(cfg, reg, lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, a)
     ops += layer_elementwise(cfg, arch, reg, tokens, phase)
     ops += attention_ops(cfg, arch, reg, tokens, phase, kernel)
+    ops.append(Op("layer_views", phase, layers, kernels=0.0, views=VIEWS_PER_LAYER_PASS))
     return ops
 
 

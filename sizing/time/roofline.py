@@ -13,7 +13,7 @@ from .device import Device, device, model_data
 from .elementwise import attention_kernel
 from .op import Op
 from .ops import micro_batch_ops
-from .step_ops import step_ops, traffic
+from .step_ops import Traffic, step_ops, traffic
 
 # The share of communication hidden behind compute when the framework overlaps it (DDP gradient buckets
 # during backward, FSDP prefetch of the next layer's all-gather); no timed multi-GPU row pins it down.
@@ -82,8 +82,27 @@ def _kind(op: Op) -> str:
     return "memory"
 
 
+@dataclass(frozen=True)
+class Inventory:
+    """The work of one optimizer step, independent of the efficiencies: built once, timed several times."""
+
+    kernel: str
+    ops: tuple[Op, ...]
+    step: tuple[Op, ...]
+    traffic: Traffic
+
+
+def inventory(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu) -> Inventory:
+    """Every kernel of a micro-batch, the once-per-step work and the step's transfers."""
+    kernel = attention_kernel(reg, gpu.sm[0])
+    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
+    return Inventory(kernel, tuple(micro_batch_ops(cfg, arch, reg, tr, kernel)),
+                     tuple(step_ops(cfg, arch, reg, tr, shards)), traffic(cfg, arch, reg, tr, gpu.usable_bytes))
+
+
 def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
-              gemm_efficiency: float | None = None, launch_scale: float = 1.0) -> StepTime | None:
+              gemm_efficiency: float | None = None, launch_scale: float = 1.0,
+              inv: Inventory | None = None) -> StepTime | None:
     """Seconds per optimizer step on one GPU of the run, or None when the catalog lacks the GPU's figures.
 
     `gemm_efficiency` and `launch_scale` move the two least certain inputs (for the range's corners)."""
@@ -94,26 +113,26 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
         dev = replace(dev, gemm_efficiency=gemm_efficiency)
     data = model_data()
     launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"] * launch_scale
+    view = 0.0 if reg.compiled else data["view_seconds"] * launch_scale  # Inductor traces views away
     floor = data.get("kernel_floor_seconds", 3e-6)
-    kernel = attention_kernel(reg, gpu.sm[0])
-    ops = micro_batch_ops(cfg, arch, reg, tr, kernel)
+    inv = inv or inventory(cfg, arch, reg, tr, gpu)
+    kernel, ops = inv.kernel, inv.ops
     parts: dict[str, float] = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
     host = 0.0
     flops = 0.0
     for op in ops:
         parts[_kind(op)] += op.count * op_seconds(op, dev, floor)
-        host += op.count * op.kernels * launch
+        host += op.count * (op.kernels * launch + op.views * view)
         flops += op.count * op.flops
     gpu_micro = math.fsum(parts.values())  # not sum(): CPython 3.12+ compensates float sums, 3.11 does not
     micro = max(gpu_micro, host)
     accum = cfg.gradient_accumulation_steps
-    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
     step_gpu = step_host = 0.0
-    for op in step_ops(cfg, arch, reg, tr, shards):
+    for op in inv.step:
         step_gpu += op.count * op_seconds(op, dev, floor)
         step_host += op.count * op.kernels * launch
     optimizer = max(step_gpu, step_host)
-    traf = traffic(cfg, arch, reg, tr, gpu.usable_bytes)
+    traf = inv.traffic
     comm = traf.link_bytes / dev.link_GBps + traf.pcie_bytes / dev.pcie_GBps
     window = micro * accum if traf.overlap_window == "step" else micro * 0.6
     exposed = max(0.0, comm - window) + (1 - COMM_OVERLAP) * min(comm, window)

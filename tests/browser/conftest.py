@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -137,6 +138,64 @@ class StaleSnapshotHandler(OneFileHandler):
     def replacement(self) -> bytes:
         manifest = Path(self.directory) / "assets" / "calculator" / "runtime.json"
         return gzip.compress(b"\x07" * json.loads(manifest.read_text("utf-8"))["snapshot_packed_bytes"])
+
+
+class TrickleHandler(Handler):
+    """The memory snapshot (the largest download, about 5 MB) in 64 KiB pieces: `pause` seconds between
+    pieces; on the first request only, `stall_after` bytes and then nothing for `stall` seconds."""
+
+    target: ClassVar[str] = "/assets/pyodide/calc_heap-gzip.bin"
+    pause: ClassVar[float] = 0.0
+    stall_after: ClassVar[int | None] = None
+    stall: ClassVar[float] = 0.0
+    served: ClassVar[int] = 0
+
+    def do_GET(self) -> None:
+        if not self.path.split("?")[0].endswith(self.target):
+            super().do_GET()
+            return
+        body = (Path(self.directory) / self.target.lstrip("/")).read_bytes()
+        first = type(self).served == 0
+        type(self).served += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        try:
+            for at in range(0, len(body), 65536):
+                if first and self.stall_after is not None and at >= self.stall_after:
+                    time.sleep(self.stall)  # the connection stays open, no byte comes
+                    return
+                self.wfile.write(body[at:at + 65536])
+                self.wfile.flush()
+                time.sleep(self.pause)
+        except (BrokenPipeError, ConnectionResetError):  # the page gave up on it
+            pass
+
+
+class SlowHandler(TrickleHandler):
+    """About 65 s for the snapshot (76 pieces, 0.85 s apart): longer than the old fixed 60 s limit."""
+
+    pause = 0.85
+
+
+class StallHandler(TrickleHandler):
+    """1 MiB of the snapshot, then 45 s of silence; a second request is served at once."""
+
+    stall_after = 1 << 20
+    stall = 45.0
+
+
+@pytest.fixture
+def slow_url(site_server: tuple[Path, str]) -> Iterator[str]:
+    yield from _serve(site_server, SlowHandler)
+
+
+@pytest.fixture
+def stall_url(site_server: tuple[Path, str]) -> Iterator[str]:
+    StallHandler.served = 0
+    yield from _serve(site_server, StallHandler)
 
 
 @pytest.fixture(scope="session")

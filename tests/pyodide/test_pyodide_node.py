@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sitebuild import calculator_pages, pyodide_runtime, stdlib_trim
+from sizing import web
 from tests.needs import cannot_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,12 +68,12 @@ def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # the page's standard library: precompiled and trimmed to what the calculator imports (stdlib_trim.py)
     full = pyodide_runtime.stdlib_pyc(calculator_pages.pyodide_version() or "", pytest.fail)
     assert full is not None
-    trimmed = stdlib_trim.trimmed_stdlib(full, data, calculator_pages.BRIDGE, calculator_pages.default_config(),
+    trimmed = stdlib_trim.trimmed_stdlib(full, data, calculator_pages.default_config(),
                                          pyodide_runtime.STDLIB_CACHE, lambda *a: pyodide_runtime._run_node(
                                              *a, pytest.fail))
     assert trimmed is not None and trimmed.stat().st_size < full.stat().st_size / 2
     proc = subprocess.run([NODE, str(Path(__file__).parent / "run_node.mjs"), str(tmp / name),
-                           str(calculator_pages.BRIDGE), str(tmp / "configs.json"), str(trimmed)],
+                           str(tmp / "configs.json"), str(trimmed)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         pytest.fail(f"node exited {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -85,7 +86,7 @@ def test_runs_python_314_with_the_wheel(pyodide_answers: dict[str, Any]) -> None
 
 
 def test_pyodide_answers_equal_cpython(pyodide_answers: dict[str, Any]) -> None:
-    bridge = calculator_pages.bridge()
+    bridge = web
     texts = configs()
     assert len(pyodide_answers["answers"]) == len(texts)
     for text, answer in zip(texts, pyodide_answers["answers"], strict=True):
@@ -93,7 +94,7 @@ def test_pyodide_answers_equal_cpython(pyodide_answers: dict[str, Any]) -> None:
 
 
 def test_pyodide_reads_trial_reports_as_cpython_does(pyodide_answers: dict[str, Any]) -> None:
-    bridge = calculator_pages.bridge()
+    bridge = web
     texts = reports()
     answers = [json.loads(a) for a in pyodide_answers["reports"]]
     assert answers == [json.loads(bridge.report_json(text)) for text in texts]

@@ -32,6 +32,8 @@ def test_every_module_is_embedded_verbatim_with_sizing_config() -> None:
             sources[key] = ast.literal_eval(node.value)[1]
     assert sources["sizing.config"] == (ROOT / "sizing" / "config.py").read_text(encoding="utf-8")
     assert sources["sizing.errors"] == (ROOT / "sizing" / "errors.py").read_text(encoding="utf-8")
+    if (ROOT / "sizing" / "contract.py").exists():
+        assert sources["sizing.contract"] == (ROOT / "sizing" / "contract.py").read_text(encoding="utf-8")
     for path in (ROOT / "recipes" / "trial").glob("*.py"):
         if path.stem != "__main__":
             name = "recipes.trial" if path.stem == "__init__" else f"recipes.trial.{path.stem}"

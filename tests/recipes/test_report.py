@@ -121,3 +121,52 @@ def test_a_reserved_peak_at_the_floor_left_before_training_is_named() -> None:
     with pytest.raises(SizingError) as err:
         load_report(json.dumps(data))
     assert err.value.code == "report_malformed" and err.value.field == "measurements.before_train"
+
+
+def _with_hardware(data: dict[str, Any], names: list[str], world: int = 1) -> dict[str, Any]:
+    data["world_size"] = world
+    data["hardware"] = {"gpu_count": len(names), "gpus": [{"index": i, "name": n, "total_memory_bytes": 80 * GiB,
+                                                           "compute_capability": "9.0"} for i, n in enumerate(names)],
+                        "device_name": names[0] if names else None, "cpu_count": 8, "platform": "linux", "rank": 0,
+                        "world_size": world, "local_rank": 0}
+    return data
+
+
+def _timed(status: str = "ok") -> dict[str, Any]:
+    steps = [_step(1, GiB, GiB, None), _step(2, GiB, GiB, None), _step(3, GiB, GiB, None)]
+    return report(steps, status)
+
+
+def test_a_cpu_run_has_no_timing_comparison() -> None:
+    cmp = compare(parse_report(_with_hardware(_timed(), [])))
+    t = cmp["time"]
+    assert t["measured_step_seconds"] == 1.0 and t["estimated_step_seconds"] is not None
+    assert t["step_difference_percent"] is None and t["tokens_difference_percent"] is None
+    assert "CPU run" in t["not_compared"] and "step time not compared" in format_comparison(cmp)
+
+
+def test_the_configured_gpu_is_checked_against_the_one_measured() -> None:
+    # CONFIG names H100-SXM-80GB, whose catalog record says the driver reports "NVIDIA H100 80GB HBM3"
+    same = compare(parse_report(_with_hardware(_timed(), ["NVIDIA H100 80GB HBM3"])))
+    assert same["hardware"]["gpu_matches"] is True and same["time"]["step_difference_percent"] is not None
+    other = compare(parse_report(_with_hardware(_timed(), ["NVIDIA A10G"])))
+    assert other["hardware"]["gpu_matches"] is False and other["time"]["step_difference_percent"] is None
+    assert "NVIDIA A10G" in other["time"]["not_compared"]
+    assert other["figures"]["allocated"]["difference_percent"] is not None  # memory does not depend on the card
+
+
+def test_a_process_count_other_than_num_gpus_is_not_compared_per_gpu() -> None:
+    cmp = compare(parse_report(_with_hardware(_timed(), ["NVIDIA H100 80GB HBM3"] * 2, world=2)))
+    assert cmp["hardware"]["world_size_matches"] is False
+    alloc = cmp["figures"]["allocated"]
+    assert alloc["measured_bytes"] == GiB and alloc["difference_percent"] is None and alloc["within_range"] is None
+    assert "num_gpus 1" in alloc["reason"] and "not compared" in format_comparison(cmp)
+
+
+@pytest.mark.parametrize("status", ["interrupted", "check_failed"])
+def test_interrupted_and_failed_check_reports_are_read(status: str) -> None:
+    data = _timed(status)
+    data["checks"]["failed"] = ["reload: 2 of 8 saved tensor(s) differ after the reload (first: a)"]
+    cmp = compare(parse_report(data))
+    assert cmp["status"] == status and cmp["steps"] == 3
+    assert "check failed: reload: 2 of 8" in format_comparison(cmp)

@@ -1,4 +1,5 @@
-"""docs/recipes/trial.py end to end on the CPU: a tiny random-weight Llama, a generated JSONL, 2-3 steps.
+"""docs/recipes/trial.py (the built single file) end to end on the CPU: a tiny random-weight Llama, a generated
+JSONL, 2-3 steps.
 
 Each trial runs in a subprocess, as a user would run it; the runs are shared by module-scoped fixtures so the
 module stays well under a minute and a half on two cores. Nothing is downloaded (--random-weights and the
@@ -11,14 +12,19 @@ import importlib.util
 import json
 import math
 import os
-import random
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from sizing import estimate
+from sizing.config import config_to_dict, parse_config
+from tests.recipes.conftest import TINY_LLAMA, write_data
 
 pytest.importorskip("torch", reason="the trial recipe needs torch (requirements-physics.txt installs the CPU build)")
 jsonschema = pytest.importorskip("jsonschema", reason="the report is checked against its JSON Schema")
@@ -31,21 +37,18 @@ RECIPES = ROOT / "docs" / "recipes"
 TRIAL = RECIPES / "trial.py"
 SECRET = "hf_TESTSECRET123"
 
-TINY_LLAMA: dict[str, Any] = {
-    "model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 256,
-    "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
-}
+# a hand-written partial config: no target_modules, gradient_checkpointing or lora_dropout (PEFT's and the
+# Trainer's defaults, exactly as sizing reads them)
 LORA: dict[str, Any] = {
     "model": None, "model_config": TINY_LLAMA, "framework": "transformers", "method": "lora",
-    "torch_dtype": "float32", "bf16": False, "fp16": False, "r": 4, "lora_alpha": 8, "lora_dropout": 0.0,
-    "target_modules": "all-linear", "use_dora": False, "max_seq_length": 64, "per_device_train_batch_size": 2,
-    "gradient_accumulation_steps": 2, "packing": False, "gradient_checkpointing": True,
+    "torch_dtype": "float32", "bf16": False, "fp16": False, "r": 4, "lora_alpha": 8, "use_dora": False,
+    "max_seq_length": 64, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 2, "packing": False,
     "attn_implementation": "sdpa", "optim": "adamw_torch", "num_gpus": 1, "parallelism": "none",
     "gpu": "H100-SXM-80GB",
 }
 QLORA: dict[str, Any] = {
-    **LORA, "method": "qlora", "torch_dtype": "bfloat16", "bf16": True, "load_in_4bit": True,
+    **LORA, "target_modules": "all-linear", "gradient_checkpointing": True,
+    "method": "qlora", "torch_dtype": "bfloat16", "bf16": True, "load_in_4bit": True,
     "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16",
     "prepare_model_for_kbit_training": True,
 }
@@ -64,27 +67,11 @@ class Trial:
         return data
 
 
-def _data(path: Path) -> Path:
-    """36 examples, text and chat, of very different lengths (some past max_seq_length)."""
-    rnd = random.Random(7)
-    words = ["alpha", "beta", "gamma", "delta", "memory", "adapter"]
-    lines = []
-    for i in range(36):
-        if i % 3 == 0:
-            msgs = [{"role": "user", "content": " ".join(rnd.choices(words, k=rnd.randint(1, 6)))},
-                    {"role": "assistant", "content": " ".join(rnd.choices(words, k=rnd.randint(1, 12)))}]
-            lines.append(json.dumps({"messages": msgs}))
-        else:
-            lines.append(json.dumps({"text": " ".join(rnd.choices(words, k=rnd.randint(2, 30)))}))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def run_trial(tmp: Path, config: dict[str, Any], steps: int, launcher: tuple[str, ...] = (), **env: str) -> Trial:
     tmp.mkdir(parents=True, exist_ok=True)
     cfg = tmp / "config.json"
     cfg.write_text(json.dumps(config), encoding="utf-8")
-    data = _data(tmp / "data.jsonl")
+    data = write_data(tmp / "data.jsonl")
     out = tmp / "out"
     environ = {k: v for k, v in os.environ.items() if k != "TRIAL_SIMULATE_OOM_AT_STEP"}
     environ.update({"HF_TOKEN": SECRET, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
@@ -93,13 +80,6 @@ def run_trial(tmp: Path, config: dict[str, Any], steps: int, launcher: tuple[str
                            "--max-steps", str(steps), "--random-weights", "--seed", "0"],
                           capture_output=True, text=True, env=environ, timeout=300, check=False)
     return Trial(proc.returncode, proc.stdout, proc.stderr, out)
-
-
-@pytest.fixture(scope="module")
-def schema() -> Any:
-    data = json.loads((RECIPES / "report.schema.json").read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(data)
-    return jsonschema.Draft202012Validator(data)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +102,16 @@ def qlora(tmp_path_factory: pytest.TempPathFactory) -> Trial:
 def ddp(tmp_path_factory: pytest.TempPathFactory) -> Trial:
     """Two CPU processes (gloo), as `accelerate launch` / torchrun start them on GPUs."""
     launcher = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2")
-    return run_trial(tmp_path_factory.mktemp("ddp"), LORA, steps=2, launcher=launcher, OMP_NUM_THREADS="1")
+    config = {**LORA, "num_gpus": 2, "parallelism": "ddp"}
+    return run_trial(tmp_path_factory.mktemp("ddp"), config, steps=2, launcher=launcher, OMP_NUM_THREADS="1")
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Trial:
+    """Full fine-tuning in bf16, with packing: the case whose reload once passed on the untrained base."""
+    config = {**LORA, "method": "full", "torch_dtype": "bfloat16", "bf16": True, "packing": True,
+              "gradient_checkpointing": True}
+    return run_trial(tmp_path_factory.mktemp("full"), config, steps=2)
 
 
 @pytest.fixture(scope="module")
@@ -175,11 +164,27 @@ def test_lora_trial_report(lora: Trial, schema: Any) -> None:
     assert all(s["tokens"] > 0 and s["seconds"] > 0 for s in steps)
     assert steps[0]["tokens"] >= steps[-1]["tokens"]  # longest samples first
     assert report["data"]["longest_train_tokens"] == LORA["max_seq_length"]  # truncated to max_seq_length
-    assert report["config"] == LORA
+    assert report["config_as_given"] == LORA and report["config"] == config_to_dict(parse_config(LORA))
+    # the run sizing estimates: PEFT's default targets (q_proj, v_proj), not all-linear
+    assert report["config"]["target_modules"] is None and report["config"]["lora_alpha"] == 8.0
+    assert report["model"]["trainable_parameters"] == estimate(LORA).detail["trainable_params"]
+    assert report["checks"]["reload_weights_compared"] == 8 and report["checks"]["base_differs"] is True
     assert report["versions"]["torch"] and report["versions"]["transformers"] and report["versions"]["peft"]
     assert (lora.out / "adapter" / "adapter_config.json").exists()
     assert report["checks"]["reload_weights_equal"] is True
     _assert_cpu_nulls(report)
+
+
+def test_full_fine_tuning_with_packing(full: Trial, schema: Any) -> None:
+    report = _assert_ok(full, schema)
+    assert report["model"]["trainable_parameters"] == report["model"]["parameters"]
+    assert report["data"]["packing"] is True and report["data"]["packing_by"] == "trial"
+    steps = report["measurements"]["steps"]
+    assert all(s["tokens"] == LORA["per_device_train_batch_size"] * 2 * LORA["max_seq_length"] for s in steps)
+    checks = report["checks"]  # every tensor of the state dict compared bit for bit, not only the logits
+    assert checks["reload_weights_equal"] is True and checks["reload_weights_compared"] >= 21
+    assert checks["base_differs"] is True
+    assert (full.out / "model" / "config.json").exists()
 
 
 def test_qlora_trial_report(qlora: Trial, schema: Any) -> None:
@@ -211,7 +216,7 @@ def test_ddp_each_rank_reports_its_own_figures(ddp: Trial, schema: Any) -> None:
     assert len(other["measurements"]["steps"]) == 2
 
 
-@pytest.mark.parametrize("name", ["lora", "oom", "ddp"])
+@pytest.mark.parametrize("name", ["lora", "oom", "ddp", "stopped"])
 def test_token_never_leaks(name: str, request: pytest.FixtureRequest) -> None:
     trial: Trial = request.getfixturevalue(name)
     assert SECRET not in trial.stdout and SECRET not in trial.stderr
@@ -232,3 +237,39 @@ def test_sizing_report_reads_the_trial_report(lora: Trial, oom: Trial) -> None:
         cmp = json.loads(js.stdout)
         assert cmp["status"] == status
         assert cmp["figures"]["allocated"]["estimated_bytes"] > 0
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory: pytest.TempPathFactory) -> Trial:
+    """SIGTERM from outside (a stopped rental) once two steps are in the report."""
+    tmp = tmp_path_factory.mktemp("sigterm")
+    cfg = tmp / "config.json"
+    cfg.write_text(json.dumps(LORA), encoding="utf-8")
+    data = write_data(tmp / "data.jsonl")
+    out = tmp / "out"
+    env = {**os.environ, "HF_TOKEN": SECRET, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
+    proc = subprocess.Popen([sys.executable, str(TRIAL), str(cfg), "--data", str(data), "--out", str(out),
+                             "--max-steps", "50", "--random-weights"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            steps = json.loads((out / "report.json").read_text(encoding="utf-8"))["measurements"]["steps"]
+        except (OSError, ValueError, KeyError):
+            steps = []
+        if len([s for s in steps if s["completed"]]) >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    return Trial(proc.returncode, stdout, stderr, out)
+
+
+def test_sigterm_from_outside_keeps_the_measured_steps(stopped: Trial, schema: Any) -> None:
+    report = stopped.report
+    schema.validate(report)
+    assert stopped.returncode == 143, stopped.stderr[-2000:]
+    assert report["status"] == "interrupted" and "SIGTERM" in report["message"]
+    done = [s for s in report["measurements"]["steps"] if s["completed"]]
+    assert len(done) >= 2 and [s["step"] for s in done] == list(range(1, len(done) + 1))
+    assert report["measurements"]["peaks"] is not None and report["finished_at"]

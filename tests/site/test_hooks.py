@@ -38,3 +38,11 @@ def test_the_calculator_placeholders_are_passed_explicitly(monkeypatch: pytest.M
     with pytest.raises(hooks.sizing_blocks.PlaceholderError, match="unknown placeholder"):
         hooks.sizing_blocks.render("[[sizing:calculator_params]]", "en")
 
+
+
+def test_no_import_path_edits_in_scripts_or_sizing() -> None:
+    root = HOOKS.parents[1]
+    files = [path for folder in ("scripts", "sizing") for path in (root / folder).rglob("*.py")]
+    found = [f"{path.relative_to(root)}:{n}" for path in files
+             for n, line in enumerate(path.read_text("utf-8").splitlines(), 1) if "sys.path" in line]
+    assert found == []

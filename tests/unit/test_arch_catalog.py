@@ -170,3 +170,61 @@ def test_transformers5_moe_experts_are_not_linear() -> None:
     # bitsandbytes converts nn.Linear only: QLoRA leaves the 45.1 B expert parameters in bf16
     q = estimate({**run, "method": "qlora", "target_modules": ["q_proj"]}).detail["param_bytes"]
     assert q > 2 * 32 * 8 * 3 * 4096 * 14336
+
+
+def test_catalog_records_are_frozen_and_strict() -> None:
+    import dataclasses
+
+    from sizing.catalog import _model_record, model_records
+
+    rec = model_records()[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.name = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        rec.config["hidden_size"] = 1  # type: ignore[index]
+    assert rec["config"] is rec.config and rec.get("missing") == rec.missing  # the dict-style shim
+    good = {"id": "a/b", "name": "B", "aliases": [], "source": {"url": "u", "kind": "k", "note": ""}, "config": {}}
+    _model_record(good)
+    for bad in ({**good, "extra": 1}, {k: v for k, v in good.items() if k != "name"},
+                {**good, "source": {"url": "u", "kind": "k"}}):
+        with pytest.raises(ValueError):
+            _model_record(bad)
+
+
+def test_catalog_notes_carry_no_research_artefacts() -> None:
+    import re
+
+    from sizing.catalog import model_records
+
+    for rec in model_records():
+        text = rec.source.note + " " + rec.source.url
+        assert not re.search(r"/work/|find_string|the index|not identifiable", text), rec.id
+        assert rec.source.url.startswith("https://"), rec.id
+
+
+def test_config_without_model_type_matched_by_shape() -> None:
+    from sizing.catalog import resolve_architecture
+
+    base = dict(models()["meta-llama/llama-2-7b-hf"].config)
+    bare = {k: v for k, v in base.items() if k not in ("model_type", "architectures")}
+    arch, name = resolve_architecture(None, bare)
+    assert arch.model_type == "llama" and "from the shape of meta-llama/Llama-2-7b-hf" in name
+    assert arch.total_params == from_hf_config(base).total_params
+    with pytest.raises(SizingError) as err:
+        resolve_architecture(None, {**bare, "hidden_size": 4000})  # no catalog model has this shape
+    assert (err.value.code, err.value.field) == ("unsupported_architecture", "model_config.model_type")
+
+
+def test_catalog_gptq_checkpoints_are_sized_as_gptq() -> None:
+    run = {"method": "lora", "max_seq_length": 256, "per_device_train_batch_size": 1}
+    gptq = estimate({**run, "model": "TheBloke/Mistral-7B-v0.1-GPTQ"}).detail["param_bytes"]
+    bf16 = estimate({**run, "model": "mistralai/Mistral-7B-v0.1", "torch_dtype": "bfloat16"}).detail["param_bytes"]
+    assert gptq < 0.35 * bf16
+
+
+def test_resolve_without_model_or_config_is_a_refusal_not_an_assert() -> None:
+    from sizing.catalog import resolve_architecture
+
+    with pytest.raises(SizingError) as err:
+        resolve_architecture(None, None)
+    assert (err.value.code, err.value.field) == ("missing_field", "model")

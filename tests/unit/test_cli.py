@@ -87,6 +87,15 @@ def test_bad_files_get_one_line_and_exit_2(tmp_path: Path, what: str, content: b
         assert len(run.stderr) < 600 and run.stdout == ""
 
 
+@pytest.mark.parametrize(("what", "content", "code"), [b for b in BAD_FILES if b[2] in ("not_utf8", "bad_json")],
+                         ids=[b[0] for b in BAD_FILES if b[2] in ("not_utf8", "bad_json")])
+def test_bad_report_files_get_one_line_and_exit_2(tmp_path: Path, what: str, content: bytes, code: str) -> None:
+    path = tmp_path / "report.json"
+    path.write_bytes(content)
+    run = _sizing("report", str(path))
+    assert run.returncode == 2 and run.stderr.startswith(f"error: {code}") and run.stderr.count("\n") == 1, what
+
+
 def test_config_prints_the_normalised_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B", "framework": "trl", "method": "qlora"}))

@@ -26,7 +26,7 @@ def test_runconfig_is_the_table() -> None:
     assert [f.name for f in own] == [f.name for f in FIELDS]
     for f in own:
         spec = BY_NAME[f.name]
-        assert f.default == spec.default, f.name
+        assert f.default == spec.default and type(f.default) is type(spec.default), f.name
         assert spec.type in TYPES and (spec.form is None or spec.form in FORM_KINDS)
         assert spec.rule is None or (spec.rule in RULES and spec.default is None), f.name
         assert (spec.low is None) == (spec.type not in ("int", "float")), f.name
@@ -69,6 +69,9 @@ def test_normalize_makes_every_field_explicit() -> None:
                      "target_modules": "q_proj, v_proj", "lora_alpha": 16})
     assert (trl["bf16"], trl["gradient_checkpointing"], trl["prepare_model_for_kbit_training"]) == (True, True, False)
     assert (trl["load_in_4bit"], trl["load_in_8bit"], trl["torch_dtype"]) == (True, False, "bfloat16")
+    # TRL's SFTTrainer loads a model id in float32 when no dtype is given (trl >= 0.27 create_model_from_path)
+    assert normalize({"model": "m", "framework": "trl"})["torch_dtype"] == "float32"
+    assert normalize({"model": "m", "framework": "trl", "torch_dtype": "auto"})["torch_dtype"] == "float32"
     assert trl["target_modules"] == ["q_proj", "v_proj"] and trl["lora_alpha"] == 16.0
     json.dumps(trl, allow_nan=False)  # JSON as it stands
 

@@ -41,3 +41,13 @@ def test_h100_figures_in_each_language(field: str, en: str, ru: str) -> None:
 def test_an_unknown_field_stops_the_build() -> None:
     with pytest.raises(sizing_blocks.PlaceholderError):
         sizing_blocks.render("[[sizing:gpu tdp gpu=H100-SXM-80GB]]", "en")
+
+
+def test_every_scored_source_resolves_to_a_pinned_published_file() -> None:
+    text = sizing_blocks.render("[[sizing:accuracy_sources]]", "en")
+    rows = _cells(text)
+    assert len(rows) >= 10
+    for row in rows:
+        url = row[1].split("](", 1)[1].split(")", 1)[0]
+        # A file at a 40-hex commit, or a pull request: what the figures were read from cannot move.
+        assert ("/blob/" in url and len(url.split("/blob/")[1].split("/")[0]) == 40) or "/pull/" in url, url

@@ -39,14 +39,16 @@ def test_held_back_rows_meet_the_target_with_the_stored_parameters() -> None:
 
 
 def test_refitting_on_the_fitted_half_reproduces_the_stored_parameters() -> None:
-    stored = {k: dict(v) for k, v in model_data()["generations"].items()}
-    band = list(model_data()["residual_log_quantiles"])
+    data = model_data()
+    keys = ("training_gemm_factor", "residual_log_quantiles", "unfitted_gemm_efficiency_span")
+    stored = {k: data[k] for k in keys}
+    bandwidth = data["generations"]["default"]["bandwidth_efficiency"]
     try:
         fit(load_rows(), rounds=2)
-        for arch, params in stored.items():
-            assert model_data()["generations"][arch] == pytest.approx(params)
-        assert model_data()["residual_log_quantiles"] == pytest.approx(band, abs=1e-3)
+        for k in keys:
+            assert data[k] == pytest.approx(stored[k], abs=1e-3), k
+        assert data["generations"]["default"]["bandwidth_efficiency"] == pytest.approx(bandwidth)
     finally:
-        model_data()["generations"].clear()
-        model_data()["generations"].update(stored)
-        model_data()["residual_log_quantiles"] = band
+        data.update(stored)
+        for g in data["generations"].values():
+            g["bandwidth_efficiency"] = bandwidth

@@ -139,7 +139,8 @@ def test_target_module_texts(text: str, expected: object) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("NVIDIA L40S", "L40S-48GB"), ("RTX 4090 (24 GB)", "RTX-4090-24GB"), ("4090", "RTX-4090-24GB"),
     ("A100 80GB", "A100-SXM-80GB"), ("A6000", "RTX-A6000-48GB"), ("H100 80GB", "H100-SXM-80GB"),
-    ("not stated", None), ("40 GB GPUs (text: '2X40GB GPUs'; model not named)", None),
+    ("not stated", None), ("24 GB GPUs (text: '2X24GB GPUs')", None),  # 3090, 4090, A10G, L4, A5000...
+    ("40 GB GPUs (text: '2X40GB GPUs'; model not named)", "A100-SXM-40GB"),  # only A100s have 40 GB
 ])
 def test_gpu_texts(text: str, expected: str | None) -> None:
     assert vr.match_gpu(text)[0] == expected
@@ -162,3 +163,106 @@ def test_metric_texts(text: str, expected: str) -> None:
 ])
 def test_torchtune_versions_from_dates(text: str, expected: str) -> None:
     assert vr.torchtune_version(text.lower()) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("8-bit AdamW (bitsandbytes; config default PagedAdamW8bit) with optimizer_in_bwd=True",
+     {"optim": "adamw_8bit", "optimizer_in_backward": True}),
+    ("bnb.optim.PagedAdamW (32-bit paged)", {"optim": "paged_adamw_32bit"}),
+    ("torch.optim.AdamW (fused), no optimizer_in_bwd", {"optim": "adamw_torch_fused"}),
+    ("torch.optim.AdamW (non-fused, lr 1e-5, wd 0.1)", {"optim": "adamw_torch"}),
+    ("HF TrainingArguments default (AdamW torch)", {}),
+    ("torch SGD (no momentum state by default)", {"optim": "sgd"}),
+])
+def test_optimizer_texts(text: str, expected: dict[str, object]) -> None:
+    assert vr.optimizer(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("loaded fp32 (no torch_dtype at the time) then DeepSpeed bf16", "bfloat16"),
+    ("loaded fp32 (no torch_dtype at the time), FSDP bf16 mixed precision", "float32"),
+    ("nf4 4-bit linear weights, rest bf16", "bfloat16"),
+])
+def test_dtype_texts(text: str, expected: str) -> None:
+    assert vr.dtype_of(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("adamw_torch_fused", "adamw_torch_fused"), ("torch AdamW, fused=False", "adamw_torch"),
+    ("paged_adamw_8bit", "paged_adamw_8bit"), ("adamw_bnb_8bit", "adamw_8bit"),
+])
+def test_optimizer_names_as_the_trainer_spells_them(text: str, expected: str) -> None:
+    assert vr.optimizer(text)["optim"] == expected
+
+
+def test_unknown_optimizer_framework_and_quantization_refused() -> None:
+    with pytest.raises(vr.RowRefused) as err:
+        vr.optimizer("Lion (lr 1e-4)")
+    assert err.value.code == "row_optimizer_unsupported"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.framework({"framework": "Unsloth 2024.8", "framework_version": ""})
+    assert err.value.code == "row_framework_unsupported"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.quantization("HQQ 4-bit", "")
+    assert err.value.code == "row_quantization_unsupported"
+    assert vr.quantization("bnb nf4 with double quant", "")["bnb_4bit_use_double_quant"] is True
+
+
+def test_gptq_row_uses_the_catalog_checkpoint() -> None:
+    row = {**rows()["R063"], "model": "TheBloke/Mistral-7B-v0.1-GPTQ", "quantization": "GPTQ 4-bit (act order)",
+           "method": "qlora", "lora_target_modules": "q_proj,v_proj", "framework": "HF Trainer + PEFT"}
+    c = vr.row_case(row).config
+    assert c["method"] == "lora" and "load_in_4bit" not in c
+    estimate(c)  # LoRA over the GPTQ base is a valid run
+    with pytest.raises(vr.RowRefused):
+        vr.row_case({**row, "model": "mistralai/Mistral-7B-v0.1"})  # no GPTQ checkpoint of that id in the catalog
+
+
+def test_fsdp_shard_grad_op_is_zero2() -> None:
+    assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "zero2"
+
+
+def test_model_names_without_organisation_or_as_display_names() -> None:
+    assert vr.catalog_model("meta-llama/Llama-3.2-3B-Instruct (torchtune default checkpoint)")[0] == \
+        "meta-llama/Llama-3.2-3B-Instruct"
+    assert vr.catalog_model("Llama-2-7b-hf")[0] == "meta-llama/Llama-2-7b-hf"
+    assert vr.catalog_model("Llama 3.1 8B Instruct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.catalog_model("bigscience/T0_3B")  # encoder-decoder: not a catalog model
+    assert err.value.code == "row_unknown_model"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("4,096", 4096), ("4k", 4096), ("2048 (packed)", 2048), ("global 32 (8 per GPU)", 8), ("10 (per GPU)", 10),
+])
+def test_numbers_as_sources_write_them(text: str, expected: int) -> None:
+    assert vr.per_device(text) == expected
+
+
+def test_method_keywords_and_siblings() -> None:
+    row = rows()["R063"]
+    assert vr.method_fields({**row, "method": "QLoRA (4-bit)"})["method"] == "qlora"
+    assert vr.method_fields({**row, "method": "DoRA", "quantization": "none"}) == {"method": "lora", "use_dora": True}
+    assert vr.method_fields({**row, "method": "Full fine-tuning", "quantization": "none"}) == {"method": "full"}
+    # a chat variant not in the catalog takes its base model's architecture, and says so
+    rid, note = vr.catalog_model("meta-llama/Llama-2-7b-chat-hf")
+    assert rid in ("meta-llama/Llama-2-7b", "meta-llama/Llama-2-7b-hf") and note and "sibling" in note
+
+
+def test_benchmark_scores_any_csv_of_the_format(tmp_path: object) -> None:
+    import pathlib
+
+    import validate
+
+    path = pathlib.Path(str(tmp_path)) / "other.csv"
+    # a byte-order mark, a usable row, an OOM row, an unreadable row and a row marked "no"
+    bad = {**rows()["R063"], "row_id": "X3", "micro_batch_size": "two"}
+    skip = {**rows()["R063"], "row_id": "X4", "usable_for_scoring": "no"}
+    with open(path, "w", encoding="utf-8-sig", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows()["R063"]))
+        w.writeheader()
+        w.writerows([{**rows()["R063"], "row_id": "X1"}, {**rows()["R064"], "row_id": "X2"}, bad, skip])
+    scored, refused, n_usable = validate.score_as_written(validate.load_csv(path))
+    assert n_usable == 2  # X1 and X3 (the OOM row is a lower bound, X4 is not usable)
+    assert [s.row_id for s in scored] == ["X1", "X2"]
+    assert refused == [("X3", "row_missing_field: micro_batch_size is not stated")]

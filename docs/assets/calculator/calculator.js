@@ -1,8 +1,9 @@
 // The calculator page: reads the form (contract field names), keeps the whole configuration in the URL
-// query, asks the Web Worker (Pyodide + sizing) for the estimate and renders it (calc_render.js); imports
+// query, asks the Web Worker (Pyodide + sizing) for the estimate and places its results view (calc_render.js); imports
 // a trial report (calc_report.js). Everything typed or computed reaches the page through textContent /
 // setAttribute only, never as HTML.
-import { h, makeRenderer } from "./calc_render.js";
+import { makeFormat } from "./calc_format.js";
+import { h, renderResults } from "./calc_render.js";
 import { MAX_REPORT_BYTES, measuredParams, reportPanel } from "./calc_report.js";
 import { parseJSON } from "./calc_json.js";
 import { newWorker, pageWorker } from "./calc_worker.js";
@@ -27,7 +28,9 @@ function main() {
   const progress = document.getElementById("calc-progress");
   const doc = document.documentElement;
   const t = (key) => (key in L ? L[key] : key);
-  const fmt = makeRenderer(t, data.lang);
+  const fmt = makeFormat(data.lang);
+  // The page's words go with every request: the worker's Python returns the results already in them.
+  const words = JSON.stringify({ lang: data.lang, text: L });
 
   // The worker, taken over before anything else is wired.
   const { worker, error: workerError, startedAt, replay } = pageWorker();
@@ -216,8 +219,9 @@ function main() {
     }
     clearErrors();
     if (result.ok) {
-      fmt.render(result);
+      renderResults(result.view);
       snippet = result.snippet;
+      current = result.estimate.config; // the complete normalised configuration: what `sizing config` prints
       shownQuery = latestQuery;
       answered = true;
     } else showError(result.error);
@@ -303,7 +307,7 @@ function main() {
     }
     pending = latest;
     if (!runtimeReady) waiting();
-    worker_.postMessage({ type: "compute", id: latest, config: text });
+    worker_.postMessage({ type: "compute", id: latest, config: text, words });
   }
 
   function schedule() {

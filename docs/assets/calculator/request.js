@@ -1,7 +1,7 @@
 // The rental request page: the configuration comes from the URL query (the calculator links here with
 // its own query), the estimate from the same Web Worker (Pyodide + sizing); the request is plain text
 // assembled with textContent. Anything that looks like a secret (tokens, keys, passwords) is refused.
-import { makeRenderer } from "./calc_render.js";
+import { makeFormat } from "./calc_format.js";
 import { parseJSON } from "./calc_json.js";
 import { pageWorker } from "./calc_worker.js";
 import { isSecret } from "./secret_filter.js";
@@ -23,7 +23,7 @@ function main() {
   const status = document.getElementById("req-status");
   const doc = document.documentElement;
   const GiB = 2 ** 30;
-  const fmt = makeRenderer(t, lang).num; // the calculator's number format
+  const fmt = makeFormat(lang).num; // the calculator's number format
 
   // The configuration: defaults, then the query (the calculator's names; lists comma-separated).
   const config = { ...data.defaults };

@@ -1,4 +1,4 @@
-// The calculator's Web Worker: self-hosted Pyodide + the `sizing` wheel + calc_bridge.py.
+// The calculator's Web Worker: self-hosted Pyodide + the `sizing` wheel (its Python API: sizing.web).
 // Messages in: {type: "compute", id, config: JSON text}, {type: "report", id, text: a trial report}.
 // Out: {type: "ready", ms, stages} once booted, {type: "failed", reason, detail} when the runtime cannot
 // load, {type: "progress", percent} while the snapshot arrives, {type: "result", phase, id, json, ms},
@@ -148,8 +148,7 @@ async function boot() {
   if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
   if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
   const wheelP = fetchOk(new URL(manifest.wheel, BASE)).then((r) => r.arrayBuffer());
-  const bridgeP = fetchOk(new URL("calc_bridge.py", HERE)).then((r) => r.text());
-  // The memory snapshot (made at build time with sizing and calc_bridge imported) skips Python's start-up;
+  // The memory snapshot (made at build time with sizing.web imported) skips Python's start-up;
   // fetched here, in parallel with pyodide.mjs. Without it (or if it fails to restore) boot from scratch.
   const snapshotP = manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes
     ? fetchOk(BASE + manifest.snapshot).then((r) => inflateInto(r, manifest.snapshot_packed_bytes))
@@ -188,10 +187,7 @@ async function boot() {
   // The snapshot holds the heap, not the file system: put the package files back for anything read lazily.
   const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
   py.unpackArchive(new Uint8Array(await wheelP), "wheel", { extractDir: sitePackages });
-  py.FS.mkdirTree("/home/pyodide/calc");
-  py.FS.writeFile("/home/pyodide/calc/calc_bridge.py", await bridgeP);
-  if (!restored) py.runPython("import sys; sys.path.insert(0, '/home/pyodide/calc')");
-  const bridge = py.pyimport("calc_bridge");
+  const bridge = py.pyimport("sizing.web");
   mark("bridge");
   return { bridge, ms: performance.now() - t0 };
 }
@@ -218,8 +214,9 @@ function call(fn) {
   return { json, ms: performance.now() - t0 };
 }
 
-function run(bridge, config, table) {
-  return call(() => bridge.compute_json(config, table));
+// `words` (the page's words, JSON text): the answer then carries the results view in them (sizing.view).
+function run(bridge, config, table, words) {
+  return call(() => bridge.compute_json(config, table, words));
 }
 
 // Two answers per configuration: the estimate at once ("estimate"), then with the fit table over every
@@ -238,12 +235,13 @@ self.onmessage = async (event) => {
   const rt = await runtime;
   if (!rt || msg.id !== newest) return;
   const config = String(msg.config);
-  const first = run(rt.bridge, config, false);
+  const words = typeof msg.words === "string" ? msg.words : null;
+  const first = run(rt.bridge, config, false, words);
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, ...first });
   await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
   if (msg.id !== newest || !JSON.parse(first.json).ok) {
     if (msg.id === newest) self.postMessage({ type: "result", phase: "full", id: msg.id, ...first });
     return;
   }
-  self.postMessage({ type: "result", phase: "full", id: msg.id, ...run(rt.bridge, config, true) });
+  self.postMessage({ type: "result", phase: "full", id: msg.id, ...run(rt.bridge, config, true, words) });
 };

@@ -1,5 +1,6 @@
-"""The calculator's Python side: the same file runs under CPython (the site build renders the default
-configuration with it) and under Pyodide in the page's Web Worker, so both show the same numbers.
+# The calculator page's Python API: what its Web Worker (Pyodide) and the site build call.
+"""The same module runs under CPython (the site build renders the default configuration with it) and
+under Pyodide in the page's Web Worker (it ships in the `sizing` wheel), so both show the same numbers.
 
 Input and output are JSON text, so nothing but strings crosses the JS/Python boundary.
 """
@@ -7,17 +8,19 @@ Input and output are JSON text, so nothing but strings crosses the JS/Python bou
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from sizing import SizingError, estimate, load_config
-from sizing.catalog import gpus, model_records
-from sizing.config import config_to_dict
-from sizing.report import compare as compare_report
-from sizing.report import load_report
-from sizing.solve import fit_table
+from . import SizingError, estimate, load_config
+from .catalog import gpus, model_records
+from .config import config_to_dict
+from .report import compare as compare_report
+from .report import load_report
+from .solve import fit_table
+from .view import results_view
 
 
 def _finite(value: Any) -> Any:
@@ -124,26 +127,39 @@ def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return _finite(out)  # type: ignore[no-any-return]
 
 
-def compute(data: Any, table: bool = True) -> dict[str, Any]:
+def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
-    peak first, the table about half a second later) and the snippet; or the SizingError as data."""
+    peak first, the table about half a second later) and the snippet; or the SizingError as data. With the
+    page's `words` ({"lang", "text"}) the answer also holds the results view the page only has to place."""
     def answer() -> dict[str, Any]:
         cfg = load_config(data)
         rows = _fit_table(cfg) if table else None
-        return {"estimate": estimate(cfg).to_dict(), "fit_table": rows, "snippet": snippet(config_to_dict(cfg))}
+        out = {"estimate": estimate(cfg).to_dict(), "fit_table": rows, "snippet": snippet(config_to_dict(cfg))}
+        if words is not None:
+            out["view"] = results_view(out, words["text"], str(words["lang"]))
+        return out
 
     return _answered(answer)
 
 
-def compute_json(text: str, table: bool = True) -> str:
-    """compute() over JSON text (what the worker sends)."""
+@functools.lru_cache(maxsize=4)
+def _words(text: str) -> dict[str, Any]:
+    """The page's words, parsed once per page (the worker passes the same text with every request)."""
+    data = json.loads(text)
+    if not (isinstance(data, dict) and isinstance(data.get("text"), dict) and isinstance(data.get("lang"), str)):
+        raise ValueError('words must be {"lang": "...", "text": {...}}')
+    return data
+
+
+def compute_json(text: str, table: bool = True, words: str | None = None) -> str:
+    """compute() over JSON text (what the worker sends); `words` the page's words as JSON text."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as err:
         result = {"ok": False, "error": {"code": "bad_json", "field": "model_config", "message": str(err)[:200],
                                          "params": {}}}
         return json.dumps(result)
-    return json.dumps(compute(data, table), allow_nan=False)
+    return json.dumps(compute(data, table, _words(words) if words else None), allow_nan=False)
 
 
 def report_json(text: str) -> str:

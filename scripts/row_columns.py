@@ -1,0 +1,292 @@
+"""Free-text columns of a published measurement row (validation/measurements.csv) read by keywords.
+
+Each function reads one column (or a few that belong together) and returns run-configuration fields;
+scripts/validate_rows.py puts them together into one run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+# torchtune release tags and their dates (git tags of pytorch/torchtune): a row dated between two
+# releases runs the code of the earlier one (main after it).
+_TORCHTUNE_RELEASES = (((2024, 4, 15), "0.1"), ((2024, 7, 16), "0.2"), ((2024, 9, 17), "0.3"),
+                       ((2024, 11, 13), "0.4"), ((2024, 12, 20), "0.5"), ((2025, 3, 18), "0.6"))
+_MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                           "nov", "dec"))}
+
+
+class RowRefused(Exception):
+    """A row that cannot be turned into a run: a stable code and one line of English."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def lower_col(row: Mapping[str, str], col: str) -> str:
+    return (row.get(col) or "").strip().lower()
+
+
+def first_number(text: str) -> float | None:
+    m = re.search(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)
+    return float(m.group()) if m else None
+
+
+def first_int(text: str) -> int | None:
+    """The first whole number: thousands separators joined ("4,096"), a k suffix as x1024 ("4k" context)."""
+    t = re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", text)
+    m = re.search(r"(\d+)\s*([kK]\b)?", t)
+    if not m:
+        return None
+    return int(m.group(1)) * (1024 if m.group(2) else 1)
+
+
+def per_device(text: str) -> int | None:
+    """A per-GPU count where a text gives both ("global 32 (8 per GPU)"), else the first number."""
+    m = re.search(r"(\d+)\s*(?:per[- ]?(?:gpu|device)|/\s*gpu)|per[- ]?(?:gpu|device)[^\d]{0,12}(\d+)", text, re.I)
+    if m:
+        return int(m.group(1) or m.group(2))
+    return first_int(text)
+
+
+def dtype_of(text: str) -> str | None:
+    """The first dtype named in a free-text column (bf16 / fp16 / fp32 and their long names); after a
+    "then" ("loaded fp32 ... then DeepSpeed bf16") the dtype the weights end up in."""
+    t = text.lower()
+    t = t.rsplit(" then ", 1)[-1] if re.search(r" then .*\b(bf16|bfloat16|fp16|float16|fp32|float32)\b", t) else t
+    m = re.search(r"\b(bf16|bfloat16|fp16|float16|half|fp32|float32)\b", t)
+    if not m:
+        return None
+    word = m.group(1)
+    return {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp32": "float32", "float32": "float32"}.get(word, "float16")
+
+
+def quantization(text: str, base_text: str) -> dict[str, Any]:
+    """Quantization fields: bitsandbytes / torchao NF4 or FP4 (4-bit), LLM.int8 (8-bit); others refused."""
+    q = text.lower()
+    if q in ("", "none", "no", "n/a"):
+        return {}
+    ckpt = re.search(r"\b(gptq|awq)\b", q)
+    if ckpt:
+        return {"checkpoint_quant": ckpt.group(1)}  # a pre-quantized base: its quantization_config says how
+    other = re.search(r"\b(hqq|aqlm|eetq|exl2|gguf|quanto|fp8|mxfp4|nvfp4|bitnet|spqr|vptq|higgs)\b", q)
+    if other:
+        raise RowRefused("row_quantization_unsupported",
+                         f"quantization '{text}' ({other.group(1)}) is not modelled (supported: bitsandbytes / torchao "
+                         "nf4, fp4, int8; GPTQ and AWQ checkpoints)")
+    out: dict[str, Any] = {}
+    if "nf4" in q or "fp4" in q or "4-bit" in q or "4bit" in q:
+        out["load_in_4bit"] = True
+        out["bnb_4bit_quant_type"] = "fp4" if "fp4" in q and "nf4" not in q else "nf4"
+        if "torchao" in q:
+            out["quantization_backend"] = "torchao"
+        if re.search(r"double[- ]quant|nested", q):
+            out["bnb_4bit_use_double_quant"] = True
+        storage = re.search(r"quant_storage\s*=?\s*(bf16|bfloat16|fp16|float16|fp32|float32)", base_text.lower())
+        if storage:
+            out["bnb_4bit_quant_storage"] = dtype_of(storage.group(1))
+        return out
+    if "int8" in q or "8-bit" in q or "8bit" in q:
+        return {"load_in_8bit": True}
+    raise RowRefused("row_quantization_unsupported",
+                     f"quantization '{text}' is not modelled (supported: bitsandbytes / torchao nf4, fp4, int8; GPTQ "
+                     "and AWQ checkpoints)")
+
+
+def yes_no(text: str) -> bool | None:
+    """yes/true/on -> True, no/false/off -> False, anything else -> None (not stated)."""
+    t = text.lower()
+    if re.search(r"\b(yes|true|on|enabled)\b", t):
+        return True
+    if re.search(r"\b(no|false|off|disabled|none)\b", t):
+        return False
+    return None
+
+
+def target_modules(text: str) -> list[str] | str | None:
+    """LoRA targets as named by the source; the engine maps family names (query, projection, mlp, head,
+    output_proj, w1...) to the model's modules (sizing.arch.target_aliases). None: the default."""
+    t = re.sub(r"\((?:no|without|except|if)\b[^)]*\)", " ", text, flags=re.I).strip()  # "(no o_proj)" removes
+    if not t or "default" in t.lower():
+        return None
+    if "all-linear" in t.lower():
+        return "all-linear"
+    t = re.sub(r"(final )?output projection|\bhead\b", " lm_head ", t, flags=re.I)
+    words = [w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)]
+    skip = {"all", "and", "plus", "the", "incl", "including", "layers", "lora", "modules", "only", "on"}
+    names = [w for w in words if w not in skip]
+    return list(dict.fromkeys(names)) or None
+
+
+def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
+    """framework (+version): LitGPT, torchtune, TRL; a hand-written loop (train.py, accelerate loop,
+    example scripts) is `custom`; the Trainer is `transformers`."""
+    f, v = lower_col(row, "framework"), lower_col(row, "framework_version")
+    own = re.search(r"unsloth|megatron|nemo\b|colossal|torchtitan|mlx|jax|maxtext|levanter|paxml", f)
+    if own:
+        raise RowRefused("row_framework_unsupported", f"framework '{row.get('framework')}' runs its own kernels and "
+                         "memory savings, which are not modelled (supported: transformers / TRL / a PyTorch loop, "
+                         "LitGPT, torchtune)")
+    if "litgpt" in f:
+        return "litgpt", None
+    if "torchtune" in f:
+        return "torchtune", torchtune_version(v)
+    if "trl" in f or "sfttrainer" in f:
+        return "trl", None
+    if re.search(r"custom|loop|train\.py|example script|accelerate|fsdp_qlora", f):
+        return "custom", None
+    return "transformers", None
+
+
+def torchtune_version(text: str) -> str | None:
+    """A stated 0.x version, or the release a stated date runs (the last tag on or before it)."""
+    m = re.search(r"\bv?(0\.\d+(?:\.\d+)?)\b", text)
+    if m:
+        return m.group(1)
+    date: tuple[int, int, int] | None = None
+    d = re.search(r"(20\d\d)-(\d\d)(?:-(\d\d))?", text)
+    if d:
+        date = (int(d.group(1)), int(d.group(2)), int(d.group(3) or 1))
+    else:
+        months = re.findall(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[- ]", text)
+        year = re.search(r"\b(20\d\d)\b", text)
+        if months and year:
+            date = (int(year.group(1)), max(_MONTHS[m] for m in months), 28)
+    if date is None:
+        return None
+    release = "0.0"  # before the first tag
+    for when, name in _TORCHTUNE_RELEASES:
+        if date >= when:
+            release = name
+    return release
+
+
+def optimizer(text: str) -> dict[str, Any]:
+    """optim from the optimizer column: paged/8-bit bitsandbytes, SGD, Adafactor, fused or plain AdamW;
+    optimizer_in_bwd and CPU offload when the column says so."""
+    t = text.lower()
+    out: dict[str, Any] = {}
+    # The class is named in the main clause; asides in parentheses qualify it ("8-bit AdamW (config default
+    # PagedAdamW8bit)" is the 8-bit AdamW) except for the fused flag, which sources write as an aside.
+    main = re.sub(r"\([^)]*\)", " ", t)
+    paged, eight = "paged" in main, bool(re.search(r"8[- ]?bit", main))
+    if paged:
+        out["optim"] = "paged_adamw_8bit" if eight else "paged_adamw_32bit"
+    elif eight and "non-8bit" not in main:
+        out["optim"] = "adamw_8bit"
+    elif "sgd" in main:
+        out["optim"] = "sgd"
+    elif "adafactor" in main:
+        out["optim"] = "adafactor"
+    elif "adamw" in main and "default" not in main:
+        fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
+        out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
+    elif main.strip() and not re.search(r"default|undocumented|not (stated|documented)|unknown|^\W*$", main):
+        raise RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
+                         "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
+    if re.search(r"optimizer_in_bwd\s*(=\s*)?true|fused into backward", t):
+        out["optimizer_in_backward"] = True
+    elif re.search(r"optimizer_in_bwd\s*(=\s*)?false", t):
+        out["optimizer_in_backward"] = False
+    if re.search(r"(?<!no )cpu offload", t):
+        out["cpu_offload"] = True
+    return out
+
+
+def precision(row: Mapping[str, str], fw: str) -> dict[str, Any]:
+    """torch_dtype from base_weight_dtype; bf16/fp16 autocast from mixed_precision ("bf16-true", "pure",
+    "none", "no autocast" mean no autocast; a bare "bf16" or "--bf16 True" means autocast)."""
+    out: dict[str, Any] = {}
+    dtype = dtype_of(row.get("base_weight_dtype", "")) or dtype_of(row.get("mixed_precision", ""))
+    if dtype:
+        out["torch_dtype"] = dtype
+    mp = lower_col(row, "mixed_precision")
+    if re.search(r"--bf16\s+true|bf16\s*=\s*true", mp):
+        out["bf16"] = True
+    elif re.search(r"--fp16\s+true|fp16\s*=\s*true", mp):
+        out["fp16"] = True
+    elif re.search(r"bf16-true|pure|\bnone\b|no autocast|'no'|\bno\b", mp):
+        out["bf16"] = False
+    elif "bf16" in mp:
+        out["bf16"] = True
+    elif "fp16" in mp:
+        out["fp16"] = True
+    return out
+
+
+def sequences(row: Mapping[str, str]) -> dict[str, Any]:
+    """max_seq_length from seq_len; packing when seq_len_mode says packed / fixed / every sample exactly /
+    padded to max_length (all rows of one length), not when it says unpacked or padded to longest."""
+    seq = first_int(row.get("seq_len", ""))
+    if seq is None:
+        raise RowRefused("row_missing_field", "seq_len is not stated")
+    mode = lower_col(row, "seq_len_mode")
+    fixed = bool(re.search(r"(?<!un)pack(ed|ing)\b|\bfixed\b|exactly|forced|pad\w*(/\w+)? to max_length", mode))
+    if re.search(r"unpacked|not packed|packing\s*=\s*false", mode):
+        fixed = False
+    return {"max_seq_length": seq, "packing": fixed}
+
+
+def parallel(row: Mapping[str, str]) -> dict[str, Any]:
+    """num_gpus (a config's "devices: N" over a table's count) and the sharding strategy."""
+    n_text = lower_col(row, "num_gpus")
+    dev = re.search(r"devices\s*:?\s*(\d+)", n_text)
+    n = int(dev.group(1)) if dev else (first_int(n_text) or 1)
+    s = lower_col(row, "sharding")
+    out: dict[str, Any] = {"num_gpus": n}
+    if n == 1 and not re.search(r"offload", s):
+        return out
+    if re.search(r"no_shard|'ddp'|\bddp\b", s):
+        out["parallelism"] = "ddp"
+    elif re.search(r"zero[- ]?(stage[- ]?)?3", s):
+        out["parallelism"] = "zero3"
+    elif re.search(r"zero[- ]?(stage[- ]?)?2|shard_grad_op", s):  # SHARD_GRAD_OP: ZeRO-2 semantics
+        out["parallelism"] = "zero2"
+    elif "fsdp" in s:
+        out["parallelism"] = "fsdp"
+    elif n > 1:
+        out["parallelism"] = "ddp"
+    if re.search(r"offload", s) and not re.search(r"no (cpu )?offload", s):
+        out["cpu_offload"] = True
+    return out
+
+
+def checkpointing(text: str, num_gpus: int) -> bool | None:
+    """yes / no; "... if devices>1" follows the GPU count; unstated -> the framework's default."""
+    t = text.lower()
+    if re.search(r"if devices\s*>\s*1", t):
+        return num_gpus > 1
+    return yes_no(t)
+
+
+def other_settings(text: str) -> dict[str, Any]:
+    """torch.compile, chunked / fused cross-entropy, activation offloading, expandable segments."""
+    t = text.lower()
+    out: dict[str, Any] = {}
+    if re.search(r"compile", t) and not re.search(r"compile\s*=\s*false|no (torch\.)?compile", t):
+        out["torch_compile"] = True
+    if re.search(r"chunked", t):
+        out["loss_implementation"] = "chunked_ce"
+    elif re.search(r"liger|fused linear|fused_linear", t):
+        out["loss_implementation"] = "fused_linear_ce"
+    if re.search(r"activation offload", t):
+        out["activation_offloading"] = True
+    if "expandable_segments" in t and "false" not in t:
+        out["expandable_segments"] = True
+    if re.search(r"(?<!no )cpu offload", t):
+        out["cpu_offload"] = True
+    return out
+
+
+def attention(text: str) -> str | None:
+    """flash -> flash_attention_2, eager -> eager, SDPA / flex / default -> sdpa."""
+    t = text.lower()
+    if "flash" in t:
+        return "flash_attention_2"
+    if "eager" in t:
+        return "eager"
+    return "sdpa" if t else None

@@ -1,0 +1,67 @@
+# sizing.web, the calculator page's Python API: answers as JSON text, refusals as data, never a traceback.
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from sizing import estimate, load_config, web
+from sizing.catalog import gpus, model_records
+from sizing.solve import fit_table
+
+EXAMPLE = json.loads((Path(__file__).resolve().parents[2] / "examples" / "qlora-llama31-8b.json").read_text("utf-8"))
+
+
+def test_catalog_lists_every_model_and_gpu_of_the_catalog() -> None:
+    cat = web.catalog()
+    assert [m["id"] for m in cat["models"]] == [r["id"] for r in model_records()]
+    assert {g["id"]: g["memory_bytes"] for g in cat["gpus"]} == {g.id: g.memory_bytes for g in gpus().values()}
+
+
+def test_compute_wraps_the_engine_without_changing_a_number() -> None:
+    answer = json.loads(web.compute_json(json.dumps(EXAMPLE)))
+    cfg = load_config(EXAMPLE)
+    assert answer["ok"] is True
+    assert answer["estimate"] == json.loads(json.dumps(estimate(cfg).to_dict()))
+    assert answer["fit_table"] == json.loads(json.dumps(fit_table(cfg)))
+    assert "get_peft_model(model, lora_config)" in answer["snippet"]
+
+
+def test_without_the_table_only_the_table_is_left_out() -> None:
+    full = json.loads(web.compute_json(json.dumps(EXAMPLE)))
+    peak = json.loads(web.compute_json(json.dumps(EXAMPLE), False))
+    assert peak["fit_table"] is None
+    assert peak["estimate"] == full["estimate"]
+
+
+def test_the_cached_table_cannot_be_changed_by_a_caller() -> None:
+    first = web.compute(EXAMPLE)
+    first["fit_table"][0]["gpu"] = "changed"
+    assert web.compute(EXAMPLE)["fit_table"][0]["gpu"] != "changed"
+
+
+def test_refusals_are_data_with_code_and_field() -> None:
+    bad_value = json.loads(web.compute_json(json.dumps({**EXAMPLE, "r": -1})))
+    assert bad_value["ok"] is False and bad_value["error"]["field"] == "r"
+    assert json.loads(web.compute_json("{"))["error"]["code"] == "bad_json"
+    deep = json.loads(web.compute_json('{"model": ' + "[" * 5000))
+    assert deep["ok"] is False
+    not_an_object = json.loads(web.compute_json("[1]"))
+    assert not_an_object["ok"] is False and set(not_an_object["error"]) == {"code", "field", "message", "params"}
+
+
+def test_answers_are_json_that_javascript_parses() -> None:
+    values: list[Any] = [math.nan, math.inf, (1, 2.5), {"a": -math.inf}, None, True, "x", 3]
+    assert web._finite(values) == [None, None, [1, 2.5], {"a": None}, None, True, "x", 3]
+    json.loads(web.compute_json(json.dumps({**EXAMPLE, "max_seq_length": 10**30})), parse_constant=_no_constant)
+
+
+def test_a_report_that_is_not_json_is_refused() -> None:
+    for text in ("{", "[]", '{"schema_version": 1}'):
+        answer = json.loads(web.report_json(text))
+        assert answer["ok"] is False and answer["error"]["code"]
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"{name} in the answer: JavaScript's JSON.parse refuses it")
