@@ -67,7 +67,7 @@ FIELDS: tuple[Field, ...] = (
           nullable=True, flag=True, form="choice", group=_M),
     Field("model_config", "object", None, (
            "Содержимое config.json Hugging Face (плотный или MoE-декодер); важнее model",
-           "Hugging Face config.json mazmuni (zich yoki MoE dekoder); model dan ustun",
+           "Hugging Face config.json mazmuni (zich yoki MoE dekoder); model maydonidan ustun",
            "A Hugging Face config.json (dense or MoE decoder); wins over model"),
           nullable=True, form="json", group=_M),
     Field("framework", "str", "transformers", ("Чей цикл обучения и умолчания", "Qaysi o‘qitish sikli va standartlar",
@@ -147,7 +147,8 @@ FIELDS: tuple[Field, ...] = (
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
-                                           "Adapter vaznlari turi; auto — PEFT da fp32, k-bitli asosda TRL da bf16",
+                                           "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
+                                           "bf16",
                                            "Adapter weight dtype; auto: PEFT's fp32, TRL's bf16 on a k-bit base"),
           choices=_ANY_DTYPE, aliases=True),
     Field("max_seq_length", "int", 1024, ("Токенов в самой длинной последовательности микробатча",
@@ -179,7 +180,7 @@ FIELDS: tuple[Field, ...] = (
                                                 "Optimizer (TrainingArguments names)"),
           choices=OPTIMIZERS, flag=True, form="choice", group=_B),
     Field("loss_implementation", "str", None, ("Реализация функции потерь; null — та, что у фреймворка",
-                                               "Yo‘qotish funksiyasi; null — freymvorknikidek",
+                                               "Yo‘qotish funksiyasi; null — freymvork o‘zi tanlaydi",
                                                "Loss implementation; null: the framework's own"),
           choices=LOSSES, nullable=True),
     Field("torch_compile", "bool", False, ("torch.compile для модели", "Modelga torch.compile",

@@ -39,10 +39,15 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
     ops: list[Op] = []
     targets = {lin.name for lin in tr.targets}
     a = reg.adapter if reg.adapter and not reg.autocast else e  # adapter math dtype
+    # Non-reentrant checkpointing (transformers 5 and torchtune default) stops recomputing once the last saved
+    # tensor is back: the layer's last GEMM (its base, or lora_B when adapted) is not recomputed; a FLOP count
+    # of the step (tests/unit/test_time_vs_torch.py) shows exactly that.
+    last = arch.linears[-1].name if phase == "recompute" else ""
     for lin in arch.linears:
         per_expert = max(1, round(tokens * lin.active / lin.count)) if lin.count > 1 else tokens
         n = layers * lin.count
-        ops += linear_ops(lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, w, reg.full)
+        if not (lin.name == last and lin.name not in targets):
+            ops += linear_ops(lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, w, reg.full)
         if reg.quant and not reg.full and not (reg.profile.quantize_only_adapted and lin.name not in targets):
             torchao = reg.profile.torchao_nf4 and reg.quant == "4bit" and not reg.compiled
             per_weight = TORCHAO_NF4_BYTES if torchao else DEQUANT_READ[reg.quant] + e
@@ -55,7 +60,8 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
             # autocast casts the fp32 residual-stream input of each such linear to 16 bits (and its gradient back)
             ops.append(Op(lin.name + ".input_cast", phase, n, 0.0, tokens * lin.in_features * 6.0))
         if lin.name in targets:
-            ops += _lora(cfg, reg, lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, a)
+            lora = _lora(cfg, reg, lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, a)
+            ops += [o for o in lora if not (lin.name == last and o.name.endswith(".lora_B"))]
     ops += layer_elementwise(cfg, arch, reg, tokens, phase)
     ops += attention_ops(cfg, arch, reg, tokens, phase, kernel)
     ops.append(Op("layer_views", phase, layers, kernels=0.0, views=VIEWS_PER_LAYER_PASS))

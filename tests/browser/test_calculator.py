@@ -348,3 +348,29 @@ def test_catalog_search_and_an_uploaded_config_json(watched: Watched, base_url: 
     assert shown(page) == want(expected(config))
     assert not watched.foreign, watched.foreign
     assert not watched.errors, watched.errors
+
+
+# The contract's tristate fields: bf16 / gradient_checkpointing can be left to the framework (null).
+def test_framework_default_reaches_sizing_through_the_form_url_and_download(watched: Watched, base_url: str) -> None:
+    page = watched.page
+    page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
+    wait_ready(page)
+    assert page.input_value("#calc-gradient_checkpointing") == "true"  # the example sets it
+    page.select_option("#calc-framework", "trl")
+    page.select_option("#calc-gradient_checkpointing", "")  # the framework's default
+    page.select_option("#calc-bf16", "")
+    wait_ready(page)
+    # the page sends null: sizing applies TRL's defaults (SFTConfig: bf16 and gradient checkpointing on)
+    config: dict[str, Any] = {**calculator_pages.default_config(), "framework": "trl", "gradient_checkpointing": None,
+                              "bf16": None}
+    assert shown(page) == want(expected(config))
+    query = urlsplit(page.url).query
+    assert "gradient_checkpointing=&" in query + "&" and "bf16=&" in query + "&"
+    with page.expect_download() as download:
+        page.click("#calc-download")
+    saved = json.loads(Path(download.value.path()).read_text("utf-8"))
+    assert saved == normalize(config) and saved["gradient_checkpointing"] is True and saved["bf16"] is True
+    page.goto(base_url + "en/calculator/?" + query, wait_until="domcontentloaded")  # the link restores the state
+    wait_ready(page)
+    assert page.input_value("#calc-bf16") == "" and shown(page) == want(expected(config))
+    assert not watched.errors and not watched.foreign, (watched.errors, watched.foreign)

@@ -46,6 +46,7 @@ function main() {
       const raw = kind === "bool" ? "" : el.value.trim();
       if (kind === "bool") config[el.name] = el.checked;
       else if (kind === "select") config[el.name] = el.value;
+      else if (kind === "tristate") config[el.name] = raw === "" ? null : raw === "true"; // "": the framework's rule
       else if (kind === "list") config[el.name] = raw === "" ? null : raw === "all-linear" ? raw
         : raw.split(",").map((s) => s.trim()).filter(Boolean);
       else if (kind === "int" || kind === "float") {
@@ -92,7 +93,8 @@ function main() {
       : typeof v === "object" ? JSON.stringify(v) : String(v));
     for (const el of fields()) {
       const v = el.name in config ? config[el.name] : el.dataset.kind === "json" ? "" : data.defaults[el.name];
-      if (el.tagName === "SELECT" && (v === null || v === undefined)) continue; // model: null beside a config.json
+      // model: null beside a config.json keeps the select; a tristate's null is its "framework default" option
+      if (el.tagName === "SELECT" && el.dataset.kind !== "tristate" && (v === null || v === undefined)) continue;
       setField(el, text(v));
     }
   }
@@ -137,8 +139,11 @@ function main() {
   function showError(err, keep = false) {
     const params = err.params || {};
     const field = err.field || "";
-    let text = t("e_" + err.code);
-    if (text === "e_" + err.code) text = t("e_other");
+    // a refusal that names the value it wants has its own words (e_conflict_expected: "use method lora")
+    const key = "expected" in params && "e_" + err.code + "_expected" in L ? "e_" + err.code + "_expected"
+      : "e_" + err.code;
+    let text = t(key);
+    if (text === key) text = t("e_other");
     text = fmt.fill(text, { ...params, field });
     const slot = field ? root.querySelector(`[data-error-for="${CSS.escape(field)}"]`) : null;
     (slot || general).textContent = text;

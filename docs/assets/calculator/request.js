@@ -32,6 +32,7 @@ function main() {
     if (!(key in data.kinds)) continue;
     const kind = data.kinds[key];
     if (kind === "bool") config[key] = value === "true" || value === "1";
+    else if (kind === "tristate") config[key] = value === "" ? null : value === "true" || value === "1";
     else if (kind === "int" || kind === "float") config[key] = value === "" ? null : Number.isFinite(Number(value)) ? Number(value) : value;
     else if (kind === "list") config[key] = value === "all-linear" || value === "" ? value || null : value.split(",").map((s) => s.trim()).filter(Boolean);
     else if (kind === "json") {
