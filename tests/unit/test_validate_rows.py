@@ -149,7 +149,7 @@ def test_virtual_tokens_read_from_trainable_params() -> None:
     prefix = _as("R015", method_detail="prefix tuning", trainable_params="11468800")
     assert vr.row_case(prompt).config["num_virtual_tokens"] == 200
     assert vr.row_case(prefix).config["num_virtual_tokens"] == 200
-    odd = _as("X", method_detail="prompt tuning", trainable_params="614401")  # not a multiple: the contract's default kept
+    odd = _as("X", method_detail="prompt tuning", trainable_params="614401")  # not a multiple: the default stays
     assert "num_virtual_tokens" not in vr.row_case(odd).config
 
 
