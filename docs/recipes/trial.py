@@ -579,6 +579,8 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict((("method", ("full",)),), "use_dora", True, "use_dora applies to LoRA methods, not full fine-tuning"),
     *(Conflict((("method", ("full",)),), "peft_type", t, "peft_type applies to PEFT methods, not full fine-tuning")
       for t in PEFT_TYPES[1:]),
+    *(Conflict((("framework", ("litgpt", "torchtune")),), "peft_type", t,
+               "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
     *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
       for t in PEFT_TYPES[1:]),
 )

@@ -33,6 +33,7 @@ class LayerWalker:
     def __init__(self, arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> None:
         self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
         self.targets = {lin.name for lin in trainable.targets}
+        self.frozen_a = trainable.frozen_a
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
@@ -102,7 +103,9 @@ class LayerWalker:
                     copied = True
                 if reg.autocast and cur != c:
                     cur, copied = c, True
-                if copied:
+                if self.frozen_a:
+                    pass  # LoRA-FA: lora_A is frozen, so its matmul saves no input (measured in tests/physics)
+                elif copied:
                     extra += cur * width
                 else:
                     shared = True

@@ -20,6 +20,7 @@ class Trainable:
     lm_head: bool  # LoRA on the output head
     tensors: tuple[tuple[int, int, int], ...]
     approximate: str = ""  # why the activations of this PEFT method are not walked exactly ("" when they are)
+    frozen_a: bool = False  # LoRA-FA: lora_A does not train (peft optimizers/lorafa.py create_lorafa_optimizer)
 
     @property
     def params(self) -> int:
@@ -112,11 +113,7 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
         tensors += [(r, arch.hidden, 1), (arch.vocab, r, 1)] if kind == "lora" else [(arch.vocab, r, 1)]
         if cfg.use_dora:
             tensors.append((1, arch.vocab, 1))
-    return Trainable(targets, head, tuple(tensors), "" if kind == "lora" else LORA_FA)
-
-
-# LoRA-FA runs LoRA's forward; with lora_A frozen its weight gradient (and the input it needs) is not kept.
-LORA_FA = "LoRA-FA's saved tensors are modelled as LoRA's (lora_A frozen: its saved input is counted)"
+    return Trainable(targets, head, tuple(tensors), frozen_a=kind == "lora_fa")
 
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:

@@ -67,4 +67,52 @@ def test_trainable_params_match_peft(engine, style, name):
     est = engine.estimate(engine.load_config({"model_config": mc, "torch_dtype": "bfloat16", "max_seq_length": 64,
                                               "per_device_train_batch_size": 1, **CASES[name][0]}), backend="cpu")
     assert est.detail["trainable_params"] == _peft_count(style, name)
-    assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
+    if name != "lora_fa":  # LoRA-FA's saved tensors are walked exactly (test_lora_fa_saved_activations)
+        assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
+
+
+ALL_FA = {"peft_type": "lora_fa", "r": 8, "target_modules": ALL}
+
+
+def _saved_per_layer(dtype: torch.dtype, autocast: bool, dropout: float) -> dict[str, int]:
+    """Bytes saved for backward by layers 0 and 1 of a tiny Llama under LoRA-FA (harness.SavedRecorder)."""
+    from peft.optimizers import create_lorafa_optimizer
+    from torch.autograd.graph import saved_tensors_hooks
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=dtype)
+    pm = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=ALL, lora_dropout=dropout))
+    create_lorafa_optimizer(pm, r=8, lora_alpha=8, lr=1e-4)
+    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+    ids = torch.randint(0, 8192, (harness.B, harness.S))
+    with saved_tensors_hooks(rec.pack, lambda t: t), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        out = pm(input_ids=ids, labels=ids)
+    got = rec.by_label()
+    rec.remove()
+    del out
+    return got
+
+
+@pytest.mark.parametrize(("load", "autocast", "dropout"), [
+    ("bfloat16", False, 0.0), ("bfloat16", False, 0.1), ("float32", True, 0.0)])
+def test_lora_fa_saved_activations(engine, load, autocast, dropout):
+    """LoRA-FA saves what LoRA saves minus lora_A's input (lora_A frozen): byte-exact per decoder layer."""
+    from sizing.catalog import resolve_architecture
+    from sizing.memory.activations import layer_saved
+    from sizing.memory.adapters import trainable
+    from sizing.memory.regime import resolve
+
+    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": load,
+                              "bf16": autocast, "max_seq_length": harness.S, "lora_dropout": dropout,
+                              "per_device_train_batch_size": harness.B, "packing": True, **ALL_FA})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
+    middle = ls.per_token * harness.N + ls.constant
+    first = middle + ls.layer0_delta_per_token * harness.N + ls.layer0_delta_constant
+    got = _saved_per_layer(getattr(torch, load), autocast, dropout)
+    assert middle == got["L1"]  # every decoder layer but the first: byte-exact
+    # Layer 0 (its input needs no gradient) is measured 1.0 % / 2.1 % above (bf16) and 2.9 % below (autocast)
+    # the engine's layer-0 correction, which was derived for LoRA; an open item, one layer of L.
+    assert abs(first - got["L0"]) <= 0.03 * got["L0"]
+    est = engine.estimate(cfg, backend="cpu")
+    assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
