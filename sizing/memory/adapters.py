@@ -21,6 +21,7 @@ class Trainable:
     tensors: tuple[tuple[int, int, int], ...]
     approximate: str = ""  # why the activations of this PEFT method are not walked exactly ("" when they are)
     frozen_a: bool = False  # LoRA-FA: lora_A does not train (peft optimizers/lorafa.py create_lorafa_optimizer)
+    scaled: tuple[Linear, ...] = ()  # IA3: the modules whose output (or feed-forward input) ia3_l scales
 
     @property
     def params(self) -> int:
@@ -128,6 +129,8 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
         tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor)
+    if kind == "ia3":
+        return Trainable((), False, tuple(tensors), scaled=targets)
     shaped = targets if kind in LORA_SHAPED else ()
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE[kind])
 

@@ -14,7 +14,6 @@ APPROXIMATE = {
     "lokr": "LoKr's saved tensors are modelled as LoRA's at rank r (its forward builds the full Kronecker weight)",
     "oft": "OFT's saved tensors are modelled as LoRA's at rank r (the rotation of the input is not walked)",
     "boft": "BOFT's saved tensors are modelled as LoRA's at rank r (the butterfly factors are not walked)",
-    "ia3": "IA3's saved tensors are modelled as the frozen base's (the scaled activations are not walked)",
     "prefix_tuning": "prefix tuning's saved tensors are modelled as the frozen base's (the prefix keys/values "
                      "attended by every layer are not walked)",
     "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
@@ -76,6 +75,19 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int) -> Tenso
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward (MLP output) module, else [out, 1]
         return [(1, i if lin.feeds_from == MLP_MID else o, k)]
     raise ValueError(kind)
+
+
+def ia3_pieces(scaled: tuple[Linear, ...], adapter_bytes: int, result_bytes: int) -> list[int]:
+    """Per-token bytes IA3 saves per layer (ia3/layer.py Linear.forward): the multiply by ia3_l keeps the frozen
+    output (result_bytes) of a non-feed-forward module, and the input cast to ia3_l's dtype of a feed-forward one."""
+    return [(lin.in_features * adapter_bytes if lin.feeds_from == MLP_MID else lin.out_features * result_bytes)
+            * lin.count for lin in scaled]
+
+
+def ia3_constant(scaled: tuple[Linear, ...], adapter_bytes: int) -> int:
+    """Bytes per layer: `ia3_scaling = 1 * ia3_l.flatten()` is a new tensor, saved by each multiply."""
+    return sum((lin.in_features if lin.feeds_from == MLP_MID else lin.out_features) * lin.count * adapter_bytes
+               for lin in scaled)
 
 
 def widths_ok(kind: str, lin: Linear, r: int) -> bool:

@@ -67,7 +67,7 @@ def test_trainable_params_match_peft(engine, style, name):
     est = engine.estimate(engine.load_config({"model_config": mc, "torch_dtype": "bfloat16", "max_seq_length": 64,
                                               "per_device_train_batch_size": 1, **CASES[name][0]}), backend="cpu")
     assert est.detail["trainable_params"] == _peft_count(style, name)
-    if name != "lora_fa":  # LoRA-FA's saved tensors are walked exactly (test_lora_fa_saved_activations)
+    if name not in ("lora_fa", "ia3"):  # walked exactly: test_lora_fa_saved_activations, test_ia3_saved_activations
         assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
 
@@ -116,3 +116,31 @@ def test_lora_fa_saved_activations(engine, load, autocast, dropout):
     assert abs(first - got["L0"]) <= 0.03 * got["L0"]
     est = engine.estimate(cfg, backend="cpu")
     assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
+
+
+def test_ia3_saved_activations(engine):
+    """IA3 (k_proj, v_proj, feed-forward down_proj) on a bf16 base: the frozen k/v outputs and the fp32 cast of
+    down_proj's input are saved by the multiply with ia3_l; byte-exact per decoder layer >= 1."""
+    from torch.autograd.graph import saved_tensors_hooks
+
+    from sizing.catalog import resolve_architecture
+    from sizing.memory.activations import layer_saved
+    from sizing.memory.adapters import trainable
+    from sizing.memory.regime import resolve
+
+    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": "bfloat16",
+                              "max_seq_length": harness.S, "per_device_train_batch_size": harness.B,
+                              "packing": True, **CASES["ia3"][0]})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
+    pm = peft.get_peft_model(model, CASES["ia3"][1]())
+    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+    ids = torch.randint(0, 8192, (harness.B, harness.S))
+    with saved_tensors_hooks(rec.pack, lambda t: t):
+        out = pm(input_ids=ids, labels=ids)
+    got = rec.by_label()
+    rec.remove()
+    del out
+    assert ls.per_token * harness.N + ls.constant == got["L1"]
