@@ -111,8 +111,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
     # 0.42 holds) until the next forward returns.
     previous_graph = arch.layers * ls.held_per_token * n if reg.profile.previous_graph_alive else 0
-    # Tied embeddings trained in full: the embedding's dense gradient meets the head's at the end.
-    tied_grad = arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
+    # Tied embeddings trained in full: autograd's input buffer sums the head's and the embedding's dense
+    # V x H gradients out of place, so two more V x H tensors than the final gradient are alive for a moment
+    # (the two inputs and their sum; measured with real and fake tensors, tests/physics/test_fullscale_oracle.py).
+    tied_grad = 2 * arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
     layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
     kept_logits = kept_cache = 0
     if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
