@@ -69,6 +69,10 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
                 k_index: int = 1) -> StepMemory:
     """Memory of every moment of one optimizer step; k_index picks the low/mid/high layer-backward transient."""
+    if cfg.is_peft and cfg.peft_type == "prompt_tuning":
+        # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
+        # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
+        cfg = replace(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
     mem = _step(cfg, arch, gpu, backend, k_index)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):

@@ -411,6 +411,13 @@ TEXT: dict[str, dict[str, str]] = {
               "ularni ko‘rmaydi, xotira yetmasa ular xost operativ xotirasiga ko‘chadi.",
         "en": "Paged optimizer states ({gib} GiB) live in CUDA managed memory: PyTorch's counters do not see them, "
               "and under memory pressure they move to host RAM."},
+    "w_peft_method_approximate": {
+        "ru": "Метод PEFT {method}: параметры, градиенты и состояния оптимизатора посчитаны точно, а сохранённые "
+              "активации — приближённо (как у LoRA или у замороженной базы), поэтому точность оценки низкая.",
+        "uz": "PEFT usuli {method}: parametrlar, gradiyentlar va optimizator holatlari aniq hisoblangan, saqlangan "
+              "aktivatsiyalar esa taxminiy (LoRA yoki muzlatilgan asosdagidek), shuning uchun baho aniqligi past.",
+        "en": "PEFT method {method}: parameters, gradients and optimizer states are exact, the saved activations "
+              "are approximated (as LoRA's or the frozen base's), so the confidence is low."},
     "w_padded_upper_bound": {
         "ru": "Без упаковки батч дополняется до самого длинного примера: оценка дана для батча, где самый длинный "
               "пример достигает max_seq_length.",
