@@ -45,11 +45,19 @@ class Sizer:
         return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:
-        """Reserved peak on `gpu` with the fields in `change` replaced (the allocator replayed)."""
-        key = (gpu.sm >= (9, 0), *sorted(change.items()))
+        """max_memory_reserved on an ample card with the fields in `change` replaced (= estimate().reserved_bytes)."""
+        return self._peak(gpu, change, False)
+
+    def required(self, gpu: Gpu, **change: Any) -> int:
+        """What `gpu` must hold with the fields in `change` replaced: the replayed reserved peak less the cached
+        whole segments the allocator releases on a failed cudaMalloc (the fit verdict)."""
+        return self._peak(gpu, change, True)
+
+    def _peak(self, gpu: Gpu, change: dict[str, Any], needed: bool) -> int:
+        key = (needed, gpu.sm >= (9, 0), *sorted(change.items()))
         value = self._cache.get(key)
         if value is None:
-            value = self._cache[key] = reserved_peak(self._memory(gpu, change), self.cfg.expandable_segments)
+            value = self._cache[key] = reserved_peak(self._memory(gpu, change), self.cfg.expandable_segments, needed)
         return value
 
     def approx(self, gpu: Gpu, **change: Any) -> int:
@@ -58,13 +66,13 @@ class Sizer:
         if hopper not in self._ratio:
             base = self._memory(gpu, {})
             dynamic = max(base.peak.total - base.static_bytes, 1)
-            self._ratio[hopper] = (self.reserved(gpu) - base.peak.total) / dynamic
+            self._ratio[hopper] = (self.required(gpu) - base.peak.total) / dynamic
         mem = self._memory(gpu, change)
         return round_up(mem.peak.total + int(self._ratio[hopper] * max(mem.peak.total - mem.static_bytes, 0)))
 
     def fits(self, gpu: Gpu, **change: Any) -> bool:
-        """Whether the changed configuration's reserved peak fits `gpu`."""
-        return self.reserved(gpu, **change) <= usable_bytes(gpu)
+        """Whether the changed configuration starts on `gpu` and its reserved peak fits it."""
+        return runs_on(self.cfg, gpu) and self.required(gpu, **change) <= usable_bytes(gpu)
 
     def _settle(self, gpu: Gpu, name: str, guess: int, high: int) -> int:
         """The largest value of field `name` in [0, high] that fits by the replayed reserved, from a guess."""
@@ -72,11 +80,15 @@ class Sizer:
 
     def max_micro_batch(self, gpu: Gpu, exact: bool = True) -> int:
         """Largest per-device micro-batch that fits `gpu` (0: none)."""
+        if not runs_on(self.cfg, gpu):
+            return 0
         guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
         return self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH) if exact else guess
 
     def max_seq_length(self, gpu: Gpu, exact: bool = True) -> int:
         """Longest sequence that fits `gpu` (0: none)."""
+        if not runs_on(self.cfg, gpu):
+            return 0
         limit = self.arch.max_positions or MAX_SEQ
         try:
             guess = _largest(lambda s: self.approx(gpu, max_seq_length=s), usable_bytes(gpu), limit)
@@ -88,11 +100,13 @@ class Sizer:
         """Fewest GPUs of this kind whose per-GPU memory fits (0: none up to MAX_GPUS), and the sharding.
         Replicated data parallelism never lowers per-GPU memory, so a run that does not fit one GPU is
         sized under FSDP full sharding unless the configuration already shards."""
+        if not runs_on(self.cfg, gpu):
+            return 0, "none"
         if self.fits(gpu, num_gpus=1, parallelism="none", cpu_offload=False):
             return 1, "none"
         mode = self.cfg.parallelism if self.cfg.parallelism in ("fsdp", "zero2", "zero3") else "fsdp"
         usable = usable_bytes(gpu)
-        if self.reserved(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
+        if self.required(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
             return 0, mode
         # Per-GPU memory falls as shards grow: one more than the largest count that still does not fit
         # (negated, "does not fit" is a bound on a non-decreasing value).
@@ -202,7 +216,7 @@ def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
 def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:
     """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`."""
     usable = usable_bytes(gpu)
-    reserved = sizer.reserved(gpu)
+    reserved = sizer.required(gpu)
     if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
         return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
                 "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
@@ -216,7 +230,7 @@ def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
     sizer = Sizer(cfg)
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
-        count, mode = sizer.fewest_gpus(gpu) if runs_on(cfg, gpu) else (0, "none")
+        count, mode = sizer.fewest_gpus(gpu)
         row: dict[str, Any] = {**fit_row(sizer, gpu), "name": gpu.name, "fewest_gpus": count,
                                "fewest_gpus_parallelism": mode, "time": None}
         if count:

@@ -35,11 +35,12 @@ class StepMemory:
     tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
     replay_dynamic: int  # dynamic bytes at that shape
 
-    def cache_overhead(self, expandable: bool) -> int:
-        """Bytes the caching allocator reserves above the allocated peak: the replayed overhead at the
-        replay's shape, in proportion to this shape's dynamic bytes."""
-        allocated, reserved = _replayed(self.tensors, expandable)
-        ratio = max(reserved - allocated, 0) / max(self.replay_dynamic, 1)
+    def cache_overhead(self, expandable: bool, needed: bool = False) -> int:
+        """Bytes the caching allocator reserves above the allocated peak (needed: the least of them a full card
+        must hold, cached whole segments released): the replayed overhead at the replay's shape, in proportion
+        to this shape's dynamic bytes."""
+        allocated, reserved, least = _replayed(self.tensors, expandable)
+        ratio = max((least if needed else reserved) - allocated, 0) / max(self.replay_dynamic, 1)
         return int(ratio * max(self.peak.total - self.static_bytes, 0))
 
     @property
@@ -61,7 +62,7 @@ def grid(x: int) -> int:
 
 
 @lru_cache(maxsize=512)
-def _replayed(r: Replay, expandable: bool) -> tuple[int, int]:
+def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
 
 
@@ -134,6 +135,12 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
         accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward,
         kept_logits=kept_logits, kept_cache=kept_cache,
+        first_layer=layer_backward + (ls.checkpoint_per_token * n if reg.checkpointing
+                                      else layer_tokens + ls.constant + ls.layer0_delta_per_token * n
+                                      + ls.layer0_delta_constant),
+        # this GPU's share of the embedding's and of one layer's gradients (sharded runs hold a part)
+        embed_gradient=int(arch.embedding_params * grad_elem * sh.gradients / max(grads, 1)) if reg.full else 0,
+        layer_gradients=sh.gradients // arch.layers,
         cache_shared=not reg.padded and reg.attention != "eager")  # else SDPA/eager saved repeat_kv copies
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
@@ -177,6 +184,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
 
-def reserved_peak(mem: StepMemory, expandable: bool) -> int:
-    """max_memory_reserved: the allocated peak plus what the replayed cache holds above it, in 2 MiB pages."""
-    return round_up(mem.peak.total + mem.cache_overhead(expandable))
+def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:
+    """max_memory_reserved on an ample card: the allocated peak plus what the replayed cache holds above it,
+    in 2 MiB pages; needed=True: what the card must have (the fit verdict)."""
+    return round_up(mem.peak.total + mem.cache_overhead(expandable, needed))

@@ -54,9 +54,15 @@ class CachingAllocator:
         self._tail: dict[bool, _Block | None] = {True: None, False: None}  # expandable: last block per pool
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
+        # When cudaMalloc fails the allocator frees its cached whole (unsplit) segments and retries
+        # (release_cached_blocks in CUDACachingAllocator.cpp): what a card must hold is the reserved memory
+        # minus those, at the worst moment. peak_reserved is what an ample card shows.
+        self.cached_whole = self.peak_needed = 0
 
     def _add_free(self, small: bool, b: _Block) -> None:
         b.free = True
+        if b.prev is None and b.next is None and not self.expandable:
+            self.cached_whole += b.size
         bucket = self._bucket[small].get(b.size)
         if bucket is None:
             bucket = self._bucket[small][b.size] = {}
@@ -64,6 +70,8 @@ class CachingAllocator:
         bucket[id(b)] = b
 
     def _remove_free(self, small: bool, b: _Block) -> None:
+        if b.prev is None and b.next is None and not self.expandable:
+            self.cached_whole -= b.size
         bucket = self._bucket[small][b.size]
         del bucket[id(b)]
         if not bucket:
@@ -115,6 +123,7 @@ class CachingAllocator:
                 * SMALL_BUFFER
             self.small_peak = self.small_live
             self.peak_reserved = max(self.peak_reserved, self.reserved)
+            self.peak_needed = max(self.peak_needed, self.reserved - self.cached_whole)
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
         return _Block(size, False, True)
@@ -143,6 +152,8 @@ class CachingAllocator:
         self.reserved += nbytes
         if self.reserved > self.peak_reserved:
             self.peak_reserved = self.reserved
+        if self.reserved - self.cached_whole > self.peak_needed:
+            self.peak_needed = self.reserved - self.cached_whole
 
     def free(self, b: _Block) -> None:
         """Return a tensor's block to the cache, merged with free neighbours of its segment."""

@@ -33,8 +33,9 @@ class Replay:
     accumulating: bool  # gradients are kept across micro-batches (not freed by zero_grad)
 
 
-def replay(r: Replay, expandable: bool) -> tuple[int, int]:
-    """(peak allocated, peak reserved) of STEPS steps of `r` through the caching allocator."""
+def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
+    """(peak allocated, peak reserved, peak needed) of STEPS steps of `r` through the caching allocator;
+    needed: reserved less the cached whole segments the allocator frees and retries with on a full card."""
     a = CachingAllocator(expandable)
     # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
@@ -98,9 +99,8 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int]:
             for g in grads:  # zero_grad(set_to_none=True)
                 a.free(g)
             grads = []
-    if ag is a:
-        return a.peak_allocated, a.peak_reserved
+    pools = (a,) if ag is a else (a, ag, rs)
     # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
     # figure is what is reported); reserved only grows, so the reserved peaks add.
-    return (a.peak_allocated + ag.peak_allocated + rs.peak_allocated,
-            a.peak_reserved + ag.peak_reserved + rs.peak_reserved)
+    return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools),
+            sum(p.peak_needed for p in pools))

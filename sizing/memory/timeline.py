@@ -42,6 +42,9 @@ class StepInputs:
     tied_gradient: int  # a tied embedding's dense gradient before it is added to the head's
     accumulating: bool  # gradient accumulation: grads stay resident across micro-batches
     grads_freed_in_backward: bool  # optimizer-in-backward
+    first_layer: int = 0  # layer 0's saved tensors (or checkpoint input) plus its backward transient
+    embed_gradient: int = 0  # the input embedding's gradient, produced after layer 0's backward
+    layer_gradients: int = 0  # one decoder layer's gradients
     kept_logits: int = 0  # logits the loop keeps referenced (custom loop's `out`), through the next forward
     kept_cache: int = 0  # the KV cache in `out`: beyond the saved k/v once backward frees them
     cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
@@ -72,6 +75,14 @@ def moments(s: StepInputs) -> list[Moment]:
             **base, "gradients": head_grads + s.comm_buffers,
             "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": s.kept_logits,
             "workspace": s.workspace + s.backward_transient}))
+        if s.first_layer and not s.grads_freed_in_backward:
+            # memory-model.md §9.3: the sweep's other end: layer 0 (recomputed under checkpointing) is about to
+            # be differentiated with the gradients of every later layer and of the head alive; its own and the
+            # embedding's gradients come after it.
+            out.append(Moment("backward", "first decoder layer (end of backward)", step, {
+                **base, "gradients": (carried or s.gradients - s.embed_gradient - s.layer_gradients) + s.comm_buffers,
+                "activations": s.shared + s.first_layer + s.kept_cache, "logits_and_loss": s.kept_logits,
+                "workspace": s.workspace + s.backward_transient}))
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,

@@ -59,3 +59,13 @@ def test_replay_grid_rounds_up_by_at_most_a_quarter() -> None:
     for x in range(1, 5000):
         g = grid(x)
         assert x <= g <= max(x, 1.25 * x) and grid(g) == g
+
+
+def test_a_full_card_releases_cached_whole_segments_before_it_fails() -> None:
+    # release_cached_blocks(): on a failed cudaMalloc the unsplit cached segments are freed and the request
+    # retried, so a card needs less than an ample card ends up reserving.
+    a = CachingAllocator()
+    a.free(a.malloc(100 * MiB))  # a whole 100 MiB segment, cached
+    a.malloc(120 * MiB)  # does not fit it: a new segment
+    assert a.peak_reserved == 220 * MiB
+    assert a.peak_needed == 120 * MiB  # the cached 100 MiB would have been released first
