@@ -190,7 +190,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     rest = [int(rows * cols * grad_elem * share) * count for rows, cols, count in tr.tensors if count < arch.layers]
     head_grads = tuple(x for x in rest if x)
     rp = Replay(
-        static=tuple(x for x in static if x), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
+        static=tuple(filter(None, static)), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
         layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
         forward_transient=ov.dequant_forward,
         # layer_backward includes the recomputed layer under checkpointing: the replay allocates that itself.
