@@ -23,6 +23,7 @@ from sitebuild import (
     assemble,
     calculator_copy,
     calculator_pages,
+    calculator_slots,
     hreflang,
     llmstxt,
     mdcopy,
@@ -37,7 +38,7 @@ from sitebuild.assemble import OG_IMAGE
 
 # `[[sizing:...]]` placeholders -> Markdown computed by `sizing`, the calculator's among them. No stand-in:
 # a page whose numbers cannot be computed must stop the build, not be published with its placeholders.
-BLOCKS = {**sizing_blocks.HANDLERS, **calculator_pages.HANDLERS}
+BLOCKS = {**sizing_blocks.HANDLERS, **calculator_slots.HANDLERS}
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -214,7 +215,7 @@ def on_post_build(config: MkDocsConfig) -> None:
     site_dir = Path(config.site_dir)
     _write(site_dir / OG_IMAGE, ogimage.image())
     calculator_pages.install_runtime(site_dir, warn=log.info)  # no node_modules: a clear note, not a failure
-    calculator_pages.add_csp(site_dir)
+    calculator_slots.add_csp(site_dir)
     if _state.not_found_page is not None:
         _write(site_dir / "404.html", _state.not_found_page.encode("utf-8"))
 

@@ -786,7 +786,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import checks, data, measure, model, report
+from . import checks, data, measure, model, report, sources
 from .config import BadInput, check_supported, configure_allocator, launch, normalise, read_raw
 from .env import gib, hardware, now, progress, rank, scrub_text, token, versions
 from .faults import SimulatedOOM, inject
@@ -954,12 +954,12 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     if not torch.cuda.is_available():
         progress("no CUDA device: the trial runs on the CPU, GPU memory figures will be null")
     model_config = cfg["model_config"] if cfg["model_config"] is not None else model.hub_config(cfg["model"])
-    tokenizer = _tokenizer(args, cfg)
+    tokenizer = sources.tokenizer(args.tokenizer, args.random_weights, cfg["model"])
     vocab = model.vocab_size(model_config)
     if vocab is not None and len(tokenizer) > vocab:
         raise BadInput(f"the tokenizer has {len(tokenizer)} tokens but the model's vocabulary only {vocab}: "
                        "give a matching --tokenizer", "--tokenizer")
-    base_source = _base(args, out, cfg, model_config)
+    base_source = sources.base(args.random_weights, args.base_cache, out, cfg, model_config, args.seed)
 
     max_len = int(cfg["max_seq_length"])
     train_rows, eval_rows = data.split(rows, args.eval_fraction, args.seed)
@@ -985,8 +985,11 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     net = trainer.model
     doc["model"] = {"source": "random weights" if args.random_weights else base_source,
                     "trainable_parameters": int(sum(p.numel() for p in net.parameters() if p.requires_grad)),
-                    "parameters": int(sum(p.numel() for p in net.parameters()))}
+                    "parameters": int(sum(p.numel() for p in net.parameters())),
+                    "trainable_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in net.parameters()
+                                                if p.requires_grad})}
     sharded = bool(getattr(trainer, "is_fsdp_enabled", False))
+    doc["hardware"]["fsdp_sharded"] = sharded  # accelerate drops FSDP on a CPU launch: say what really ran
     check_here = r == 0 and not sharded
     inputs = checks.fixed_inputs(evalset, tokenizer.pad_token_id)
     start = checks.logits(net, inputs, cfg) if check_here else None
@@ -1030,40 +1033,6 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     else:
         doc["checks"]["reload_reason"] = "checked by rank 0 only"
     doc["phase"] = "done"
-
-
-def _tokenizer(args: argparse.Namespace, cfg: dict[str, Any]) -> Any:
-    from transformers import AutoTokenizer
-
-    source = args.tokenizer or (None if args.random_weights else cfg["model"])
-    if source is None:
-        tok = data.byte_tokenizer()
-    else:
-        try:
-            tok = AutoTokenizer.from_pretrained(source, token=token())
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"cannot load the tokenizer {source!r} ({_one_line(exc)})", "--tokenizer") from None
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return tok
-
-
-def _base(args: argparse.Namespace, out: Path, cfg: dict[str, Any], model_config: dict[str, Any]) -> str:
-    \"\"\"Where the base weights come from: the model itself, or a random-weight build (rank 0 builds).\"\"\"
-    if not args.random_weights:
-        return str(cfg["model"])
-    import torch
-
-    target = Path(args.base_cache) if args.base_cache else out / "random-base"
-    r, world, _ = rank()
-    if r == 0:
-        progress(f"random weights for {cfg['model'] or 'model_config'} ({model.base_dtype(model_config)})")
-        model.build_random_base(model_config, target, args.seed)
-    if world > 1:  # the other ranks wait until rank 0 has written the random base
-        if not torch.distributed.is_initialized():
-            torch.distributed.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
-        torch.distributed.barrier()
-    return str(target)
 
 
 def _trainer(net: Any, cfg: dict[str, Any], out: Path, args: argparse.Namespace, lr: float, train: Any,
@@ -1451,6 +1420,23 @@ def _nvidia_smi(query: str) -> list[str] | None:
     return proc.stdout.strip().splitlines() if proc.returncode == 0 else None
 
 
+def _nvidia_smi_apps() -> dict[int, int] | None:
+    \"\"\"pid -> used bytes of the compute processes nvidia-smi lists (a container may hide the pids).\"\"\"
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        proc = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out: dict[int, int] = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        pid, _, used = line.partition(",")
+        if pid.strip().isdigit() and used.strip().replace(".", "", 1).isdigit():
+            out[int(pid)] = int(float(used)) * 2**20
+    return out
+
+
 def versions() -> dict[str, Any]:
     \"\"\"The software the figures were measured with.\"\"\"
     import torch
@@ -1508,6 +1494,9 @@ def device_used_bytes(device_index: int) -> tuple[int | None, str]:
             return int(nvml.nvmlDeviceGetMemoryInfo(handle).used), "pynvml: whole GPU (process not listed)"
         except Exception:
             pass
+    apps = _nvidia_smi_apps()
+    if apps is not None and os.getpid() in apps:
+        return apps[os.getpid()], "nvidia-smi: this process"
     lines = _nvidia_smi("memory.used")
     if lines:
         idx = _physical_index(device_index)
@@ -1925,6 +1914,58 @@ def write(out: Path, report: Mapping[str, Any]) -> Path:
         os.fsync(fh.fileno())
     tmp.replace(path)
     return path
+""")
+
+SOURCES['recipes.trial.sources'] = (False, """# Where the run's inputs come from: the tokenizer, and the base weights (the model, or a random build shared by ranks).
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import data, model
+from .config import BadInput
+from .env import progress, rank, token
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def tokenizer(source: str | None, random_weights: bool, model_id: str | None) -> Any:
+    \"\"\"--tokenizer, else the model's own, else (random weights) the byte-level tokenizer; pad falls back to eos.\"\"\"
+    from transformers import AutoTokenizer
+
+    where = source or (None if random_weights else model_id)
+    if where is None:
+        tok = data.byte_tokenizer()
+    else:
+        try:
+            tok = AutoTokenizer.from_pretrained(where, token=token())
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"cannot load the tokenizer {where!r} ({_one_line(exc)})", "--tokenizer") from None
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def base(random_weights: bool, cache: str | None, out: Path, cfg: dict[str, Any], model_config: dict[str, Any],
+         seed: int) -> str:
+    \"\"\"Where the base weights come from: the model itself, or a random-weight build (rank 0 builds).\"\"\"
+    if not random_weights:
+        return str(cfg["model"])
+    import torch
+
+    target = Path(cache) if cache else out / "random-base"
+    r, world, _ = rank()
+    if r == 0:
+        progress(f"random weights for {cfg['model'] or 'model_config'} ({model.base_dtype(model_config)})")
+        model.build_random_base(model_config, target, seed)
+    if world > 1:  # the other ranks wait until rank 0 has written the random base
+        if not torch.distributed.is_initialized():
+            torch.distributed.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+        torch.distributed.barrier()
+    return str(target)
 """)
 
 SOURCES['recipes.trial.train'] = (False, """# The Trainer of the configured framework (transformers.Trainer or TRL's SFTTrainer), measured step by step.

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from . import checks, data, measure, model, report
+from . import checks, data, measure, model, report, sources
 from .config import BadInput, check_supported, configure_allocator, launch, normalise, read_raw
 from .env import gib, hardware, now, progress, rank, scrub_text, token, versions
 from .faults import SimulatedOOM, inject
@@ -197,12 +197,12 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     if not torch.cuda.is_available():
         progress("no CUDA device: the trial runs on the CPU, GPU memory figures will be null")
     model_config = cfg["model_config"] if cfg["model_config"] is not None else model.hub_config(cfg["model"])
-    tokenizer = _tokenizer(args, cfg)
+    tokenizer = sources.tokenizer(args.tokenizer, args.random_weights, cfg["model"])
     vocab = model.vocab_size(model_config)
     if vocab is not None and len(tokenizer) > vocab:
         raise BadInput(f"the tokenizer has {len(tokenizer)} tokens but the model's vocabulary only {vocab}: "
                        "give a matching --tokenizer", "--tokenizer")
-    base_source = _base(args, out, cfg, model_config)
+    base_source = sources.base(args.random_weights, args.base_cache, out, cfg, model_config, args.seed)
 
     max_len = int(cfg["max_seq_length"])
     train_rows, eval_rows = data.split(rows, args.eval_fraction, args.seed)
@@ -228,8 +228,11 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     net = trainer.model
     doc["model"] = {"source": "random weights" if args.random_weights else base_source,
                     "trainable_parameters": int(sum(p.numel() for p in net.parameters() if p.requires_grad)),
-                    "parameters": int(sum(p.numel() for p in net.parameters()))}
+                    "parameters": int(sum(p.numel() for p in net.parameters())),
+                    "trainable_dtypes": sorted({str(p.dtype).removeprefix("torch.") for p in net.parameters()
+                                                if p.requires_grad})}
     sharded = bool(getattr(trainer, "is_fsdp_enabled", False))
+    doc["hardware"]["fsdp_sharded"] = sharded  # accelerate drops FSDP on a CPU launch: say what really ran
     check_here = r == 0 and not sharded
     inputs = checks.fixed_inputs(evalset, tokenizer.pad_token_id)
     start = checks.logits(net, inputs, cfg) if check_here else None
@@ -273,40 +276,6 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     else:
         doc["checks"]["reload_reason"] = "checked by rank 0 only"
     doc["phase"] = "done"
-
-
-def _tokenizer(args: argparse.Namespace, cfg: dict[str, Any]) -> Any:
-    from transformers import AutoTokenizer
-
-    source = args.tokenizer or (None if args.random_weights else cfg["model"])
-    if source is None:
-        tok = data.byte_tokenizer()
-    else:
-        try:
-            tok = AutoTokenizer.from_pretrained(source, token=token())
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"cannot load the tokenizer {source!r} ({_one_line(exc)})", "--tokenizer") from None
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return tok
-
-
-def _base(args: argparse.Namespace, out: Path, cfg: dict[str, Any], model_config: dict[str, Any]) -> str:
-    """Where the base weights come from: the model itself, or a random-weight build (rank 0 builds)."""
-    if not args.random_weights:
-        return str(cfg["model"])
-    import torch
-
-    target = Path(args.base_cache) if args.base_cache else out / "random-base"
-    r, world, _ = rank()
-    if r == 0:
-        progress(f"random weights for {cfg['model'] or 'model_config'} ({model.base_dtype(model_config)})")
-        model.build_random_base(model_config, target, args.seed)
-    if world > 1:  # the other ranks wait until rank 0 has written the random base
-        if not torch.distributed.is_initialized():
-            torch.distributed.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
-        torch.distributed.barrier()
-    return str(target)
 
 
 def _trainer(net: Any, cfg: dict[str, Any], out: Path, args: argparse.Namespace, lr: float, train: Any,

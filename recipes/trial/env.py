@@ -101,6 +101,23 @@ def _nvidia_smi(query: str) -> list[str] | None:
     return proc.stdout.strip().splitlines() if proc.returncode == 0 else None
 
 
+def _nvidia_smi_apps() -> dict[int, int] | None:
+    """pid -> used bytes of the compute processes nvidia-smi lists (a container may hide the pids)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        proc = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out: dict[int, int] = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        pid, _, used = line.partition(",")
+        if pid.strip().isdigit() and used.strip().replace(".", "", 1).isdigit():
+            out[int(pid)] = int(float(used)) * 2**20
+    return out
+
+
 def versions() -> dict[str, Any]:
     """The software the figures were measured with."""
     import torch
@@ -158,6 +175,9 @@ def device_used_bytes(device_index: int) -> tuple[int | None, str]:
             return int(nvml.nvmlDeviceGetMemoryInfo(handle).used), "pynvml: whole GPU (process not listed)"
         except Exception:
             pass
+    apps = _nvidia_smi_apps()
+    if apps is not None and os.getpid() in apps:
+        return apps[os.getpid()], "nvidia-smi: this process"
     lines = _nvidia_smi("memory.used")
     if lines:
         idx = _physical_index(device_index)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sitebuild.calculator_pages import REQUEST_FIELDS, SLOT, default_config, default_result
+from sitebuild.calculator_pages import REQUEST_FIELDS, default_config, default_result
+from sitebuild.calculator_slots import SLOT
 from sitebuild.calculator_text import T
 from sizing.view import fmt_num
 

@@ -1,28 +1,23 @@
-"""The calculator pages: the form, the request page and the slots that place them (the runtime is in
-pyodide_runtime.py, heap_pack.py and stdlib_trim.py; the first-paint results in calculator_results.py; the
-words in calculator_text.py).
+"""The calculator pages' HTML: the form, the first-paint results and the request page (the slots that place
+them in the built pages are calculator_slots.py; the runtime is pyodide_runtime.py, heap_pack.py and
+stdlib_trim.py; the results view calculator_results.py; the words calculator_text.py).
 
 * `install_runtime(site_dir)` (on_post_build, once): pyodide_runtime.install_runtime with the form's
   default configuration, so the memory snapshot already holds its answer.
-* `add_csp(site_dir)`: fills the calculator pages' slots, starts their worker from the top of <head>, and
-  adds a Content-Security-Policy <meta>: 'self', 'wasm-unsafe-eval' and the hashes of the inline scripts.
-* Placeholders `[[sizing:calculator_form]]`, `[[sizing:calculator_results]]`, `[[sizing:calculator_request]]`,
-  `[[sizing:calculator_params]]` (in HANDLERS, which hooks.py passes to sizing_blocks.render): the form with
-  the contract's field names, the default configuration's results computed at build time by the same
-  sizing.web the Web Worker runs, the request form, and the table of URL parameters.
+* `form_html`, `results_block`, `request_html`: the form with the contract's field names, the default
+  configuration's results computed at build time by the same sizing.web the Web Worker runs, the request
+  form; `params_slot` the table of URL parameters.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from sitebuild import sizing_blocks
 from sitebuild.calculator_results import results_html, results_markdown
 from sitebuild.calculator_text import TEXT, T, words
 from sitebuild.pyodide_runtime import (  # re-exported: hooks and tests use them from here
@@ -44,20 +39,6 @@ from sizing import contract, web
 ROOT = Path(__file__).resolve().parents[2]
 
 EXAMPLE = ROOT / "examples" / "qlora-llama31-8b.json"
-CALC_PAGE = re.compile(r"(^|/)calculator/(request/)?index\.html$")
-
-
-def add_csp(site_dir: Path) -> list[Path]:
-    """The calculator pages, finished: their slots filled (fill_slots), then the CSP <meta> added."""
-    done = []
-    for path in sorted(site_dir.rglob("index.html")):
-        rel = path.relative_to(site_dir).as_posix()
-        if CALC_PAGE.search(rel):
-            text = path.read_text("utf-8")
-            if 'http-equiv="Content-Security-Policy"' not in text:
-                path.write_text(with_csp(fill_slots(text)), "utf-8")
-            done.append(path)
-    return done
 
 
 # --- the bridge (the same Python the worker runs) --------------------------------------------------------
@@ -279,28 +260,10 @@ def request_html(lang: str) -> str:
     ])
 
 
-# --- placeholders -> slots -> HTML ------------------------------------------------------------------------
-# The Markdown (and so the page's Markdown copy, llms-full.txt and the search index) gets a slot: empty
-# for the forms, the default results as Markdown tables for the results. fill_slots() puts the real HTML
-# into the built pages (add_csp, on_post_build), where nothing rewrites it any more.
-
-SLOT = re.compile(r'<div data-calc-slot="(\w+)" data-lang="([\w-]+)"[^>]*>(.*?)</div>', re.S)
+# --- the table of URL parameters ([[sizing:calculator_params]], placed by calculator_slots.HANDLERS) -------
 
 
-def _form_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
-    return f'<div data-calc-slot="form" data-lang="{lang}"></div>'
-
-
-def _request_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
-    return f'<div data-calc-slot="request" data-lang="{lang}"></div>'
-
-
-def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
-    return (f'<div data-calc-slot="results" data-lang="{lang}" markdown>\n\n'
-            f"{results_markdown(default_result(), lang)}\n\n</div>")
-
-
-def _params_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
+def params_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """The URL parameters of the calculator (the contract's names), what each is and its default: a link
     can be written by hand, and a parameter left out takes the default."""
     defaults = default_config()
@@ -313,42 +276,9 @@ def _params_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
     return "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---|", *rows])
 
 
-SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
-
-
-def boot_script(lang: str, depth: int = 1) -> str:
-    """Pyodide boots in the worker while the rest of the page (stylesheets, theme scripts, calculator.js)
-    loads: this classic inline script, first in <head> (hashed into the CSP), starts it before anything
-    else and keeps its messages until calculator.js takes the worker over."""
-    worker = json.dumps(_script_src(lang, "worker.js", depth))
-    return ("<script>try{var w=new Worker(" + worker + ',{type:"module"}),q=[];'
-            "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
-            "catch(e){window.calcBoot={error:e}}</script>")
-
-
-def fill_slots(page: str) -> str:
-    """Replace the calculator slots of a built page with their HTML; the calculator and the request page
-    start their worker from the top of <head>."""
-    slot = re.search(r'<div data-calc-slot="(form|request)" data-lang="([\w-]+)"', page)
-    page = SLOT.sub(lambda m: SLOT_HTML[m.group(1)](m.group(2)), page)
-    if slot:
-        boot = boot_script(slot.group(2), 1 if slot.group(1) == "form" else 2)
-        page = re.sub(r"<head>", lambda _: "<head>\n  " + boot, page, count=1)
-    return page
-
-
-# The calculator's placeholders; hooks.py renders pages with these next to sizing_blocks.HANDLERS.
-HANDLERS: dict[str, sizing_blocks.Handler] = {
-    "calculator_form": _form_slot,
-    "calculator_results": _results_slot,
-    "calculator_request": _request_slot,
-    "calculator_params": _params_slot,
-}
-
 __all__ = [
-    "CALC_DIR", "EXAMPLE", "HANDLERS", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES",
-    "TEXT", "T",
-    "add_csp", "bridge", "build_wheel", "csp", "default_config", "default_result", "fill_slots", "form_html",
-    "install_runtime", "package_version", "pyodide_version", "request_html", "results_markdown", "stdlib_pyc",
-    "with_csp",
+    "CALC_DIR", "EXAMPLE", "NODE_PYODIDE", "NOT_INSTALLED", "PYODIDE_DIR", "RUNTIME_FILES", "TEXT", "T",
+    "bridge", "build_wheel", "csp", "default_config", "default_result", "form_html", "install_runtime",
+    "package_version", "params_slot", "pyodide_version", "request_html", "results_block", "results_markdown",
+    "stdlib_pyc", "with_csp",
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import Architecture, Linear, target_aliases
+from ..arch import MLP_IN, Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
 
@@ -29,6 +29,12 @@ def lora_params(lin: Linear, r: int, dora: bool) -> int:
     return lin.count * (r * (lin.in_features + lin.out_features) + (lin.out_features if dora else 0))
 
 
+def _fused_pair(arch: Architecture) -> tuple[str, str] | None:
+    """The (gate, up) expert names transformers 5 stores as one gate_up_proj parameter, if any."""
+    experts = [lin.name for lin in arch.linears if lin.count > 1 and lin.feeds_from == MLP_IN]
+    return (experts[0], experts[1]) if len(experts) == 2 else None
+
+
 def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, ...], bool]:
     """The adapted Linear modules of a layer, as PEFT would match them, and whether lm_head is adapted."""
     if cfg.method == "full":
@@ -36,9 +42,10 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
     names = arch.linear_names()
     own_code = cfg.framework in ("litgpt", "torchtune")  # their MoE experts are nn.Linear modules
     if cfg.target_modules == "all-linear":
-        # PEFT: every nn.Linear except the output embedding. Fused MoE expert weights and the router
-        # (transformers 5) are bare parameters, not nn.Linear, so all-linear does not reach them.
-        return tuple(lin for lin in arch.linears if lin.nn_linear or own_code), False
+        # PEFT: every nn.Linear except the output embedding. On a transformers-5 MoE model PEFT 0.21 adds the
+        # router and the fused experts by their v4 names (utils/transformers_weight_conversion.py
+        # _resolve_string_target_modules: "all-linear matched every nn.Linear on the v4 model").
+        return tuple(arch.linears), False
     wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
     if not wanted:
         raise SizingError("target_modules_required",
@@ -53,12 +60,12 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
                           f"target_modules: {', '.join(unknown)} not found in this model (it has: {', '.join(names)})",
                           field="target_modules", unknown=unknown, available=list(names))
     chosen = tuple(lin for lin in arch.linears if lin.name in wanted)
-    bare = [lin.name for lin in chosen if not (lin.nn_linear or own_code)]
-    if bare:
-        # PEFT's LoRA replaces nn.Linear (and a few other layer types) only: "Target module ... is not supported".
-        raise SizingError("target_not_linear",
-                          f"target_modules: {', '.join(bare)} are fused expert / router parameters in transformers 5, "
-                          "not nn.Linear modules, so LoRA cannot wrap them", field="target_modules", unknown=bare)
+    pair = _fused_pair(arch)
+    if pair and not own_code and (pair[0] in wanted) != (pair[1] in wanted):
+        # PEFT 0.21 _convert_peft_config_moe: "Cannot convert PEFT target(s) ... because they are fused".
+        raise SizingError("target_not_linear", f"target_modules: {pair[0]} and {pair[1]} are one fused gate_up_proj "
+                          "parameter in transformers 5: target both or neither", field="target_modules",
+                          unknown=[n for n in pair if n not in wanted])
     return chosen, LM_HEAD in wanted
 
 
@@ -78,8 +85,17 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
         raise SizingError("rank_too_large", f"r={r} exceeds the width of every targeted layer (at most {max(widths)})",
                           field="r", value=r, max=max(widths))
     tensors: list[tuple[int, int, int]] = []
+    pair = _fused_pair(arch) if cfg.framework not in ("litgpt", "torchtune") else None
+    fused = pair is not None and {lin.name for lin in targets} >= set(pair)
     for lin in targets:
         n = arch.layers * lin.count
+        if fused and pair is not None and lin.name in pair:
+            if lin.name == pair[0]:
+                # transformers 5 gate_up_proj [E, 2I, h] under PEFT's ParamWrapper at rank 2r (rank_pattern):
+                # lora_A [E * 2r, h], lora_B [2I, E * 2r] per layer (measured in tests/physics).
+                tensors += [(lin.count * 2 * r, lin.in_features, arch.layers),
+                            (2 * lin.out_features, lin.count * 2 * r, arch.layers)]
+            continue
         tensors += [(r, lin.in_features, n), (lin.out_features, r, n)]
         if cfg.use_dora:
             tensors.append((1, lin.out_features, n))

@@ -11,7 +11,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from sitebuild import calculator_pages
+from sitebuild import calculator_pages, calculator_slots
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,7 +77,7 @@ def test_default_config_is_valid_and_matches_the_example() -> None:
 def test_slots_become_the_form_and_the_first_paint_results() -> None:
     page = ('<p>x</p><div data-calc-slot="results" data-lang="en"><table><tr><td>md</td></tr></table></div>'
             '<div data-calc-slot="form" data-lang="en"></div>')
-    out = calculator_pages.fill_slots(page)
+    out = calculator_slots.fill_slots(page)
     assert "data-calc-slot" not in out and "<td>md</td>" not in out
     peak = calculator_pages.default_result()["estimate"]["peak"]["allocated_bytes"]
     assert f'data-testid="peak-allocated" data-bytes="{peak}"' in out
@@ -105,7 +105,7 @@ def test_the_documented_example_links_compute() -> None:
 
 
 def test_the_parameter_table_lists_every_field_with_its_default() -> None:
-    table = calculator_pages.HANDLERS["calculator_params"]([], {}, "en")
+    table = calculator_slots.HANDLERS["calculator_params"]([], {}, "en")
     defaults = calculator_pages.default_config()
     for name, _, _ in calculator_pages.FIELDS:
         assert f"| `{name}` |" in table

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.needs import cannot_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "docs" / "recipes"
@@ -35,9 +39,20 @@ def write_data(path: Path, rows: int = 36) -> Path:
     return path
 
 
+def require(modules: Iterable[str], where: str = "requirements-physics.txt") -> None:
+    """Skip (fail under CI=true) when a module the trial needs is not installed."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        cannot_run(f"the trial recipe needs {', '.join(missing)} ({where})")
+
+
+STACK = ("torch", "transformers", "peft", "accelerate")
+
+
 @pytest.fixture(scope="session")
 def schema() -> Any:
-    jsonschema = pytest.importorskip("jsonschema", reason="the report is checked against its JSON Schema")
+    require(["jsonschema"])
+    import jsonschema
     data = json.loads((RECIPES / "report.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(data)
     return jsonschema.Draft202012Validator(data)

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from sizing import estimate
+from tests.recipes.conftest import STACK, require
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "device_trials.py"
-STACK = ("torch", "transformers", "peft", "accelerate")
 
 
 def _configurations() -> dict[str, dict[str, object]]:
@@ -58,9 +58,8 @@ def _run_tiny(tmp_path: Path, extra_path: str | None = None) -> dict[str, object
     return summary
 
 
-@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in STACK),
-                    reason="the trial recipe needs the physics stack (requirements-physics.txt)")
 def test_the_tiny_set_runs_end_to_end(tmp_path: Path) -> None:
+    require(STACK)
     _run_tiny(tmp_path)
 
 

@@ -24,13 +24,13 @@ import pytest
 
 from sizing import estimate
 from sizing.config import config_to_dict, parse_config
-from tests.recipes.conftest import TINY_LLAMA, write_data
+from tests.recipes.conftest import STACK, TINY_LLAMA, require, write_data
 
-pytest.importorskip("torch", reason="the trial recipe needs torch (requirements-physics.txt installs the CPU build)")
-jsonschema = pytest.importorskip("jsonschema", reason="the report is checked against its JSON Schema")
-for _module in ("transformers", "peft", "accelerate"):
-    if importlib.util.find_spec(_module) is None:
-        pytest.skip(f"the trial recipe needs {_module} (requirements-physics.txt)", allow_module_level=True)
+
+@pytest.fixture(autouse=True, scope="module")
+def _stack() -> None:
+    require(STACK)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "docs" / "recipes"

@@ -4,20 +4,15 @@ every step measured so far. The signals are real: the fault hook sends them to t
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.recipes.conftest import TINY_LLAMA, write_data
-
-if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "peft", "accelerate")):
-    pytest.skip("the trial recipe needs torch, transformers, peft and accelerate (requirements-physics.txt)",
-                allow_module_level=True)
-
-from recipes.trial.cli import main
+from recipes.trial.cli import main  # stdlib and sizing only: torch is imported when a trial runs
+from tests.recipes.conftest import STACK, TINY_LLAMA, require, write_data
 
 FAST: dict[str, Any] = {"model": None, "model_config": TINY_LLAMA, "method": "lora", "r": 4, "max_seq_length": 32,
                         "per_device_train_batch_size": 2, "optim": "adamw_torch"}
@@ -49,6 +44,7 @@ def _run(tmp: Path, config: dict[str, Any] | str, base: Path | None = None, step
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    require(STACK)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_TOKEN", "hf_FAULTSECRET42")
     for var in ("TRIAL_TEST_FAULT", "TRIAL_SIMULATE_OOM_AT_STEP", "TRIAL_TEST_BREAK_RELOAD", "WORLD_SIZE", "RANK",
@@ -182,3 +178,50 @@ def test_a_short_token_is_scrubbed_and_the_report_stays_valid(tmp_path: Path, ba
         if path.is_file() and path.suffix in (".json", ".txt"):
             text = path.read_text(encoding="utf-8")
             assert '"0"' not in text and "'0'" not in text, path
+
+
+@pytest.mark.parametrize(("adapter_dtype", "expected"), [("auto", ["float32"]), ("bfloat16", ["bfloat16"])])
+def test_adapter_dtype_is_what_the_adapters_train_in(tmp_path: Path, base: Path, adapter_dtype: str,
+                                                     expected: list[str]) -> None:
+    config = {**FAST, "torch_dtype": "bfloat16", "bf16": True, "adapter_dtype": adapter_dtype}
+    code, report = _run(tmp_path, config, base=base, steps="1")
+    assert code == 0, report["message"]
+    assert report["model"]["trainable_dtypes"] == expected  # auto: PEFT's autocast_adapter_dtype upcast
+
+
+def test_expandable_segments_sets_the_allocator_before_torch_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recipes.trial.config import configure_allocator
+
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    configure_allocator(False)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+    configure_allocator(True)
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+
+
+def test_an_oom_outside_training_names_its_phase(tmp_path: Path, base: Path, schema: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIAL_TEST_FAULT", "eval_before:oom")
+    code, report = _run(tmp_path, FAST, base=base)
+    schema.validate(report)
+    assert code == 3 and report["status"] == "oom"
+    assert report["failure"]["phase"] == "eval_before" and report["failure"]["step"] is None
+    assert "the eval_before phase" in report["message"]
+
+
+def test_a_chat_template_bos_is_not_doubled() -> None:
+    from recipes.trial.data import tokenize
+
+    class Tok:  # a template that writes BOS itself, and a tokenizer that adds another
+        bos_token_id, eos_token_id, chat_template = 1, 2, "x"
+
+        def apply_chat_template(self, messages: Any, tokenize: bool) -> str:
+            return "<s>" + "".join(m["content"] for m in messages)
+
+        def __call__(self, text: str, add_special_tokens: bool) -> dict[str, list[int]]:
+            ids = [1] if text.startswith("<s>") else []
+            return {"input_ids": [1, *ids, *(ord(c) for c in text.removeprefix("<s>"))]}
+
+    rows = [{"messages": [{"role": "user", "content": "ab"}]}, {"text": "cd"}]
+    assert tokenize(rows, Tok(), 16) == [[1, 97, 98, 2], [1, 99, 100, 2]]
+    assert tokenize(rows, Tok(), 3) == [[1, 97, 98], [1, 99, 100]]  # truncation keeps the start

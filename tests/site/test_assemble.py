@@ -31,7 +31,8 @@ def test_head_of_an_english_guide() -> None:
     assert seo["image"] == "https://example.org/sub/assets/images/og.png"
     assert seo["og_locale"] == "en_US" and seo["og_locale_alternates"] == ["ru_RU", "uz_UZ"]
     assert seo["noindex"] is False
-    assert seo["dates"] == [("Published", "2026-01-02"), ("Updated", "2026-02-03"), ("Sources checked", "2026-02-01")]
+    assert seo["dates"] == [("Published", "2026-01-02", "2 January 2026"), ("Updated", "2026-02-03", "3 February 2026"),
+                            ("Sources checked", "2026-02-01", "1 February 2026")]
     graph = json.loads(pretty)["@graph"]
     crumbs = next(node for node in graph if node["@type"] == "BreadcrumbList")["itemListElement"]
     assert [(c["name"], c["item"]) for c in crumbs] == [

@@ -20,7 +20,8 @@ from tests.site.builtsite import DEFAULT_LANG, LANGS, BuiltSite, Page
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCHEMA = json.loads((Path(__file__).parent / "jsonld.schema.json").read_text("utf-8"))
-FRONT_KEYS = ("title", "description", "url", "lang", "image", "alternates")
+FRONT_KEYS = ("title", "description", "url", "lang", "image", "alternates", "date_published", "date_updated",
+              "sources_checked")
 MD_LINK = re.compile(r"\]\(\s*<?([^)\s<>]+)")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 

@@ -33,7 +33,7 @@ def test_the_calculator_placeholders_are_passed_explicitly(monkeypatch: pytest.M
     hooks = load_hooks(monkeypatch)
     calculator = {"calculator_form", "calculator_results", "calculator_request", "calculator_params"}
     assert calculator <= set(hooks.BLOCKS)
-    # importing the calculator pages registers nothing: sizing_blocks alone does not know them
+    # importing the calculator's slots registers nothing: sizing_blocks alone does not know them
     assert not calculator & set(hooks.sizing_blocks.HANDLERS)
     with pytest.raises(hooks.sizing_blocks.PlaceholderError, match="unknown placeholder"):
         hooks.sizing_blocks.render("[[sizing:calculator_params]]", "en")

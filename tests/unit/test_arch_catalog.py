@@ -158,13 +158,17 @@ def test_mixtral_router_rank_above_width_is_legal() -> None:
     assert est.detail["trainable_params"] == 32 * 16 * ((4096 + 8) + 8 * (4096 + 14336))
 
 
-def test_transformers5_moe_experts_are_not_linear() -> None:
+def test_transformers5_moe_targets_as_peft_converts_them() -> None:
+    # PEFT 0.21 + transformers 5 (utils/transformers_weight_conversion.py): all-linear adds the router and the
+    # fused experts; w1 + w3 are one gate_up_proj adapted at rank 2r: lora_A [E*2r, h], lora_B [2I, E*2r].
     run = {"model_config": MIXTRAL, "method": "lora", "r": 8, "max_seq_length": 128, "per_device_train_batch_size": 1}
-    # all-linear reaches the attention projections only (router and experts are bare parameters)
     est = estimate({**run, "target_modules": "all-linear"})
     attn = 8 * ((4096 + 4096) + 2 * (4096 + 1024) + (4096 + 4096))
-    assert est.detail["trainable_params"] == 32 * attn
-    with pytest.raises(SizingError) as err:
+    router = 8 * (4096 + 8)
+    gate_up = 8 * 16 * (4096 + 2 * 14336)
+    down = 8 * 8 * (14336 + 4096)
+    assert est.detail["trainable_params"] == 32 * (attn + router + gate_up + down)
+    with pytest.raises(SizingError) as err:  # w1 without w3: PEFT refuses to split the fused parameter
         estimate({**run, "target_modules": ["w1"]})
     assert err.value.code == "target_not_linear"
     # bitsandbytes converts nn.Linear only: QLoRA leaves the 45.1 B expert parameters in bf16

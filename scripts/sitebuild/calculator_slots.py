@@ -1,0 +1,90 @@
+# The calculator's placeholders -> slots in the page Markdown -> their HTML in the built pages, and the CSP.
+"""The Markdown (and so the page's Markdown copy, llms-full.txt and the search index) gets a slot for each
+calculator placeholder: empty for the forms, the default results as Markdown tables for the results
+(calculator_copy.py turns them into Markdown for the copy). `add_csp` (on_post_build) puts the real HTML
+into the built pages with fill_slots, where nothing rewrites it any more, starts their worker from the top
+of <head> and adds a Content-Security-Policy <meta>: 'self', 'wasm-unsafe-eval' and the hashes of the
+inline scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sitebuild.calculator_pages import _script_src as script_src
+from sitebuild.calculator_pages import (
+    default_result,
+    form_html,
+    params_slot,
+    request_html,
+    results_block,
+    results_markdown,
+    with_csp,
+)
+from sitebuild.sizing_blocks import Handler
+
+CALC_PAGE = re.compile(r"(^|/)calculator/(request/)?index\.html$")
+SLOT = re.compile(r'<div data-calc-slot="(\w+)" data-lang="([\w-]+)"[^>]*>(.*?)</div>', re.S)
+
+
+def _form_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
+    return f'<div data-calc-slot="form" data-lang="{lang}"></div>'
+
+
+def _request_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
+    return f'<div data-calc-slot="request" data-lang="{lang}"></div>'
+
+
+def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
+    return (f'<div data-calc-slot="results" data-lang="{lang}" markdown>\n\n'
+            f"{results_markdown(default_result(), lang)}\n\n</div>")
+
+
+SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
+
+
+def boot_script(lang: str, depth: int = 1) -> str:
+    """Pyodide boots in the worker while the rest of the page (stylesheets, theme scripts, calculator.js)
+    loads: this classic inline script, first in <head> (hashed into the CSP), starts it before anything
+    else and keeps its messages until calculator.js takes the worker over."""
+    worker = json.dumps(script_src(lang, "worker.js", depth))
+    return ("<script>try{var w=new Worker(" + worker + ',{type:"module"}),q=[];'
+            "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
+            "catch(e){window.calcBoot={error:e}}</script>")
+
+
+def fill_slots(page: str) -> str:
+    """Replace the calculator slots of a built page with their HTML; the calculator and the request page
+    start their worker from the top of <head>."""
+    slot = re.search(r'<div data-calc-slot="(form|request)" data-lang="([\w-]+)"', page)
+    page = SLOT.sub(lambda m: SLOT_HTML[m.group(1)](m.group(2)), page)
+    if slot:
+        boot = boot_script(slot.group(2), 1 if slot.group(1) == "form" else 2)
+        page = re.sub(r"<head>", lambda _: "<head>\n  " + boot, page, count=1)
+    return page
+
+
+def add_csp(site_dir: Path) -> list[Path]:
+    """The calculator pages, finished: their slots filled (fill_slots), then the CSP <meta> added."""
+    done = []
+    for path in sorted(site_dir.rglob("index.html")):
+        rel = path.relative_to(site_dir).as_posix()
+        if CALC_PAGE.search(rel):
+            text = path.read_text("utf-8")
+            if 'http-equiv="Content-Security-Policy"' not in text:
+                path.write_text(with_csp(fill_slots(text)), "utf-8")
+            done.append(path)
+    return done
+
+
+# The calculator's placeholders; hooks.py renders pages with these next to sizing_blocks.HANDLERS.
+HANDLERS: dict[str, Handler] = {
+    "calculator_form": _form_slot,
+    "calculator_results": _results_slot,
+    "calculator_request": _request_slot,
+    "calculator_params": params_slot,
+}
