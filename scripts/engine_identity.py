@@ -98,6 +98,16 @@ def run_tree(src: Path, n: int, seed: int, tables_every: int) -> list[str]:
     return lines
 
 
+def run_rev(rev: str, n: int, seed: int, tables_every: int) -> list[str]:
+    """This script's answers with `sizing` from git revision `rev`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "ref.tar"
+        subprocess.run(["git", "archive", "-o", str(archive), rev, "sizing"], check=True, cwd=ROOT)
+        with tarfile.open(archive) as tar:
+            tar.extractall(Path(tmp) / "ref")
+        return run_tree(Path(tmp) / "ref", n, seed, tables_every)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=300, help="random configurations (besides the examples)")
@@ -105,6 +115,7 @@ def main() -> int:
     ap.add_argument("--tables-every", type=int, default=10, help="a fit table for every k-th configuration")
     ap.add_argument("--out", help="write this tree's answers here")
     ap.add_argument("--ref", help="git revision to compare the current tree with")
+    ap.add_argument("--ref-dir", help="or a folder holding the other version's sizing/")
     args = ap.parse_args()
     if args.out:
         t = time.perf_counter()
@@ -112,14 +123,13 @@ def main() -> int:
         Path(args.out).write_text("\n".join(lines) + "\n")
         print(f"{len(lines)} answers in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         return 0
-    if not args.ref:
-        ap.error("give --out or --ref")
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / "ref.tar"
-        subprocess.run(["git", "archive", "-o", str(archive), args.ref, "sizing"], check=True, cwd=ROOT)
-        with tarfile.open(archive) as tar:
-            tar.extractall(Path(tmp) / "ref")
-        ref = run_tree(Path(tmp) / "ref", args.n, args.seed, args.tables_every)
+    if args.ref_dir:
+        ref = run_tree(Path(args.ref_dir).resolve(), args.n, args.seed, args.tables_every)
+        args.ref = args.ref_dir
+    elif not args.ref:
+        ap.error("give --out, --ref or --ref-dir")
+    else:
+        ref = run_rev(args.ref, args.n, args.seed, args.tables_every)
     new = run_tree(ROOT, args.n, args.seed, args.tables_every)
     diff = [i for i, (a, b) in enumerate(zip(ref, new, strict=True)) if a != b]
     kinds = {k: sum(k in line for line in new) for k in ('"estimate"', '"fit_table"', '"error"')}
