@@ -51,7 +51,7 @@ class CachingAllocator:
         # Free blocks per pool (small?): the sorted distinct sizes, and the blocks of each size in the order
         # they were cached (best fit takes the first of its size).
         self._sizes: dict[bool, list[int]] = {True: [], False: []}
-        self._bucket: dict[bool, dict[int, dict[int, _Block]]] = {True: {}, False: {}}
+        self._bucket: dict[bool, dict[int, dict[_Block, None]]] = {True: {}, False: {}}  # an ordered set per size
         self._tail: dict[bool, _Block | None] = {True: None, False: None}  # expandable: last block per pool
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
@@ -69,14 +69,14 @@ class CachingAllocator:
         if bucket is None:
             bucket = buckets[b.size] = {}
             insort(self._sizes[small], b.size)
-        bucket[id(b)] = b
+        bucket[b] = None
 
     def _remove_free(self, small: bool, b: _Block) -> None:
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole -= b.size
         buckets = self._bucket[small]
         bucket = buckets[b.size]
-        del bucket[id(b)]
+        del bucket[b]
         if not bucket:
             del buckets[b.size]
             sizes = self._sizes[small]
@@ -96,8 +96,8 @@ class CachingAllocator:
             have = sizes[i]
             buckets = self._bucket[False]
             bucket = buckets[have]
-            key, b = next(iter(bucket.items()))
-            del bucket[key]
+            b = next(iter(bucket))
+            del bucket[b]
             if not bucket:
                 del buckets[have]
                 del sizes[i]
