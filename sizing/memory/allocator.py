@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..catalog import Gpu
@@ -121,6 +122,37 @@ class CachingAllocator:
             self.peak_allocated = self.allocated
         b.free = False
         return b
+
+    def malloc_all(self, sizes: Iterable[int]) -> list[_Block]:
+        """[malloc(n) for n in sizes], with each run of consecutive small requests counted as one: within a
+        run the small pool's counters only grow, so its peaks are those at the run's end."""
+        out: list[_Block] = []
+        run = 0
+        for n in sizes:
+            size = -(-n // MIN_BLOCK) * MIN_BLOCK
+            if size <= SMALL_SIZE:
+                size = size if size > MIN_BLOCK else MIN_BLOCK
+                run += size
+                out.append(_Block(size, False, True))
+            else:
+                if run:
+                    self._small(run)
+                    run = 0
+                out.append(self.malloc(n))
+        if run:
+            self._small(run)
+        return out
+
+    def free_all(self, blocks: Iterable[_Block]) -> None:
+        """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""
+        small = 0
+        for b in blocks:
+            if b.small:
+                small += b.size
+            else:
+                self.free(b)
+        self.allocated -= small
+        self.small_live -= small
 
     def _small(self, size: int) -> _Block:
         # The small pool packs blocks of at most 1 MiB into 2 MiB segments; what it holds is counted by its

@@ -1,5 +1,6 @@
-# The rewritten caching allocator against its previous implementation (tests/unit/_allocator_ref.py): the
-# same counters after every operation of random traces, and the same replayed peaks for whole steps.
+# The rewritten caching allocator against its previous implementation (tests/unit/_allocator_ref.py, with
+# malloc_all / free_all as plain loops): the same counters after every operation of random traces, and the
+# same replayed peaks for whole steps.
 from __future__ import annotations
 
 import random
@@ -25,16 +26,26 @@ def test_random_traces_give_the_reference_counters(seed: int, expandable: bool) 
     rng = random.Random(seed)
     new, old = CachingAllocator(expandable), ref.CachingAllocator(expandable)
     live: list[tuple[object, object]] = []
+    def size() -> int:  # around every threshold: 512 B rounding, 1 MiB small pool, 10 MiB, 2 MiB pages
+        return rng.choice([rng.randint(0, 4096), rng.randint(MiB - 2048, MiB + 2048), rng.randint(1, 12 * MiB),
+                           rng.randint(10 * MiB - 4096, 10 * MiB + 4096), rng.randint(1, 300) * MiB])
+
     for _ in range(1500):
-        if live and rng.random() < 0.45:
+        op = rng.random()
+        if live and op < 0.35:
             a, b = live.pop(rng.randrange(len(live)))
             new.free(a)  # type: ignore[arg-type]
             old.free(b)  # type: ignore[arg-type]
+        elif live and op < 0.45:  # a batch of frees, in a random order
+            batch = [live.pop(rng.randrange(len(live))) for _ in range(min(len(live), rng.randint(1, 8)))]
+            new.free_all(a for a, _ in batch)  # type: ignore[misc]
+            old.free_all(b for _, b in batch)  # type: ignore[attr-defined]
+        elif op < 0.55:  # a batch of requests, small and large mixed
+            sizes = [size() for _ in range(rng.randint(1, 8))]
+            live += zip(new.malloc_all(sizes), old.malloc_all(sizes), strict=True)  # type: ignore[attr-defined]
         else:
-            # sizes around every threshold: 512 B rounding, 1 MiB small pool, 10 MiB kMinLargeAlloc, 2 MiB pages
-            size = rng.choice([rng.randint(0, 4096), rng.randint(MiB - 2048, MiB + 2048), rng.randint(1, 12 * MiB),
-                               rng.randint(10 * MiB - 4096, 10 * MiB + 4096), rng.randint(1, 300) * MiB])
-            live.append((new.malloc(size), old.malloc(size)))
+            n = size()
+            live.append((new.malloc(n), old.malloc(n)))
         assert [getattr(new, c) for c in COUNTERS] == [getattr(old, c) for c in COUNTERS]
 
 
