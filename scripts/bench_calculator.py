@@ -12,13 +12,18 @@ transferred for the load (headers + bodies of every response the page and its wo
 count 0) with the number of requests. "cold" is a fresh browser context (empty HTTP cache), "warm" a
 later visit in the same context (after about:blank: the first visit's page and worker are gone). Then
 the worker's boot stages of the last run (ms after the worker started; the worker itself starts
-`worker_created` ms after navigation).
+`worker_created` ms after navigation). "link" is a shared link (another rank in the query) opened in a
+fresh context: the time until its own numbers, not greyed, are on the page.
+
+Each figure is printed next to the same run's pure-JS floor: the same page with worker.js replaced by a
+trivial worker that answers at once with the build's default estimate (no Pyodide), and as a ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import statistics
 import subprocess
@@ -43,12 +48,40 @@ class Handler(SimpleHTTPRequestHandler):
 
 
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
+OWN = ("() => document.documentElement.dataset.shown !== undefined && document.documentElement.dataset.runtime"
+       " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
+# The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
+# that a recompute is visible), in the messages worker.js sends.
+FLOOR_JS = """const ANSWERS = %s;
+const DEFAULT_R = %d;
+self.postMessage({ type: "ready", ms: 0, stages: {} });
+self.onmessage = (event) => {
+  const msg = event.data || {};
+  if (msg.type !== "compute") return;
+  const json = ANSWERS[JSON.parse(msg.config).r === DEFAULT_R ? 1 : 0];
+  self.postMessage({ type: "result", phase: "estimate", id: msg.id, json, ms: 0 });
+  self.postMessage({ type: "result", phase: "full", id: msg.id, json, ms: 0 });
+};
+"""
+
+
+def floor_worker(site: Path, lang: str) -> str:
+    """The floor worker's source: two fixed answers, the default configuration's and r=64's (for any other
+    rank, so that a recompute shows), computed here with the words of the built page."""
+    from sitebuild import calculator_pages
+
+    page = (site / ("" if lang == "ru" else lang) / "calculator" / "index.html").read_text("utf-8")
+    data = json.loads(page.split('id="calc-data">', 1)[1].split("</script>", 1)[0])
+    words = {"lang": data["lang"], "text": data["text"]}
+    config = calculator_pages.default_config()
+    answers = [json.dumps(calculator_pages.bridge().compute(c, True, words)) for c in ({**config, "r": 64}, config)]
+    return FLOOR_JS % (json.dumps(answers), config["r"])
 READY = "() => document.documentElement.dataset.runtime === 'ready'"
 FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]') !== null"
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
 # (measured here: 150-500 ms after the page had answered).
 POLL = 10
-COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "bytes", "requests")
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "link", "bytes", "requests")
 
 
 def transferred(requests: list[Any]) -> tuple[int, int]:
@@ -85,6 +118,21 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     return first, in_page, ready, peak, time.perf_counter() - t0
 
 
+def link_time(browser: Any, url: str, floor: str | None) -> float:
+    """Seconds from navigation to a shared link's own numbers (not greyed), in a fresh context."""
+    context = browser.new_context()
+    if floor is not None:
+        context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
+            status=200, content_type="text/javascript", body=floor))
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url + "?r=48", wait_until="commit")
+    page.wait_for_function(OWN, polling=POLL, timeout=120_000)
+    took = time.perf_counter() - start
+    context.close()
+    return took
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=3)
@@ -101,9 +149,11 @@ def main() -> int:
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", tmp], cwd=ROOT, env=env,
                        check=True)
-        print(f"build: {time.perf_counter() - t0:.1f} s")
+        print(f"build: {time.perf_counter() - t0:.1f} s; load average before the runs: "
+              + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         url = base + ("" if args.lang == "ru" else f"{args.lang}/") + "calculator/"
-        rows: dict[str, list[tuple[float, ...]]] = {"cold": [], "warm": []}
+        floor_js = floor_worker(Path(tmp), args.lang)
+        rows: dict[str, list[tuple[float, ...]]] = {"cold": [], "warm": [], "floor cold": [], "floor warm": []}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -115,24 +165,36 @@ def main() -> int:
                 seen.append(request)
 
             for i in range(args.runs):
-                context = browser.new_context()
-                context.on("requestfinished", record)
-                page = context.new_page()
-                for kind, rank in (("cold", 32 + i), ("warm", 64 + i)):
-                    if kind == "warm":  # a returning visitor: the first visit's page (and worker) is gone
-                        page.goto("about:blank")
-                    seen.clear()
-                    times = measure(page, url, str(rank))
-                    rows[kind].append((*times, *transferred(seen)))
-                    stages[kind] = page.get_attribute("html", "data-boot-stages") or "{}"
-                context.close()
+                for floor in (None, floor_js):  # interleaved: the same machine load for both
+                    prefix = "" if floor is None else "floor "
+                    context = browser.new_context()
+                    context.on("requestfinished", record)
+                    if floor is not None:
+                        context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
+                            status=200, content_type="text/javascript", body=floor_js))
+                    page = context.new_page()
+                    link = link_time(browser, url, floor)
+                    for kind, rank in (("cold", 32 + i), ("warm", 64 + i)):
+                        if kind == "warm":  # a returning visitor: the first visit's page (and worker) is gone
+                            page.goto("about:blank")
+                        seen.clear()
+                        times = measure(page, url, str(rank))
+                        rows[prefix + kind].append((*times, link, *transferred(seen)))
+                        if floor is None:
+                            stages[kind] = page.get_attribute("html", "data-boot-stages") or "{}"
+                    context.close()
             browser.close()
         server.shutdown()
         server.server_close()
-    print(f"{'':6}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds, bytes; median of {args.runs})")
-    for kind, values in rows.items():
-        cells = [statistics.median(v[i] for v in values) for i in range(len(COLUMNS))]
-        print(f"{kind:6}" + "".join(f"{c:15.2f}" for c in cells[:-2]) + f"{cells[-2]:15,.0f}{cells[-1]:15.0f}")
+    print(f"{'':11}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds, bytes; median of {args.runs})")
+    medians = {kind: [statistics.median(v[i] for v in values) for i in range(len(COLUMNS))]
+               for kind, values in rows.items()}
+    for kind, cells in medians.items():
+        print(f"{kind:11}" + "".join(f"{c:15.3f}" for c in cells[:-2]) + f"{cells[-2]:15,.0f}{cells[-1]:15.0f}")
+    for kind in ("cold", "warm"):
+        ratio = [a / b if b else float("nan") for a, b in zip(medians[kind], medians["floor " + kind], strict=True)]
+        print(f"{'x ' + kind:11}" + "".join(f"{r:15.1f}" for r in ratio) + "   (ratio to the pure-JS floor)")
+    print("('link' is the same cold shared-link figure on both rows of a kind)")
     for kind, text in stages.items():
         print(f"boot stages, {kind}, last run: {text}")
     return 0

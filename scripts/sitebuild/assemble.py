@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sitebuild import dates, hreflang, jsonld, llmstxt, mdcopy, sitemap, urls
+from sitebuild import dates, hreflang, jsonld, llmstxt, md_text, mdcopy, sitemap, urls
 from sitebuild.pagemeta import PageRecord
 from sitebuild.site_text import OG_LOCALES, text
 
@@ -102,7 +102,8 @@ def markdown_copy(site: Site, record: PageRecord) -> str:
         ("published", record.dates.published), ("updated", record.dates.updated),
         ("sources_checked", record.dates.sources_checked)))
     # The dates as the page shows them, in the same quote block as the llms.txt pointer.
-    return mdcopy.compose(front, f"{llms_line}\n>\n> {shown}", record.body, record.title, record.jsonld)
+    body = md_text.without_markup(record.body, record.lang, site.absolute(record.url))
+    return mdcopy.compose(front, f"{llms_line}\n>\n> {shown}", body, record.title, record.jsonld)
 
 
 def in_order(records: Records, lang: str) -> list[PageRecord]:

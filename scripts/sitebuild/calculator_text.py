@@ -161,6 +161,8 @@ TEXT: dict[str, dict[str, str]] = {
                         "qo‘ying", "en": "Choose a model or paste a config.json"},
     "e_conflict": {"ru": "Несовместимые параметры ({field})", "uz": "Mos kelmaydigan parametrlar ({field})",
                    "en": "Conflicting settings ({field})"},
+    "e_conflict_expected": {"ru": "{field}: здесь нужно {expected}, а не {value}", "uz": "{field}: bu yerda {value} "
+                            "emas, {expected} kerak", "en": "{field} must be {expected} here, not {value}"},
     "e_rank_too_large": {"ru": "r={value} больше ширины целевого слоя ({max})", "uz": "r={value} maqsadli qatlam "
                          "kengligidan ({max}) katta", "en": "r={value} exceeds the width of a targeted layer ({max})"},
     "e_seq_too_long": {"ru": "max_seq_length {value} больше, чем поддерживает модель ({max})", "uz": "max_seq_length "

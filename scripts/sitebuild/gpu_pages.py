@@ -88,11 +88,30 @@ def _escape(text: str) -> str:
     return re.sub(r"([*_`\[\]])", r"\\\1", text)
 
 
+GITHUB_FILE = re.compile(r"\b([\w.-]+/[\w.-]+) ([\w./-]+(?:, [\w./-]+)*) @([0-9a-f]{40})\b")
+GITHUB_REF = re.compile(r"\b([\w.-]+/[\w.-]+) (PR |issue )?#(\d+)\b")
+
+
+def _github_link(text: str) -> str | None:
+    """A source written as `owner/repo path @commit` or `owner/repo PR #N` as a Markdown link, else None."""
+    m = GITHUB_FILE.search(text)
+    if m:
+        first = m.group(2).split(", ")[0]
+        url = f"https://github.com/{m.group(1)}/blob/{m.group(3)}/{first}"
+        return f"- {_escape(text[:m.start()])}[{_escape(m.group(0))}]({url}){_escape(text[m.end():])}"
+    m = GITHUB_REF.search(text)
+    if m:
+        kind = "pull" if m.group(2) == "PR " else "issues"
+        url = f"https://github.com/{m.group(1)}/{kind}/{m.group(3)}"
+        return f"- {_escape(text[:m.start()])}[{_escape(m.group(0))}]({url}){_escape(text[m.end():])}"
+    return None
+
+
 def source_line(text: str) -> str:
-    """A catalog source as a list item; a URL inside it becomes an autolink."""
+    """A catalog source as a list item; a URL inside it becomes an autolink, a GitHub reference a link."""
     match = re.search(r"https?://[^\s)>]+", text)
     if not match:
-        return f"- {_escape(text)}"
+        return _github_link(text) or f"- {_escape(text)}"
     url = match.group(0).rstrip(".,;")
     head, _, tail = text.partition(url)
     return f"- {_escape(head)}<{url}>{_escape(tail)}"
@@ -115,6 +134,8 @@ sources_checked: {DATE}
 # {title}
 
 {t['intro']}
+
+[[sizing:gpu_verdict gpu={gpu_id}]]
 
 ## {t['specs']}
 

@@ -10,6 +10,7 @@ path relative to the page (default `calculator/index.md`, the home page's).
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -28,7 +29,7 @@ CONTEXTS = (2048, 8192, 32768)
 # framework=transformers: the model's own loss (fp32 logits) and prepare_model_for_kbit_training for QLoRA;
 # framework=trl: SFTTrainer's chunked loss, no fp32 up-cast (sizing.memory.regime resolves both).
 STACKS = ("transformers", "trl")
-# When all-linear takes in a layer narrower than r (Mixtral's 8-way router as sizing models it), the row
+# When all-linear takes in a layer narrower than r (an MoE router, where a model's code has it as a Linear), the row
 # adapts the attention projections instead, and says so.
 ATTENTION_TARGETS = "q_proj,k_proj,v_proj,o_proj"
 
@@ -66,7 +67,8 @@ TEXT: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class Cell:
-    """One answer: the card (None: no single card), its largest micro-batch, or the GPU count under FSDP."""
+    """One answer: the card (None: no single card), its largest micro-batch, or the GPU count under FSDP
+    (0: none up to solve.MAX_GPUS; -1: the sequence is longer than the model allows)."""
     gpu: str | None
     micro_batch: int
     num_gpus: int
@@ -87,24 +89,38 @@ def eligible(cfg_method: str) -> list[Gpu]:
     return sorted(cards, key=lambda g: (usable_bytes(g), g.id))
 
 
+@functools.lru_cache(maxsize=512)
+def _sizer(key: str) -> Sizer:
+    # One Sizer per configuration: it caches the replayed allocator per GPU generation, so the quick answer
+    # and the GPU pages' verdicts (which try the same configurations on each card) pay each replay once.
+    return Sizer(parse_config({**base_config(), **json.loads(key)}))
+
+
+def sizer(query: dict[str, Any]) -> Sizer:
+    """The shared Sizer of the form's defaults with `query` applied."""
+    return _sizer(json.dumps(query, sort_keys=True))
+
+
 @functools.cache
 def cell(model: str, method: str, seq: int, stack: str) -> Cell:
     """The smallest card that fits this configuration, its largest micro-batch, and the calculator query."""
     query = {"model": model, "method": method, "max_seq_length": seq, "framework": stack}
     try:
-        sizer = Sizer(parse_config({**base_config(), **query}))
-        sizer.reserved(find_gpu("H100-SXM-80GB"))  # the rank check runs here, before any card is tried
+        run = sizer(query)
+        run.reserved(find_gpu("H100-SXM-80GB"))  # the rank check runs here, before any card is tried
     except SizingError as exc:
+        if exc.code == "seq_too_long":
+            return Cell(None, 0, -1, query)
         if exc.code != "rank_too_large":
             raise
         query["target_modules"] = ATTENTION_TARGETS
-        sizer = Sizer(parse_config({**base_config(), **query}))
+        run = sizer(query)
     cards = eligible(method)
     for gpu in cards:
-        if sizer.fits(gpu):
-            return Cell(gpu.id, sizer.max_micro_batch(gpu), 1, {**query, "gpu": gpu.id})
+        if run.fits(gpu):
+            return Cell(gpu.id, run.max_micro_batch(gpu), 1, {**query, "gpu": gpu.id})
     largest = cards[-1]
-    count, mode = sizer.fewest_gpus(largest)
+    count, mode = run.fewest_gpus(largest)
     return Cell(None, 1, count, {**query, "gpu": largest.id, "num_gpus": max(count, 1), "parallelism": mode})
 
 
@@ -114,6 +130,8 @@ def link(c: Cell, calc: str) -> str:
 
 
 def _cell_text(c: Cell, calc: str, lang: str) -> str:
+    if c.num_gpus < 0:
+        return "—"  # longer than the model's max_position_embeddings
     if c.gpu is not None:
         return f"[{c.gpu} ×{c.micro_batch}]({link(c, calc)})"
     if c.num_gpus == 0:
@@ -132,13 +150,16 @@ def _base_text(lang: str) -> str:
 def quick_answer(_: list[str], kw: dict[str, Any], lang: str) -> str:
     """The quick-answer table in language `lang`, with links to the calculator at `calc`."""
     calc = str(kw.get("calc", "calculator/index.md"))
+    # models= and contexts= (comma-separated) replace the defaults, e.g. for the long-context table.
+    models = tuple(str(kw["models"]).split(",")) if "models" in kw else MODELS
+    contexts = tuple(int(s) for s in str(kw["contexts"]).split(",")) if "contexts" in kw else CONTEXTS
     header = [TEXT["model"][lang], TEXT["method"][lang]]
-    for seq in CONTEXTS:
+    for seq in contexts:
         header += [f"{seq // 1024}k · Trainer", f"{seq // 1024}k · TRL"]
     rows, dagger = [], False
-    for model in MODELS:
+    for model in models:
         for method in METHODS:
-            cells = [cell(model, method, seq, stack) for seq in CONTEXTS for stack in STACKS]
+            cells = [cell(model, method, seq, stack) for seq in contexts for stack in STACKS]
             mark = " †" if any("target_modules" in c.query for c in cells) else ""
             dagger = dagger or bool(mark)
             name = "LoRA" if method == "lora" else "QLoRA"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import validate  # scripts/validate.py: the accuracy benchmark whose scores the accuracy pages show
-from sitebuild import accuracy_sources, cost_block, gpu_facts
+from sitebuild import accuracy_sources, cost_block, gpu_facts, gpu_verdict
 from sitebuild.ladder_block import fits_word, ladder_block
 from sitebuild.quick_answer import quick_answer
 from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
@@ -154,11 +154,15 @@ def _reference_run(model: str, method: str, seq: int, gpu_id: str) -> dict[str, 
 
 def _gpu_fit_table(_: list[str], kw: dict[str, Any], lang: str) -> str:
     gpu_id = str(kw["gpu"])
+    no_bf16 = find_gpu(gpu_id).supports.get("bf16") is not True  # the reference runs are bf16: they cannot run
     rows = []
     for model in REFERENCE_MODELS:
         for method in REFERENCE_METHODS:
             cells = [f"`{model}`", method.upper().replace("QLORA", "QLoRA").replace("LORA", "LoRA")]
             for seq in CONTEXTS:
+                if no_bf16:
+                    cells.append("✗ bf16")
+                    continue
                 try:
                     fit = _estimate_of(_reference_run(model, method, seq, gpu_id)).fits[0]
                 except SizingError:
@@ -277,7 +281,7 @@ HANDLERS: dict[str, Handler] = {
     "gpu_context_chart": _gpu_context_chart, "gpu_index": _gpu_index, "compare_gpus": _compare_gpus,
     "accuracy_tables": _accuracy_tables, "accuracy_chart": _accuracy_chart, "accuracy_counts": _accuracy_counts,
     "quick_answer": quick_answer, "ladder": ladder_block, "fits": fits_word, **gpu_facts.HANDLERS,
-    **accuracy_sources.HANDLERS, **cost_block.HANDLERS,
+    **accuracy_sources.HANDLERS, **cost_block.HANDLERS, **gpu_verdict.HANDLERS,
 }
 
 

@@ -85,6 +85,17 @@ def test_refusals_in_the_page_language_next_to_the_numbers(watched: Watched, bas
     text = refusal(page)
     assert text == words["e_out_of_range"].format(field="r", min=1, max=65536), text
     assert text.count("65536") == 1 and "—" not in text
+    # a refusal that names what it wants: a GPTQ checkpoint with the default QLoRA
+    gptq = "TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ"
+    page.fill("#calc-r", "16")
+    page.fill("#calc-model_config", "")
+    page.select_option("#calc-model", gptq)
+    wait_ready(page)
+    refused = calculator_pages.bridge().compute({**calculator_pages.default_config(), "model": gptq}, False)
+    assert not refused["ok"] and refused["error"]["code"] == "conflict", refused
+    assert refusal(page) == words["e_conflict_expected"].format(field=refused["error"]["field"],
+                                                                **refused["error"]["params"]), refusal(page)
+    assert status(page)[0] == "refused" and greyed(page)
 
 
 def test_a_shared_link_is_greyed_until_its_own_numbers(watched: Watched, base_url: str) -> None:

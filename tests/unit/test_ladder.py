@@ -82,14 +82,15 @@ def test_the_qlora_paper_65b_run_fits_one_48gb_card() -> None:
     # Dettmers et al. 2023 (arXiv:2305.14314): Guanaco-65B on one 48 GB GPU. Their script
     # (artidoro/qlora scripts/finetune_guanaco_65b.sh): LLaMA-65B, NF4 + double quantization, bf16, r = 64,
     # alpha 16, every linear layer, dropout 0.05, 16 + 512 tokens, micro-batch 1, checkpointing, and
-    # qlora.py's default paged_adamw_32bit; qlora.py casts the embeddings and head back to bf16 after
-    # prepare_model_for_kbit_training. LLaMA-65B: 8192 wide, 80 layers, 64 heads, 32000-token vocabulary
+    # qlora.py's default paged_adamw_32bit; qlora.py casts the embeddings, head and LoRA layers to bf16
+    # after prepare_model_for_kbit_training. LLaMA-65B: 8192 wide, 80 layers, 64 heads, 32000-token vocabulary
     # (LLaMA paper, arXiv:2302.13971, table 2), FFN 22016 (2/3 · 4d rounded up to a multiple of 256).
     llama65 = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192,
                "intermediate_size": 22016, "num_attention_heads": 64, "num_key_value_heads": 64,
                "num_hidden_layers": 80, "vocab_size": 32000, "max_position_embeddings": 2048,
                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
     cfg = {**QLORA, "model": None, "model_config": llama65, "r": 64, "lora_alpha": 16, "lora_dropout": 0.05,
+           "adapter_dtype": "bfloat16",  # qlora.py casts the LoRA layers to bf16 as well
            "max_seq_length": 528, "packing": False, "optim": "paged_adamw_32bit",
            "prepare_model_for_kbit_training": False, "gpu": "RTX-A6000-48GB"}
     result = ladder(cfg)

@@ -61,3 +61,22 @@ def test_test_sh_stops_at_once_under_ci_without_chromium_npm_node(tmp_path: Path
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 1
     assert "CI=true, but missing: chromium npm node" in proc.stderr, proc.stderr
+
+
+def test_missing_training_stack_fails_the_session_under_ci() -> None:
+    from tests.conftest import STACK, missing_stack
+
+    assert missing_stack(lambda name: None) == list(STACK)
+    assert missing_stack(lambda name: object()) == []
+    # A CI run in an interpreter without torch & co stops before collecting anything.
+    probe = ("import sys, importlib.util as u; real = u.find_spec; "
+             "u.find_spec = lambda n, *a: None if n == 'torch' else real(n, *a); "
+             "import pytest; sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/unit/test_needs.py', "
+             "'-k', 'in_ci_reads']))")
+    base = {k: v for k, v in os.environ.items() if k != "CI"}
+    ci = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**base, "PYTHONPATH": str(ROOT), "CI": "true"},
+                        capture_output=True, text=True, timeout=300, check=False)
+    assert ci.returncode != 0 and "missing torch" in ci.stdout + ci.stderr, (ci.stdout + ci.stderr)[-2000:]
+    local = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**base, "PYTHONPATH": str(ROOT)},
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert local.returncode == 0, (local.stdout + local.stderr)[-2000:]

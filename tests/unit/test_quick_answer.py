@@ -47,15 +47,24 @@ def test_cell_is_the_smallest_card_and_the_largest_micro_batch(model: str, metho
         for gpu in qa.eligible(method):
             assert not _fits(one, gpu.id, 1), gpu.id
         assert config["gpu"] == qa.eligible(method)[-1].id  # the largest card, under FSDP
+        if cell.num_gpus == 0:  # "does not fit": not even sharded over solve.MAX_GPUS of them
+            assert not _fits({**config, "num_gpus": 512, "parallelism": "fsdp"}, config["gpu"], 1)
+            return
         assert _fits(config, config["gpu"], 1)
         assert not _fits({**config, "num_gpus": cell.num_gpus - 1}, config["gpu"], 1)
         return
     assert _fits(config, cell.gpu, cell.micro_batch)
     assert not _fits(config, cell.gpu, cell.micro_batch + 1)
     chosen = usable_bytes(find_gpu(cell.gpu))
+    # Every smaller eligible card misses. A card enters the memory model through its capacity and its
+    # generation (Hopper's larger cuBLAS workspace, sizing.solve.Sizer), so the largest smaller card of
+    # each generation decides for the rest of it.
+    largest_smaller: dict[bool, Any] = {}
     for gpu in qa.eligible(method):
         if usable_bytes(gpu) < chosen:
-            assert not _fits(config, gpu.id, 1), gpu.id
+            largest_smaller[gpu.sm >= (9, 0)] = gpu  # eligible() is sorted by capacity: the last one wins
+    for gpu in largest_smaller.values():
+        assert not _fits(config, gpu.id, 1), gpu.id
 
 
 def test_cards_without_bf16_or_bitsandbytes_are_never_offered() -> None:

@@ -25,10 +25,11 @@ export function reportPanel(answer, t, fmt) {
   if (!answer.ok) {
     const err = answer.error || {};
     const key = "e_" + err.code;
-    const text = t(key) === key ? t("e_other") : t(key);
+    // the page's words only, filled with the refusal's parameters (sizing's English message stays out)
+    const text = fmt.fill(t(key) === key ? t("e_other") : t(key), { ...(err.params || {}), field: err.field || "" });
     panel.dataset.status = "error";
-    panel.append(h("p", { class: "calc-error", "data-testid": "report-error", role: "alert" },
-      text + (err.message ? " — " + String(err.message) : "")));
+    panel.dataset.detail = String(err.message || "");
+    panel.append(h("p", { class: "calc-error", "data-testid": "report-error", role: "alert" }, text));
     return panel;
   }
   const cmp = answer.comparison;

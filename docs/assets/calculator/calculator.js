@@ -139,8 +139,11 @@ function main() {
   function showError(err, keep = false) {
     const params = err.params || {};
     const field = err.field || "";
-    let text = t("e_" + err.code);
-    if (text === "e_" + err.code) text = t("e_other");
+    // a refusal that names the value it wants has its own words (e_conflict_expected: "use method lora")
+    const key = "expected" in params && "e_" + err.code + "_expected" in L ? "e_" + err.code + "_expected"
+      : "e_" + err.code;
+    let text = t(key);
+    if (text === key) text = t("e_other");
     text = fmt.fill(text, { ...params, field });
     const slot = field ? root.querySelector(`[data-error-for="${CSS.escape(field)}"]`) : null;
     (slot || general).textContent = text;
