@@ -182,6 +182,8 @@ def optimizer(text: str) -> dict[str, Any]:
         out["optim"] = "sgd"
     elif "adafactor" in main:
         out["optim"] = "adafactor"
+    elif "lorafa" in main:  # peft optimizers/lorafa.py LoraFAOptimizer: AdamW's exp_avg/exp_avg_sq per param, a loop
+        out["optim"] = "adamw_torch"
     elif "adamw" in main and "default" not in main:
         fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
         out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"

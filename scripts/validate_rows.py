@@ -43,9 +43,13 @@ __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
-# PEFT methods other than LoRA/DoRA (peft/tuners/*): the engine models LoRA adapters only.
-_OTHER_PEFT = ("adalora", "ia3", "loha", "lokr", "boft", "oft", "vera", "prefix", "prompt tuning",
-               "p-tuning", "layernorm tuning", "osf", "lora-fa", "lorafa", "fourierft", "hra", "bone")
+# PEFT tuners named in method_detail -> the contract's peft_type (sizing/memory/peft_methods.py); the
+# others (peft/tuners/*) are refused. Order matters: "lora-fa" before LoRA, "prefix" before "prompt".
+_PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalora"), ("ia3", "ia3"),
+               ("loha", "loha"), ("lokr", "lokr"), ("boft", "boft"), ("oft", "oft"), ("vera", "vera"),
+               ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
+               ("ln tuning", "ln_tuning"))
+_OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hra", "bone")
 
 
 @dataclass(frozen=True)
@@ -107,10 +111,13 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     if re.search(r"\bdora\b", raw):
         detail += " dora"
     other = next((name for name in _OTHER_PEFT if re.search(rf"\b{re.escape(name)}\b", detail)), None)
+    peft_type = next((t for name, t in _PEFT_TYPES if re.search(rf"\b{re.escape(name)}\b", detail)), None)
+    if peft_type and method in ("other", "lora", "qlora", "peft", ""):
+        method = "qlora" if method == "qlora" else "lora"  # the base's precision follows the quantization column
     if other or method not in ("full", "lora", "qlora"):
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
-                         "DoRA, QLoRA)")
+                         "DoRA, QLoRA, and on a LoRA base " + ", ".join(dict.fromkeys(t for _, t in _PEFT_TYPES)) + ")")
     quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
     ckpt = quant.pop("checkpoint_quant", None)
     if ckpt:
@@ -133,7 +140,20 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
         raise RowRefused("row_inconsistent", "method qlora but the quantization column names no 4-bit format")
     if re.search(r"\bdora\b|use_dora", detail):
         out["use_dora"] = True
+    if peft_type:
+        out["peft_type"] = peft_type
     return out
+
+
+def virtual_tokens(cfg: Mapping[str, Any], stated: int | None) -> int | None:
+    """Prompt / prefix tuning rows rarely state num_virtual_tokens, but the trainable count they state is
+    tokens x hidden (prompt) or tokens x layers x 2 x KV width (prefix): read it back when it divides exactly."""
+    rec = models().get(str(cfg.get("model") or "").lower())
+    if not stated or rec is None:
+        return None
+    arch = from_hf_config(rec.config)
+    per = arch.hidden if cfg["peft_type"] == "prompt_tuning" else arch.layers * 2 * arch.kv_width
+    return stated // per if stated % per == 0 else None
 
 
 def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:
@@ -246,6 +266,11 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         dq = yes_no(row.get("double_quant", ""))
         if dq is not None and cfg.get("load_in_4bit"):
             cfg["bnb_4bit_use_double_quant"] = dq
+    if cfg.get("peft_type") in ("prompt_tuning", "prefix_tuning"):
+        tokens = virtual_tokens(cfg, first_int(row.get("trainable_params", "")))
+        if tokens:
+            cfg["num_virtual_tokens"] = tokens
+            notes.append("num_virtual_tokens derived from the stated trainable_params")
     cfg.update(sequences(row))
     batch = per_device(row.get("micro_batch_size", ""))
     if batch is None:

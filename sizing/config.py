@@ -51,6 +51,9 @@ class RunConfig:
     lora_dropout: float = 0.0
     target_modules: str | tuple[str, ...] | None = None
     use_dora: bool = False
+    peft_type: str = "lora"  # the PEFT tuner (contract.PEFT_TYPES)
+    num_virtual_tokens: int = 20  # prompt / prefix tuning
+    decompose_factor: int = -1  # LoKr
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default

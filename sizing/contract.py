@@ -10,6 +10,10 @@ from typing import Any
 from .errors import SizingError
 
 METHODS = ("full", "lora", "qlora", "lora8")
+# The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
+# tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
+PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
+              "prefix_tuning", "ln_tuning")
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
@@ -146,6 +150,22 @@ FIELDS: tuple[Field, ...] = (
           nullable=True, form="text", group=_L),
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
+    Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning"),
+          choices=PEFT_TYPES, form="choice", group=_L),
+    # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
+    Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
+                                            "prompt_tuning / prefix_tuning virtual tokenlari soni",
+                                            "Virtual tokens of prompt_tuning / prefix_tuning"),
+          low=1, high=100_000),
+    Field("decompose_factor", "int", -1, ("LoKrConfig.decompose_factor; -1 — множители около корня",
+                                          "LoKrConfig.decompose_factor; -1 — ildizga yaqin ko‘paytuvchilar",
+                                          "LoKrConfig.decompose_factor; -1: factors near the square root"),
+          low=-1, high=65536),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
                                            "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
                                            "bf16",
@@ -254,6 +274,12 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict((("method", ("full", "lora")),), "load_in_8bit", True,
              "load_in_8bit needs method qlora or lora8, not {method}"),
     Conflict((("method", ("full",)),), "use_dora", True, "use_dora applies to LoRA methods, not full fine-tuning"),
+    *(Conflict((("method", ("full",)),), "peft_type", t, "peft_type applies to PEFT methods, not full fine-tuning")
+      for t in PEFT_TYPES[1:]),
+    *(Conflict((("framework", ("litgpt", "torchtune")),), "peft_type", t,
+               "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
+    *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
+      for t in PEFT_TYPES[1:]),
 )
 
 

@@ -71,7 +71,7 @@ def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, f
     """Measured/estimated ratio bands per tier for the run's regime, and the confidence label."""
     multi = cfg.num_gpus > 1
     out = {tier: uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2] for tier in ("allocated", "reserved")}
-    if arch.experts or cfg.torch_compile:
+    if arch.experts or cfg.torch_compile or trainable(cfg, arch).approximate:
         # Not covered by byte-exact checks: at least the unmeasured band, and said so.
         lo, hi = uncertainty.UNMEASURED["low"], uncertainty.UNMEASURED["high"]
         out = {k: (min(a, lo), max(b, hi)) for k, (a, b) in out.items()}
@@ -111,6 +111,10 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
                    allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
                    confidence=confidence, detail=detail)
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
+    why = trainable(cfg, arch).approximate  # a PEFT method whose saved tensors are not walked exactly
+    if why:
+        est.warnings.append({"code": "peft_method_approximate", "message": f"{why}: confidence low",
+                             "params": {"method": cfg.peft_type}})
     if gpu is not None:
         est.fits = [fit_entry(est, gpu)]
         if not est.fits[0]["fits"] and "refusal" not in est.fits[0]:

@@ -71,6 +71,10 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
                 k_index: int = 1) -> StepMemory:
     """Memory of every moment of one optimizer step; k_index picks the low/mid/high layer-backward transient."""
+    if cfg.is_peft and cfg.peft_type == "prompt_tuning":
+        # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
+        # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
+        cfg = replace(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
     mem = _step(cfg, arch, gpu, backend, k_index)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
@@ -129,8 +133,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
     # 0.42 holds) until the next forward returns.
     previous_graph = arch.layers * ls.held_per_token * n if reg.profile.previous_graph_alive else 0
-    # Tied embeddings trained in full: the embedding's dense gradient meets the head's at the end.
-    tied_grad = arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
+    # Tied embeddings trained in full: autograd's input buffer sums the head's and the embedding's dense
+    # V x H gradients out of place, so two more V x H tensors than the final gradient are alive for a moment
+    # (the two inputs and their sum; measured with real and fake tensors, tests/physics/test_fullscale_oracle.py).
+    tied_grad = 2 * arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
     layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
     kept_logits = kept_cache = 0
     if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step

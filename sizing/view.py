@@ -11,7 +11,8 @@ A view is {"blocks": [...], "pending": [...]}. Each block has a `key` and a `kin
   ("left", "center", "right"), optional `title`, `note` and `wrap` (class and attrs of a wrapping block);
 - "list": `items` of {text, attrs}.
 Every block may carry `class` and `attrs` (data-* attributes the tests and the stale logic read).
-`pending` names the blocks this answer does not bring (the fit table, computed a moment later).
+`pending` names the blocks this answer does not bring (the fit table, computed a moment later; the
+"it does not fit" ladder with it, when the run does not fit its GPU).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ COMPARED = ("H100-SXM-80GB", "H200-SXM-141GB")
 FIT_HEADS = ("th_gpu", "th_fits", "th_headroom", "th_batch", "th_seq", "th_gpus", "th_hours", "th_cost")
 FIT_ALIGN = ("left", "center", "right", "right", "right", "right", "right", "right")
 TABLE_BLOCKS = ("compare", "fit")  # the blocks that need the fit table
+LADDER_HEADS = ("ladder_lever", "ladder_change", "ladder_saves", "ladder_after", "th_fits", "ladder_time",
+                "ladder_gpu_hours")
+LADDER_ALIGN = ("left", "left", "right", "right", "center", "right", "right")
+# Fields a rung sets that follow from another one it shows (QLoRA's load_in_4bit, its compute dtype).
+LADDER_IMPLIED = ("load_in_4bit", "bnb_4bit_compute_dtype")
 
 View = dict[str, Any]
 Words = Mapping[str, str]  # key -> text in the page's language
@@ -198,13 +204,60 @@ def _fit(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
             "align": list(FIT_ALIGN), "rows": rows}
 
 
+def own_gpu_fits(est: Mapping[str, Any]) -> bool:
+    """Whether the estimate fits the GPU its configuration names (True when it names none)."""
+    gpu = (est.get("config") or {}).get("gpu")
+    return all(bool(f["fits"]) for f in est.get("fits") or [] if f.get("gpu") == gpu)
+
+
+def _ladder_factor(value: Any, w: Words, lang: str) -> str:
+    if value is None:
+        return "—"
+    if abs(float(value) - 1.0) < 0.0005:  # the time model sees no difference at two decimals
+        return w.get("ladder_same", "=")
+    return "×" + fmt_num(float(value), lang, 2)
+
+
+def _ladder(lad: Mapping[str, Any], w: Words, lang: str) -> View:
+    """sizing.ladder's rungs as a table: each lever on top of the rows above, the GiB it saves, the peak
+    after it, whether it then fits, and its time and GPU-hours per token against the row before."""
+    start = (f"{w.get('ladder_start', 'start')} ({lad['gpu']}, {w.get('ladder_usable', 'usable')} "
+             f"{fmt_gib(int(lad['usable_bytes']), lang)} {w.get('gib', 'GiB')})")
+    rows = [{"attrs": {"data-testid": "ladder-start", "data-fits": str(bool(lad["fits"])).lower(),
+                       "data-reserved": int(lad["reserved_bytes"])},
+             "cells": [{"text": start, "header": True}, {"text": "—"}, {"text": "—"},
+                       {"text": fmt_gib(int(lad["reserved_bytes"]), lang)}, {"text": "✓" if lad["fits"] else "✗"},
+                       {"text": "—"}, {"text": "—"}]}]
+    for rung in lad["rungs"]:
+        change = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                           for k, v in rung["change"].items() if k not in LADDER_IMPLIED)
+        cells = [w.get(f"ladder_{rung['lever']}", rung["lever"]), change, fmt_gib(int(rung["saved_bytes"]), lang),
+                 fmt_gib(int(rung["reserved_bytes"]), lang), "✓" if rung["fits"] else "✗",
+                 _ladder_factor(rung["time_factor"], w, lang), _ladder_factor(rung["gpu_hours_factor"], w, lang)]
+        rows.append({"attrs": {"data-testid": f"ladder-{rung['lever']}", "data-fits": str(bool(rung["fits"])).lower(),
+                               "data-saved": int(rung["saved_bytes"]), "data-reserved": int(rung["reserved_bytes"])},
+                     "cells": [{"text": text} for text in cells]})
+    fits_somewhere = any(r["fits"] for r in lad["rungs"])
+    note = w.get("ladder_note", "") + ("" if fits_somewhere else " " + w.get("ladder_never", ""))
+    return {"key": "ladder", "kind": "table", "class": "calc-ladder", "attrs": {"data-testid": "ladder"},
+            "wrap": {"class": "calc-ladder-wrap", "attrs": {}}, "title": w.get("ladder_title", ""),
+            "note": note.strip(), "head": [w.get(h, h) for h in LADDER_HEADS], "align": list(LADDER_ALIGN),
+            "rows": rows}
+
+
 def results_view(result: Mapping[str, Any], words: Words, lang: str) -> View:
     """The view of one ok compute() answer: peaks, range, bar, components, time, warnings, then the
-    H100/H200 comparison and the fit table (pending when the answer has no fit table yet)."""
-    est, table = result["estimate"], result.get("fit_table")
+    H100/H200 comparison and the fit table (pending when the answer has no fit table yet), and when the run
+    does not fit its GPU the ladder of what to change (computed with the fit table, pending with it)."""
+    est, table, lad = result["estimate"], result.get("fit_table"), result.get("ladder")
     comps = est["components"]
     blocks = [_peaks(est, words, lang), _uncertainty(est, words, lang), _bar(comps, words, lang),
               _components(comps, words, lang), _time(est, words, lang), _warnings(est, words, lang)]
     if table is not None:
         blocks += [_compare(table, words, lang), _fit(table, words, lang)]
-    return {"blocks": blocks, "pending": [] if table is not None else list(TABLE_BLOCKS)}
+    if lad is not None and not lad["fits"]:
+        blocks.append(_ladder(lad, words, lang))
+    pending = [] if table is not None else list(TABLE_BLOCKS)
+    if table is None and not own_gpu_fits(est):
+        pending.append("ladder")
+    return {"blocks": blocks, "pending": pending}

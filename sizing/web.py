@@ -8,6 +8,7 @@ Input and output are JSON text, so nothing but strings crosses the JS/Python bou
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import math
@@ -17,10 +18,11 @@ from typing import Any
 from . import SizingError, estimate, load_config
 from .catalog import gpus, model_records
 from .config import config_to_dict
+from .ladder import ladder
 from .report import compare as compare_report
 from .report import load_report
 from .solve import fit_table
-from .view import results_view
+from .view import own_gpu_fits, results_view
 
 
 def _finite(value: Any) -> Any:
@@ -114,6 +116,21 @@ def _fit_table(cfg: Any) -> list[dict[str, Any]]:
     return copy.deepcopy(rows)
 
 
+# Ladders already climbed, by normalised configuration (a few dozen estimates; the page asks twice per change).
+_LADDERS: dict[str, dict[str, Any]] = {}
+
+
+def _ladder(cfg: Any) -> dict[str, Any]:
+    key = repr(cfg)
+    got = _LADDERS.get(key)
+    if got is None:
+        got = dataclasses.asdict(ladder(cfg, cfg.gpu))
+        if len(_LADDERS) >= _TABLES_MAX:
+            _LADDERS.pop(next(iter(_LADDERS)))
+        _LADDERS[key] = got
+    return copy.deepcopy(got)
+
+
 def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """{"ok": True, **answer()}, or the refusal as data: a SizingError with its code, anything else the
     input can provoke as code "internal"."""
@@ -129,12 +146,15 @@ def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
-    peak first, the table about half a second later) and the snippet; or the SizingError as data. With the
-    page's `words` ({"lang", "text"}) the answer also holds the results view the page only has to place."""
+    peak first, the table about half a second later), with it the ladder of sizing.ladder when the run does
+    not fit its GPU (else None), and the snippet; or the SizingError as data. With the page's `words`
+    ({"lang", "text"}) the answer also holds the results view the page only has to place."""
     def answer() -> dict[str, Any]:
         cfg = load_config(data)
         rows = _fit_table(cfg) if table else None
-        out = {"estimate": estimate(cfg).to_dict(), "fit_table": rows, "snippet": snippet(config_to_dict(cfg))}
+        est = estimate(cfg).to_dict()
+        lad = _ladder(cfg) if table and cfg.gpu and not own_gpu_fits(est) else None
+        out = {"estimate": est, "fit_table": rows, "ladder": lad, "snippet": snippet(config_to_dict(cfg))}
         if words is not None:
             out["view"] = results_view(out, words["text"], str(words["lang"]))
         return out

@@ -112,6 +112,9 @@ class RunConfig:
     lora_dropout: float = 0.0
     target_modules: str | tuple[str, ...] | None = None
     use_dora: bool = False
+    peft_type: str = "lora"  # the PEFT tuner (contract.PEFT_TYPES)
+    num_virtual_tokens: int = 20  # prompt / prefix tuning
+    decompose_factor: int = -1  # LoKr
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default
@@ -310,6 +313,10 @@ from typing import Any
 from .errors import SizingError
 
 METHODS = ("full", "lora", "qlora", "lora8")
+# The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
+# tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
+PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
+              "prefix_tuning", "ln_tuning")
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
@@ -446,6 +453,22 @@ FIELDS: tuple[Field, ...] = (
           nullable=True, form="text", group=_L),
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
+    Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning"),
+          choices=PEFT_TYPES, form="choice", group=_L),
+    # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
+    Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
+                                            "prompt_tuning / prefix_tuning virtual tokenlari soni",
+                                            "Virtual tokens of prompt_tuning / prefix_tuning"),
+          low=1, high=100_000),
+    Field("decompose_factor", "int", -1, ("LoKrConfig.decompose_factor; -1 — множители около корня",
+                                          "LoKrConfig.decompose_factor; -1 — ildizga yaqin ko‘paytuvchilar",
+                                          "LoKrConfig.decompose_factor; -1: factors near the square root"),
+          low=-1, high=65536),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
                                            "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
                                            "bf16",
@@ -554,6 +577,12 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict((("method", ("full", "lora")),), "load_in_8bit", True,
              "load_in_8bit needs method qlora or lora8, not {method}"),
     Conflict((("method", ("full",)),), "use_dora", True, "use_dora applies to LoRA methods, not full fine-tuning"),
+    *(Conflict((("method", ("full",)),), "peft_type", t, "peft_type applies to PEFT methods, not full fine-tuning")
+      for t in PEFT_TYPES[1:]),
+    *(Conflict((("framework", ("litgpt", "torchtune")),), "peft_type", t,
+               "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
+    *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
+      for t in PEFT_TYPES[1:]),
 )
 
 
@@ -1149,6 +1178,10 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
             raise _refuse(name, "the trial's Trainer run does not do this; set it to false")
     if cfg.get("activation_offloading") and framework != "trl":
         raise _refuse("activation_offloading", "only TRL's SFTConfig offers it; use framework trl or set false")
+    if cfg.get("method") != "full" and cfg.get("peft_type", "lora") != "lora":
+        # model.py builds a LoraConfig only; the other tuners are estimated by sizing but not run here.
+        raise _refuse("peft_type", f"{cfg.get('peft_type')} is estimated by sizing, but the trial trains LoRA only; "
+                      "set peft_type to lora")
     if cfg.get("method") in ("qlora", "lora8") and importlib.util.find_spec("bitsandbytes") is None:
         raise _refuse("method", f"{cfg.get('method')} needs bitsandbytes, which is not installed")
     _check_launch(cfg, launched)

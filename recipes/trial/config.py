@@ -105,6 +105,10 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
             raise _refuse(name, "the trial's Trainer run does not do this; set it to false")
     if cfg.get("activation_offloading") and framework != "trl":
         raise _refuse("activation_offloading", "only TRL's SFTConfig offers it; use framework trl or set false")
+    if cfg.get("method") != "full" and cfg.get("peft_type", "lora") != "lora":
+        # model.py builds a LoraConfig only; the other tuners are estimated by sizing but not run here.
+        raise _refuse("peft_type", f"{cfg.get('peft_type')} is estimated by sizing, but the trial trains LoRA only; "
+                      "set peft_type to lora")
     if cfg.get("method") in ("qlora", "lora8") and importlib.util.find_spec("bitsandbytes") is None:
         raise _refuse("method", f"{cfg.get('method')} needs bitsandbytes, which is not installed")
     _check_launch(cfg, launched)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from sitebuild.ladder_block import WORDS as LADDER_WORDS
 from sitebuild.sizing_labels import LABELS
+from sizing.ladder import LEVERS
 
 
 def words(lang: str) -> dict[str, str]:
@@ -296,6 +298,28 @@ TEXT: dict[str, dict[str, str]] = {
                      "цене GPU-часа.", "uz": "Vaqt va narx — ishga tushirish sig‘adigan eng kam GPU sonida, "
                      "kiritilgan GPU-soat narxi bo‘yicha.", "en": "Time and cost are on the fewest GPUs that fit, "
                      "at the price per GPU-hour entered."},
+    # the "it does not fit" ladder (sizing.ladder), shown when the run does not fit its GPU
+    "ladder_title": {"ru": "Что изменить, чтобы поместилось", "uz": "Sig‘ishi uchun nimani o‘zgartirish kerak",
+                     "en": "What to change so it fits"},
+    "ladder_note": {"ru": "Каждая строка применяется поверх строк выше; время и GPU-часы на токен — относительно "
+                    "строки выше.", "uz": "Har bir qator yuqoridagi qatorlar ustiga qo‘llanadi; token uchun vaqt va "
+                    "GPU-soat — yuqoridagi qatorga nisbatan.", "en": "Each row applies on top of the rows above; "
+                    "time and GPU-hours per token are against the row above."},
+    "ladder_never": {"ru": "Ни один рычаг не помещает запуск на этот GPU.",
+                     "uz": "Hech bir dastak ishga tushirishni bu GPUga sig‘dirmaydi.",
+                     "en": "No lever makes the run fit this GPU."},
+    "ladder_change": {"ru": "Что меняется", "uz": "Nima o‘zgaradi", "en": "Change"},
+    "ladder_usable": {"ru": "доступно", "uz": "mavjud", "en": "usable"},
+    "ladder_lever": {lang: LADDER_WORDS["lever"][lang] for lang in ("ru", "uz", "en")},
+    "ladder_saves": {lang: LADDER_WORDS["saves"][lang] for lang in ("ru", "uz", "en")},
+    "ladder_after": {lang: LADDER_WORDS["after"][lang] for lang in ("ru", "uz", "en")},
+    "ladder_time": {lang: LADDER_WORDS["time"][lang] for lang in ("ru", "uz", "en")},
+    "ladder_gpu_hours": {lang: LADDER_WORDS["gpu_hours"][lang] for lang in ("ru", "uz", "en")},
+    "ladder_same": {lang: LADDER_WORDS["same"][lang] for lang in ("ru", "uz", "en")},
+    "ladder_start": {lang: LADDER_WORDS["start"][lang] for lang in ("ru", "uz", "en")},
+    # the levers in the guides' words (ladder_block), without the Markdown code marks
+    **{f"ladder_{lever}": {lang: LADDER_WORDS[lever][lang].replace("`", "") for lang in ("ru", "uz", "en")}
+       for lever in LEVERS},
     # an imported trial report (calc_report.js)
     "report_import": {"ru": "Загрузить отчёт пробного запуска (report.json):",
                       "uz": "Sinov ishga tushirish hisobotini yuklash (report.json):",
@@ -387,6 +411,13 @@ TEXT: dict[str, dict[str, str]] = {
               "ularni ko‘rmaydi, xotira yetmasa ular xost operativ xotirasiga ko‘chadi.",
         "en": "Paged optimizer states ({gib} GiB) live in CUDA managed memory: PyTorch's counters do not see them, "
               "and under memory pressure they move to host RAM."},
+    "w_peft_method_approximate": {
+        "ru": "Метод PEFT {method}: параметры, градиенты и состояния оптимизатора посчитаны точно, а сохранённые "
+              "активации — приближённо (как у LoRA или у замороженной базы), поэтому точность оценки низкая.",
+        "uz": "PEFT usuli {method}: parametrlar, gradiyentlar va optimizator holatlari aniq hisoblangan, saqlangan "
+              "aktivatsiyalar esa taxminiy (LoRA yoki muzlatilgan asosdagidek), shuning uchun baho aniqligi past.",
+        "en": "PEFT method {method}: parameters, gradients and optimizer states are exact, the saved activations "
+              "are approximated (as LoRA's or the frozen base's), so the confidence is low."},
     "w_padded_upper_bound": {
         "ru": "Без упаковки батч дополняется до самого длинного примера: оценка дана для батча, где самый длинный "
               "пример достигает max_seq_length.",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
 from .adapters import Trainable
+from .peft_methods import ia3_constant, ia3_pieces
 from .regime import Regime
 
 
@@ -33,6 +34,7 @@ class LayerWalker:
     def __init__(self, arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> None:
         self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
         self.targets = {lin.name for lin in trainable.targets}
+        self.frozen_a = trainable.frozen_a
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
@@ -102,7 +104,9 @@ class LayerWalker:
                     copied = True
                 if reg.autocast and cur != c:
                     cur, copied = c, True
-                if copied:
+                if self.frozen_a:
+                    pass  # LoRA-FA: lora_A is frozen, so its matmul saves no input (measured in tests/physics)
+                elif copied:
                     extra += cur * width
                 else:
                     shared = True
@@ -227,7 +231,11 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     """What one decoder layer saves for backward, per token and per layer, and its layer-0 correction."""
     layer = LayerWalker(arch, reg, trainable, r, seq)
     per_token = layer.walk()
+    scaled = ia3_pieces(trainable.scaled, reg.adapter, layer.linear_out(reg.compute))  # IA3: peft_methods.py
+    layer.pieces.extend(x for x in scaled if x)
+    per_token += sum(scaled)
     const, cached = layer.constants()
+    const += ia3_constant(trainable.scaled, reg.adapter)
     delta = delta_const = 0
     if not reg.full and not reg.checkpointing:
         # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its

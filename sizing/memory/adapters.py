@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..arch import MLP_IN, Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
+from .peft_methods import APPROXIMATE, LORA_SHAPED, module_tensors, norm_tensors, prompt_tensors, widths_ok
 
 LM_HEAD = "lm_head"
 
@@ -18,6 +19,9 @@ class Trainable:
     targets: tuple[Linear, ...]  # adapted linears of one decoder layer (empty for full FT)
     lm_head: bool  # LoRA on the output head
     tensors: tuple[tuple[int, int, int], ...]
+    approximate: str = ""  # why the activations of this PEFT method are not walked exactly ("" when they are)
+    frozen_a: bool = False  # LoRA-FA: lora_A does not train (peft optimizers/lorafa.py create_lorafa_optimizer)
+    scaled: tuple[Linear, ...] = ()  # IA3: the modules whose output (or feed-forward input) ia3_l scales
 
     @property
     def params(self) -> int:
@@ -73,7 +77,14 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
     """Trainable tensors of the run: LoRA A/B (+ DoRA magnitude) per adapted module, or every weight."""
     if cfg.method == "full":
         return Trainable((), False, _all_tensors(arch))
+    kind = cfg.peft_type
+    if kind in ("prompt_tuning", "prefix_tuning"):
+        return Trainable((), False, tuple(prompt_tensors(kind, arch, cfg.num_virtual_tokens)), APPROXIMATE[kind])
+    if kind == "ln_tuning":
+        return Trainable((), False, tuple(norm_tensors(arch)), APPROXIMATE[kind])
     targets, head = resolve_targets(cfg, arch)
+    if kind not in ("lora", "lora_fa"):
+        return _other(cfg, arch, kind, targets, head)
     r = cfg.r
     widths = [min(lin.in_features, lin.out_features) for lin in targets]
     if head:
@@ -96,14 +107,32 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
                 tensors += [(lin.count * 2 * r, lin.in_features, arch.layers),
                             (2 * lin.out_features, lin.count * 2 * r, arch.layers)]
             continue
-        tensors += [(r, lin.in_features, n), (lin.out_features, r, n)]
+        tensors += [(r, lin.in_features, n), (lin.out_features, r, n)] if kind == "lora" else [(lin.out_features, r, n)]
         if cfg.use_dora:
             tensors.append((1, lin.out_features, n))
     if head:
-        tensors += [(r, arch.hidden, 1), (arch.vocab, r, 1)]
+        tensors += [(r, arch.hidden, 1), (arch.vocab, r, 1)] if kind == "lora" else [(arch.vocab, r, 1)]
         if cfg.use_dora:
             tensors.append((1, arch.vocab, 1))
-    return Trainable(targets, head, tuple(tensors))
+    return Trainable(targets, head, tuple(tensors), frozen_a=kind == "lora_fa")
+
+
+def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
+    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3) on the resolved target modules."""
+    if head:
+        raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
+                          field="target_modules", unknown=[LM_HEAD])
+    bad = [lin.name for lin in targets if not widths_ok(kind, lin, cfg.r)]
+    if bad:
+        raise SizingError("rank_too_large", f"r={cfg.r} must divide the input width of {', '.join(bad)} for OFT",
+                          field="r", value=cfg.r, max=min(lin.in_features for lin in targets))
+    tensors: list[tuple[int, int, int]] = []
+    for lin in targets:
+        tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor)
+    if kind == "ia3":
+        return Trainable((), False, tuple(tensors), scaled=targets)
+    shaped = targets if kind in LORA_SHAPED else ()
+    return Trainable(shaped, False, tuple(tensors), APPROXIMATE[kind])
 
 
 def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:

@@ -26,25 +26,13 @@ pytestmark = pytest.mark.physics
 REL_TOL = 0.01
 ALL = os.environ.get("SIZING_FULLSCALE") == "1"
 HEAVY = pytest.mark.skipif(not ALL, reason="heavy full-scale trace: set SIZING_FULLSCALE=1")
-# Full fine-tuning with tied embeddings: backward sums the head's and the embedding's V x H gradients
-# out of place (autograd's input buffer: aten.add.Tensor), so for a moment three V x H gradients are alive
-# (the two inputs and their sum) next to the other gradients; the engine counts one extra (step.py
-# tied_grad). Measured with real tensors too (V=100000, H=64: peak 3.0 V*H*4 B above the weight, fake and
-# real alike). Llama-3.2-1B full: the engine is short by exactly V*H*2 = 0.489 GiB.
-TIED_FULL = pytest.mark.xfail(
-    reason="engine counts 2 of the 3 V x H gradients alive at the tied-embedding gradient sum", strict=False)
-
-
-def _tied(model_id: str) -> bool:
-    return bool(fullscale.model_config(model_id).get("tie_word_embeddings", True))
 
 
 def _params():
     out = []
     for i, c in enumerate(fullscale.CASES):
-        marks = [] if i == 0 else [HEAVY]
-        if c[1] == "full" and _tied(c[0]):
-            marks.append(TIED_FULL)
+        # by default one LoRA trace and the tied-embedding full fine-tune (its gradient sum is the peak)
+        marks = [] if i in (0, 3) else [HEAVY]
         out.append(pytest.param(c, id=fullscale.case_id(c), marks=marks))
     return out
 

@@ -62,6 +62,7 @@ BAD: list[tuple[str, dict[str, Any] | str, tuple[str, ...], str, str]] = [
     ("loss not run", {**FAST, "loss_implementation": "chunked_ce"}, (), "loss_implementation", "hf"),
     ("gpus vs launch", {**FAST, "num_gpus": 2, "parallelism": "ddp"}, (), "num_gpus", "1 process"),
     ("zero", {**FAST, "num_gpus": 1, "cpu_offload": True}, (), "cpu_offload", "false"),
+    ("peft type not run", {**FAST, "peft_type": "ia3"}, (), "peft_type", "LoRA only"),
     ("max steps 0", FAST, ("--max-steps", "0"), "--max-steps", "at least 1"),
     ("tokenizer too large", {**FAST, "model_config": {**TINY_LLAMA, "vocab_size": 100}}, (), "--tokenizer",
      "vocabulary only 100"),

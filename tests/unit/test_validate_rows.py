@@ -119,10 +119,45 @@ def test_oom_row_and_devices_over_table() -> None:
         4, "fsdp", True)
 
 
+def _as(row_id: str, **cols: str) -> dict[str, str]:
+    """Row R008 (S01, PEFT's MetaMathQA harness) with the columns another S01 row states."""
+    return {**rows()["R008"], "row_id": row_id, **cols}
+
+
 def test_other_peft_methods_refused_with_code() -> None:
     with pytest.raises(vr.RowRefused) as err:
-        vr.row_case(rows()["R008"])
+        vr.row_case(_as("R018", method_detail="OSF"))  # no peft_type for it
     assert err.value.code == "row_method_not_modelled"
+    assert "adalora" in str(err.value)  # the message names what is supported
+
+
+@pytest.mark.parametrize(("method", "detail", "peft_type"), [
+    ("other", "AdaLoRA", "adalora"), ("other", "IA3", "ia3"), ("other", "LoHa", "loha"), ("other", "LoKr", "lokr"),
+    ("other", "OFT", "oft"), ("other", "BOFT", "boft"), ("other", "VeRA", "vera"),
+    ("other", "prefix tuning", "prefix_tuning"), ("other", "prompt tuning", "prompt_tuning"),
+    ("other", "LayerNorm tuning", "ln_tuning"), ("lora", "LoRA-FA optimizer (A frozen)", "lora_fa"),
+])
+def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
+    """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
+    c = vr.row_case(_as("X", method=method, method_detail=detail)).config
+    assert (c["method"], c["peft_type"]) == ("lora", peft_type)
+
+
+def test_virtual_tokens_read_from_trainable_params() -> None:
+    """R016 states 614,400 trainable = 200 x 3072 (Llama-3.2-3B hidden); R015 11,468,800 = 200 x 28 x 2 x 1024."""
+    prompt = _as("R016", method_detail="prompt tuning", trainable_params="614400")
+    prefix = _as("R015", method_detail="prefix tuning", trainable_params="11468800")
+    assert vr.row_case(prompt).config["num_virtual_tokens"] == 200
+    assert vr.row_case(prefix).config["num_virtual_tokens"] == 200
+    odd = _as("X", method_detail="prompt tuning", trainable_params="614401")  # not a multiple: the default stays
+    assert "num_virtual_tokens" not in vr.row_case(odd).config
+
+
+def test_lorafa_optimizer_is_adamw() -> None:
+    """peft's LoraFAOptimizer keeps AdamW's two moments per trained tensor (optimizers/lorafa.py)."""
+    row = _as("R007", method="lora", method_detail="LoRA-FA optimizer (A frozen)",
+              optimizer='PEFT create_lorafa_optimizer (AdamW-based) {"r": 32, "lora_alpha": 64}')
+    assert vr.row_case(row).config["optim"] == "adamw_torch"
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -1,0 +1,110 @@
+# Trainable tensors of the PEFT tuners other than LoRA/DoRA, from peft 0.21.2 tuners/<name>/layer.py.
+from __future__ import annotations
+
+from ..arch import MLP_MID, Architecture, Linear
+
+Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trainable.tensors
+
+# Forward/backward not walked tensor by tensor: activations are the LoRA pattern at rank r (or the frozen base
+# for the methods with no per-module adapter), so the estimate says confidence "low" and why.
+APPROXIMATE = {
+    "adalora": "AdaLoRA's saved tensors are modelled as LoRA's at r = init_r (lora_E scaling not walked)",
+    "vera": "VeRA's saved tensors are modelled as LoRA's at rank r (the shared vera_A/vera_B buffers are not counted)",
+    "loha": "LoHa's saved tensors are modelled as LoRA's at rank r (its forward builds the full delta weight)",
+    "lokr": "LoKr's saved tensors are modelled as LoRA's at rank r (its forward builds the full Kronecker weight)",
+    "oft": "OFT's saved tensors are modelled as LoRA's at rank r (the rotation of the input is not walked)",
+    "boft": "BOFT's saved tensors are modelled as LoRA's at rank r (the butterfly factors are not walked)",
+    "prefix_tuning": "prefix tuning's saved tensors are modelled as the frozen base's (the prefix keys/values "
+                     "attended by every layer are not walked)",
+    "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
+    "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
+}
+# Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
+LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft")
+
+
+def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
+    """peft tuners/lokr/layer.py::factorization: dimension = m * n with m <= n, m near `factor` or sqrt."""
+    if factor > 0 and dimension % factor == 0:
+        return factor, dimension // factor
+    if factor == -1:
+        factor = dimension
+    m, n = 1, dimension
+    length = m + n
+    while m < n:
+        new_m = m + 1
+        while dimension % new_m != 0:
+            new_m += 1
+        new_n = dimension // new_m
+        if new_m + new_n > length or new_m > factor:
+            break
+        m, n = new_m, new_n
+    return (n, m) if m > n else (m, n)
+
+
+def _lokr(lin: Linear, r: int, factor: int, k: int) -> Tensors:
+    """LoKr update_layer (Linear, decompose_both False): lokr_w1 [a, c] and lokr_w2 [b, d] or its rank-r pair."""
+    out_l, out_k = factorization(lin.out_features, factor)
+    in_m, in_n = factorization(lin.in_features, factor)
+    t: Tensors = [(out_l, in_m, k)]  # use_w1 = not (decompose_both and ...): always with decompose_both False
+    if r < max(out_k, in_n) / 2:
+        t += [(out_k, r, k), (r, in_n, k)]
+    else:
+        t.append((out_k, in_n, k))
+    return t
+
+
+def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int) -> Tensors:
+    """The trainable tensors one tuner adds to `k` copies of the Linear `lin`."""
+    i, o = lin.in_features, lin.out_features
+    if kind == "lora_fa":  # lora_A frozen by create_lorafa_optimizer: only lora_B [out, r] trains
+        return [(o, r, k)]
+    if kind == "adalora":  # SVDLinear: lora_A [r, in], lora_E [r, 1], lora_B [out, r]; ranknum is frozen
+        return [(r, i, k), (r, 1, k), (o, r, k)]
+    if kind == "vera":  # vera_lambda_d [r], vera_lambda_b [out]; vera_A/vera_B are shared buffers
+        return [(1, r, k), (1, o, k)]
+    if kind == "loha":  # hada_w1_a/w2_a [out, r], hada_w1_b/w2_b [r, in]
+        return [(o, r, 2 * k), (r, i, 2 * k)]
+    if kind == "lokr":
+        return _lokr(lin, r, factor, k)
+    if kind == "oft":  # r blocks of size in/r, each a skew-symmetric matrix stored as its upper triangle
+        b = i // r
+        return [(r, b * (b - 1) // 2, k)]
+    if kind == "boft":  # PEFT defaults boft_block_size=4, boft_n_butterfly_factor=1: boft_R [1, in/4, 4, 4], boft_s
+        return [(i // 4, 16, k), (o, 1, k)]
+    if kind == "ia3":  # ia3_l: [1, in] on a feed-forward (MLP output) module, else [out, 1]
+        return [(1, i if lin.feeds_from == MLP_MID else o, k)]
+    raise ValueError(kind)
+
+
+def ia3_pieces(scaled: tuple[Linear, ...], adapter_bytes: int, result_bytes: int) -> list[int]:
+    """Per-token bytes IA3 saves per layer (ia3/layer.py Linear.forward): the multiply by ia3_l keeps the frozen
+    output (result_bytes) of a non-feed-forward module, and the input cast to ia3_l's dtype of a feed-forward one."""
+    return [(lin.in_features * adapter_bytes if lin.feeds_from == MLP_MID else lin.out_features * result_bytes)
+            * lin.count for lin in scaled]
+
+
+def ia3_constant(scaled: tuple[Linear, ...], adapter_bytes: int) -> int:
+    """Bytes per layer: `ia3_scaling = 1 * ia3_l.flatten()` is a new tensor, saved by each multiply."""
+    return sum((lin.in_features if lin.feeds_from == MLP_MID else lin.out_features) * lin.count * adapter_bytes
+               for lin in scaled)
+
+
+def widths_ok(kind: str, lin: Linear, r: int) -> bool:
+    """Whether PEFT accepts rank r on `lin`: OFT needs in_features divisible by r (oft/layer.py update_layer)."""
+    return kind != "oft" or lin.in_features % r == 0
+
+
+def prompt_tensors(kind: str, arch: Architecture, tokens: int) -> Tensors:
+    """Prompt tuning: the prompt embedding [tokens, hidden]; prefix tuning (no projection): one key and one
+    value per layer and virtual token, at the KV width (peft utils/peft_types + _prepare_prompt_learning_config)."""
+    if kind == "prompt_tuning":
+        return [(tokens, arch.hidden, 1)]
+    return [(tokens, arch.layers * 2 * arch.kv_width, 1)]
+
+
+def norm_tensors(arch: Architecture) -> Tensors:
+    """LN tuning: a trainable copy of every hidden-width norm's weight (and bias), per layer and the final one;
+    PEFT's Llama mapping (input_layernorm, post_attention_layernorm, norm) leaves Qwen3's q_norm/k_norm out."""
+    per = (arch.pre_norms + arch.post_norms) * arch.layers + arch.outer_norms
+    return [(1, arch.hidden, per * (2 if arch.norm_bias else 1))]

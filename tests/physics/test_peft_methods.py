@@ -1,0 +1,146 @@
+"""PEFT tuners other than LoRA: the engine's trainable parameter count against PEFT's own
+model.get_nb_trainable_parameters() on tiny random Llama / Qwen2 / Qwen3 models built from a config."""
+
+from __future__ import annotations
+
+import pytest
+
+for _mod in ("torch", "transformers", "peft"):  # so the engine's unit tests run without torch
+    pytest.importorskip(_mod, reason=f"physics tests need {_mod}: pip install -r requirements-physics.txt")
+
+import harness  # noqa: E402
+import peft  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+# PEFT 0.21.2 reads transformers 5's deprecated is_gradient_checkpointing (a FutureWarning, not ours).
+pytestmark = [pytest.mark.physics, pytest.mark.filterwarnings("ignore::FutureWarning"),
+              pytest.mark.filterwarnings("ignore::UserWarning")]
+
+QV, KVD = ["q_proj", "v_proj"], ["k_proj", "v_proj", "down_proj"]
+ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+# (engine config, PEFT config); every PEFT value is one the engine reads or PEFT's default.
+CASES = {
+    "lora_fa": ({"peft_type": "lora_fa", "r": 8, "target_modules": ALL},
+                lambda: peft.LoraConfig(r=8, target_modules=ALL)),
+    "adalora": ({"peft_type": "adalora", "r": 12, "target_modules": QV},
+                lambda: peft.AdaLoraConfig(init_r=12, target_r=8, target_modules=QV, total_step=100)),
+    "ia3": ({"peft_type": "ia3", "target_modules": KVD},
+            lambda: peft.IA3Config(target_modules=KVD, feedforward_modules=["down_proj"])),
+    "vera": ({"peft_type": "vera", "r": 16, "target_modules": QV}, lambda: peft.VeraConfig(r=16, target_modules=QV)),
+    "loha": ({"peft_type": "loha", "r": 8, "target_modules": ALL}, lambda: peft.LoHaConfig(r=8, target_modules=ALL)),
+    "lokr": ({"peft_type": "lokr", "r": 8, "target_modules": ALL}, lambda: peft.LoKrConfig(r=8, target_modules=ALL)),
+    "lokr_f4": ({"peft_type": "lokr", "r": 4, "decompose_factor": 4, "target_modules": QV},
+                lambda: peft.LoKrConfig(r=4, decompose_factor=4, target_modules=QV)),
+    "oft": ({"peft_type": "oft", "r": 8, "target_modules": QV},
+            lambda: peft.OFTConfig(r=8, oft_block_size=0, target_modules=QV)),
+    "boft": ({"peft_type": "boft", "target_modules": QV},
+             lambda: peft.BOFTConfig(boft_block_size=4, target_modules=QV)),
+    "prompt": ({"peft_type": "prompt_tuning", "num_virtual_tokens": 10},
+               lambda: peft.PromptTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=10)),
+    "prefix": ({"peft_type": "prefix_tuning", "num_virtual_tokens": 10},
+               lambda: peft.PrefixTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=10)),
+    "ln": ({"peft_type": "ln_tuning"}, lambda: peft.LNTuningConfig(
+        target_modules=["input_layernorm", "post_attention_layernorm", "norm"])),
+}
+
+
+def _peft_count(style: str, name: str) -> int:
+    cfg = harness.hf_config(style)
+    cfg.num_hidden_layers = 2
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    pm = peft.get_peft_model(model, CASES[name][1]())
+    if name == "lora_fa":
+        from peft.optimizers import create_lorafa_optimizer
+
+        create_lorafa_optimizer(pm, r=8, lora_alpha=8, lr=1e-4)  # freezes every lora_A
+    return int(pm.get_nb_trainable_parameters()[0])
+
+
+@pytest.mark.parametrize("style", ["llama", "qwen2", "qwen3"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_trainable_params_match_peft(engine, style, name):
+    """Trainable parameters (and so gradient and AdamW bytes) equal PEFT's count exactly."""
+    mc = dict(harness.MODEL_CONFIGS[style], num_hidden_layers=2)
+    est = engine.estimate(engine.load_config({"model_config": mc, "torch_dtype": "bfloat16", "max_seq_length": 64,
+                                              "per_device_train_batch_size": 1, **CASES[name][0]}), backend="cpu")
+    assert est.detail["trainable_params"] == _peft_count(style, name)
+    if name not in ("lora_fa", "ia3"):  # walked exactly: test_lora_fa_saved_activations, test_ia3_saved_activations
+        assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
+
+
+ALL_FA = {"peft_type": "lora_fa", "r": 8, "target_modules": ALL}
+
+
+def _saved_per_layer(dtype: torch.dtype, autocast: bool, dropout: float) -> dict[str, int]:
+    """Bytes saved for backward by layers 0 and 1 of a tiny Llama under LoRA-FA (harness.SavedRecorder)."""
+    from peft.optimizers import create_lorafa_optimizer
+    from torch.autograd.graph import saved_tensors_hooks
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=dtype)
+    pm = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=ALL, lora_dropout=dropout))
+    create_lorafa_optimizer(pm, r=8, lora_alpha=8, lr=1e-4)
+    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+    ids = torch.randint(0, 8192, (harness.B, harness.S))
+    with saved_tensors_hooks(rec.pack, lambda t: t), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        out = pm(input_ids=ids, labels=ids)
+    got = rec.by_label()
+    rec.remove()
+    del out
+    return got
+
+
+@pytest.mark.parametrize(("load", "autocast", "dropout"), [
+    ("bfloat16", False, 0.0), ("bfloat16", False, 0.1), ("float32", True, 0.0)])
+def test_lora_fa_saved_activations(engine, load, autocast, dropout):
+    """LoRA-FA saves what LoRA saves minus lora_A's input (lora_A frozen): byte-exact per decoder layer."""
+    from sizing.catalog import resolve_architecture
+    from sizing.memory.activations import layer_saved
+    from sizing.memory.adapters import trainable
+    from sizing.memory.regime import resolve
+
+    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": load,
+                              "bf16": autocast, "max_seq_length": harness.S, "lora_dropout": dropout,
+                              "per_device_train_batch_size": harness.B, "packing": True, **ALL_FA})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
+    middle = ls.per_token * harness.N + ls.constant
+    first = middle + ls.layer0_delta_per_token * harness.N + ls.layer0_delta_constant
+    got = _saved_per_layer(getattr(torch, load), autocast, dropout)
+    assert middle == got["L1"]  # every decoder layer but the first: byte-exact
+    # Layer 0 (its input needs no gradient) is measured 1.0 % / 2.1 % above (bf16) and 2.9 % below (autocast)
+    # the engine's layer-0 correction, which was derived for LoRA; an open item, one layer of L.
+    assert abs(first - got["L0"]) <= 0.03 * got["L0"]
+    est = engine.estimate(cfg, backend="cpu")
+    assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
+
+
+def test_ia3_saved_activations(engine):
+    """IA3 (k_proj, v_proj, feed-forward down_proj) on a bf16 base: the frozen k/v outputs and the fp32 cast of
+    down_proj's input are saved by the multiply with ia3_l; byte-exact per decoder layer >= 1."""
+    from torch.autograd.graph import saved_tensors_hooks
+
+    from sizing.catalog import resolve_architecture
+    from sizing.memory.activations import layer_saved
+    from sizing.memory.adapters import trainable
+    from sizing.memory.regime import resolve
+
+    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": "bfloat16",
+                              "max_seq_length": harness.S, "per_device_train_batch_size": harness.B,
+                              "packing": True, **CASES["ia3"][0]})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
+    pm = peft.get_peft_model(model, CASES["ia3"][1]())
+    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+    ids = torch.randint(0, 8192, (harness.B, harness.S))
+    with saved_tensors_hooks(rec.pack, lambda t: t):
+        out = pm(input_ids=ids, labels=ids)
+    got = rec.by_label()
+    rec.remove()
+    del out
+    assert ls.per_token * harness.N + ls.constant == got["L1"]
