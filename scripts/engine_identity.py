@@ -1,10 +1,10 @@
 """Bit-identity of the engine's answers between two versions of `sizing/`: estimates, fit tables and times.
 
 The configurations are the example files plus a seeded random sample of valid ones (LoRA / QLoRA / LoRA-8bit /
-full, DDP / FSDP / ZeRO, eager / SDPA / FlashAttention-2, packing on and off, checkpointing, several catalog
-models and a tiny config.json model, expandable segments). Every answer (the estimate's JSON, the fit table's
-rows, or the refusal's code and message) is written as one JSON line; `--ref REV` runs the same sample on
-`git archive REV sizing` in a fresh process and reports every line that differs.
+full and the other PEFT types, DDP / FSDP / ZeRO, eager / SDPA / FlashAttention-2, packing on and off,
+checkpointing, several catalog models and a tiny config.json model, expandable segments). Every answer (the
+estimate's JSON, the fit table's rows, or the refusal's code and message) is written as one JSON line;
+`--ref REV` runs the same sample on `git archive REV sizing` in a fresh process and reports every line that differs.
 
     python scripts/engine_identity.py --ref HEAD          # current tree against the last commit
     python scripts/engine_identity.py --out answers.jsonl # just write this tree's answers
@@ -57,6 +57,9 @@ def sample(n: int, seed: int) -> list[dict[str, Any]]:
         if method != "full":
             cfg.update(r=rng.choice([8, 16, 64]), target_modules=rng.choice(["all-linear", ["q_proj", "v_proj"]]),
                        lora_dropout=rng.choice([0.0, 0.05]))
+        if method != "full" and rng.random() < 0.4:  # the other PEFT methods (sizing/memory/peft_methods.py)
+            cfg["peft_type"] = rng.choice(["lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft",
+                                           "prompt_tuning", "prefix_tuning", "ln_tuning"])
         if rng.random() < 0.35:
             cfg.update(num_gpus=rng.choice([2, 4, 8]), parallelism=rng.choice(["ddp", "fsdp", "zero2", "zero3"]))
         if rng.random() < 0.5:
