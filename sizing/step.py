@@ -1,8 +1,10 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import json
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
+from typing import Any
 
 from .arch import Architecture
 from .catalog import Gpu
@@ -77,9 +79,29 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
-    at = _step(replace(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]), arch, gpu, backend,
-               k_index)
-    return replace(mem, tensors=at.tensors, replay_dynamic=at.replay_dynamic)
+    tensors, dynamic = _grid_tensors(replace(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
+                                     arch, gpu, backend, k_index)
+    return replace(mem, tensors=tensors, replay_dynamic=dynamic)
+
+
+# The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
+# probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
+_GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
+_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name != "extra")
+
+
+def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
+                  k_index: int) -> tuple[Replay, int]:
+    values = (getattr(cfg, name) for name in _KEY_FIELDS)
+    key = (tuple(json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for v in values), arch,
+           gpu.id if gpu is not None else None, backend, k_index)
+    got = _GRID.get(key)
+    if got is None:
+        if len(_GRID) >= 4096:
+            _GRID.clear()
+        at = _step(cfg, arch, gpu, backend, k_index)
+        got = _GRID[key] = at.tensors, at.replay_dynamic
+    return got
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
@@ -161,8 +183,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     root = totals.root_unit if sh.gathered else 0
     linears = [lin.params * lin.count for lin in arch.linears]
     per_layer_static = (sh.weights - sh.gathered) // arch.layers
-    for _ in range(arch.layers):  # one tensor per projection (FSDP: one flat shard per unit)
-        static += [per_layer_static * p // sum(linears) for p in linears] if not sh.gathered else [per_layer_static]
+    # one tensor per projection (FSDP: one flat shard per unit), the same for every layer
+    static += ([per_layer_static * p // sum(linears) for p in linears] if not sh.gathered
+               else [per_layer_static]) * arch.layers
     if not sh.gathered:
         static.append(max(sh.weights - sum(static), 0))  # embeddings, norms, LM head
     static += [sh.quant_state, sh.adapters] if cfg.is_peft else [sh.quant_state]
@@ -173,7 +196,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     rest = [int(rows * cols * grad_elem * share) * count for rows, cols, count in tr.tensors if count < arch.layers]
     head_grads = tuple(x for x in rest if x)
     rp = Replay(
-        static=tuple(x for x in static if x), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
+        static=tuple(filter(None, static)), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
         layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
         forward_transient=ov.dequant_forward,
         # layer_backward includes the recomputed layer under checkpointing: the replay allocates that itself.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..catalog import Gpu
@@ -33,7 +34,7 @@ def segment_size(size: int) -> int:
     return -(-size // ROUND_LARGE) * ROUND_LARGE
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Block:
     size: int
     free: bool
@@ -48,9 +49,10 @@ class CachingAllocator:
 
     def __init__(self, expandable: bool = False) -> None:
         self.expandable = expandable
-        # Free blocks per pool (small?): the sorted distinct sizes, and the blocks of each size.
+        # Free blocks per pool (small?): the sorted distinct sizes, and the blocks of each size in the order
+        # they were cached (best fit takes the first of its size).
         self._sizes: dict[bool, list[int]] = {True: [], False: []}
-        self._bucket: dict[bool, dict[int, dict[int, _Block]]] = {True: {}, False: {}}
+        self._bucket: dict[bool, dict[int, dict[_Block, None]]] = {True: {}, False: {}}  # an ordered set per size
         self._tail: dict[bool, _Block | None] = {True: None, False: None}  # expandable: last block per pool
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
@@ -63,54 +65,94 @@ class CachingAllocator:
         b.free = True
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole += b.size
-        bucket = self._bucket[small].get(b.size)
+        buckets = self._bucket[small]
+        bucket = buckets.get(b.size)
         if bucket is None:
-            bucket = self._bucket[small][b.size] = {}
+            bucket = buckets[b.size] = {}
             insort(self._sizes[small], b.size)
-        bucket[id(b)] = b
+        bucket[b] = None
 
     def _remove_free(self, small: bool, b: _Block) -> None:
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole -= b.size
-        bucket = self._bucket[small][b.size]
-        del bucket[id(b)]
+        buckets = self._bucket[small]
+        bucket = buckets[b.size]
+        del bucket[b]
         if not bucket:
-            del self._bucket[small][b.size]
+            del buckets[b.size]
             sizes = self._sizes[small]
             del sizes[bisect_left(sizes, b.size)]
         b.free = False
 
-    def _best_fit(self, small: bool, size: int) -> _Block | None:
-        sizes = self._sizes[small]
-        i = bisect_left(sizes, size)
-        if i == len(sizes):
-            return None
-        b = next(iter(self._bucket[small][sizes[i]].values()))
-        self._remove_free(small, b)
-        return b
-
     def malloc(self, nbytes: int) -> _Block:
         """Allocate a tensor of nbytes; returns its block."""
-        size = max(MIN_BLOCK, -(-nbytes // MIN_BLOCK) * MIN_BLOCK)  # round_size()
-        small = size <= SMALL_SIZE
-        if small:
-            return self._small(size)
-        b = self._best_fit(small, size) or self._new_segment(size, small)
+        size = -(-nbytes // MIN_BLOCK) * MIN_BLOCK  # round_size()
+        if size <= SMALL_SIZE:
+            return self._small(size if size > MIN_BLOCK else MIN_BLOCK)
+        # The large pool (small requests never reach its blocks): best fit, the first cached block of the
+        # smallest size that holds the request.
+        sizes = self._sizes[False]
+        i = bisect_left(sizes, size)
+        if i < len(sizes):
+            have = sizes[i]
+            buckets = self._bucket[False]
+            bucket = buckets[have]
+            b = next(iter(bucket))
+            del bucket[b]
+            if not bucket:
+                del buckets[have]
+                del sizes[i]
+            if b.prev is None and b.next is None and not self.expandable:
+                self.cached_whole -= have
+        else:
+            b = self._new_segment(size, False)
         rest = b.size - size
-        # should_split(): small blocks split if 512 B remain, large ones only if more than 1 MiB remains.
-        if (rest >= MIN_BLOCK) if small else (rest > SMALL_SIZE):
-            tail = _Block(rest, True, small, b, b.next)
-            if b.next is not None:
-                b.next.prev = tail
+        # should_split(): large blocks only if more than 1 MiB remains (small ones never come here).
+        if rest > SMALL_SIZE:
+            nxt = b.next
+            tail = _Block(rest, True, False, b, nxt)
+            if nxt is not None:
+                nxt.prev = tail
             b.next, b.size = tail, size
-            if self._tail[small] is b:
-                self._tail[small] = tail
-            self._add_free(small, tail)
+            if self._tail[False] is b:
+                self._tail[False] = tail
+            self._add_free(False, tail)
         self.allocated += b.size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
         b.free = False
         return b
+
+    def malloc_all(self, sizes: Iterable[int]) -> list[_Block]:
+        """[malloc(n) for n in sizes], with each run of consecutive small requests counted as one: within a
+        run the small pool's counters only grow, so its peaks are those at the run's end."""
+        out: list[_Block] = []
+        run = 0
+        for n in sizes:
+            size = -(-n // MIN_BLOCK) * MIN_BLOCK
+            if size <= SMALL_SIZE:
+                size = size if size > MIN_BLOCK else MIN_BLOCK
+                run += size
+                out.append(_Block(size, False, True))
+            else:
+                if run:
+                    self._small(run)
+                    run = 0
+                out.append(self.malloc(n))
+        if run:
+            self._small(run)
+        return out
+
+    def free_all(self, blocks: Iterable[_Block]) -> None:
+        """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""
+        small = 0
+        for b in blocks:
+            if b.small:
+                small += b.size
+            else:
+                self.free(b)
+        self.allocated -= small
+        self.small_live -= small
 
     def _small(self, size: int) -> _Block:
         # The small pool packs blocks of at most 1 MiB into 2 MiB segments; what it holds is counted by its
@@ -157,30 +199,30 @@ class CachingAllocator:
 
     def free(self, b: _Block) -> None:
         """Return a tensor's block to the cache, merged with free neighbours of its segment."""
-        small = b.small
         self.allocated -= b.size
-        if small:
+        if b.small:
             self.small_live -= b.size
             return
-        for nb in (b.prev, b.next):
-            if nb is not None and nb.free:
-                self._remove_free(small, nb)
-                if nb is b.prev:
-                    nb.size += b.size
-                    nb.next = b.next
-                    if b.next is not None:
-                        b.next.prev = nb
-                    if self._tail[small] is b:
-                        self._tail[small] = nb
-                    b = nb
-                else:
-                    b.size += nb.size
-                    b.next = nb.next
-                    if nb.next is not None:
-                        nb.next.prev = b
-                    if self._tail[small] is nb:
-                        self._tail[small] = b
-        self._add_free(small, b)
+        prv = b.prev
+        if prv is not None and prv.free:  # absorbed into its free predecessor
+            self._remove_free(False, prv)
+            prv.size += b.size
+            prv.next = nxt = b.next
+            if nxt is not None:
+                nxt.prev = prv
+            if self._tail[False] is b:
+                self._tail[False] = prv
+            b = prv
+        nb = b.next
+        if nb is not None and nb.free:  # absorbs its free successor
+            self._remove_free(False, nb)
+            b.size += nb.size
+            b.next = nxt = nb.next
+            if nxt is not None:
+                nxt.prev = b
+            if self._tail[False] is nb:
+                self._tail[False] = b
+        self._add_free(False, b)
 
 
 def round_up(n: int) -> int:

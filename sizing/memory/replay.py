@@ -53,51 +53,45 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.free(a.malloc(r.forward_transient))
             if r.checkpoint:
                 ck = a.malloc(r.checkpoint)
-                for t in [a.malloc(x) for x in r.saved]:  # computed, then dropped by the checkpoint
-                    a.free(t)
+                a.free_all(a.malloc_all(r.saved))  # computed, then dropped by the checkpoint
                 kept.append([ck])
             else:
-                kept.append([a.malloc(x) for x in r.saved] + ([a.malloc(r.layer_constant)] if r.layer_constant else []))
+                kept.append(a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())))
             if unit is not None:
                 ag.free(unit)
-        head = [a.malloc(x) for x in r.head_saved]
+        head = a.malloc_all(r.head_saved)
         if r.loss_forward:
             a.free(a.malloc(r.loss_forward))
-        loss_grads = [a.malloc(x) for x in r.loss_backward]
-        for t in head + loss_grads:
-            a.free(t)
+        loss_grads = a.malloc_all(r.loss_backward)
+        a.free_all(head + loss_grads)
         new_grads = not grads
         if new_grads:
-            grads += [a.malloc(x) for x in r.head_grads]
+            grads += a.malloc_all(r.head_grads)
         comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
             unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
-            recomputed = [a.malloc(x) for x in r.saved] if r.checkpoint else []
+            recomputed = a.malloc_all(r.saved) if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
-                grads += [a.malloc(x) for x in r.layer_grads]
+                grads += a.malloc_all(r.layer_grads)
             if tmp is not None:
                 a.free(tmp)
-            for t in recomputed + blocks:
-                a.free(t)
+            a.free_all(recomputed + blocks)
             if unit is not None:
                 ag.free(unit)
         if not states_done:
-            for g in grads:  # torch optimizers create their states lazily in the first step()
-                if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
-                    a.malloc(int(g.size * r.states_per_grad / 2))
-                    a.malloc(int(g.size * r.states_per_grad / 2))
-                elif r.states_per_grad:
-                    a.malloc(int(g.size * r.states_per_grad))
+            # torch optimizers create their states lazily in the first step()
+            if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
+                a.malloc_all(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1))
+            elif r.states_per_grad:
+                a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
-            for t in [a.malloc(int(g.size * r.temp_per_grad)) for g in grads]:
-                a.free(t)
+            a.free_all(a.malloc_all(int(g.size * r.temp_per_grad) for g in grads))
         if comm is not None:
             rs.free(comm)
         if not r.accumulating:
-            for g in grads:  # zero_grad(set_to_none=True)
-                a.free(g)
+            a.free_all(grads)  # zero_grad(set_to_none=True)
             grads = []
     pools = (a,) if ag is a else (a, ag, rs)
     # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
