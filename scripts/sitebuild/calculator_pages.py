@@ -71,7 +71,8 @@ def default_config() -> dict[str, Any]:
     example = json.loads(EXAMPLE.read_text("utf-8"))
     config: dict[str, Any] = {}
     for name, kind, _ in FIELDS:
-        value = example.get(name)
+        # a field the example leaves out holds the contract's default, as the form's control shows it
+        value = example.get(name, contract.BY_NAME[name].default)
         if kind == "json":
             continue  # empty textarea: not sent
         if kind == "text" and isinstance(value, list):
