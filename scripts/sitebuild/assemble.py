@@ -12,7 +12,7 @@ from typing import Any
 
 from sitebuild import dates, hreflang, jsonld, llmstxt, md_text, mdcopy, sitemap, urls
 from sitebuild.pagemeta import PageRecord
-from sitebuild.site_text import OG_LOCALES, text
+from sitebuild.site_text import LANG_IN, OG_LOCALES, text
 
 OG_IMAGE = "assets/images/og.png"
 
@@ -130,7 +130,7 @@ def language_links(site: Site, lang: str, labels: Mapping[str, str]) -> list[llm
             continue
         label = labels.get(other, other)
         links.append(llmstxt.Link(label, site.absolute(site.prefix(other) + "llms.txt"),
-                                  text(lang, "lang_note", name=label)))
+                                  text(lang, "lang_note", name=LANG_IN.get(lang, LANG_IN["en"]).get(other, label))))
     return links
 
 

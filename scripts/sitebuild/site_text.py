@@ -15,7 +15,7 @@ TEXT: dict[str, dict[str, str]] = {
         "optional": "Optional",
         "full": "Все страницы одним файлом",
         "full_note": "полный текст всех страниц на русском",
-        "lang_note": "оглавление на языке: {name}",
+        "lang_note": "оглавление сайта {name}",
     },
     "uz": {
         "published": "E’lon qilingan",
@@ -28,7 +28,7 @@ TEXT: dict[str, dict[str, str]] = {
         "optional": "Optional",
         "full": "Barcha sahifalar bitta faylda",
         "full_note": "barcha sahifalarning o‘zbekcha to‘liq matni",
-        "lang_note": "mundarija tili: {name}",
+        "lang_note": "sayt mundarijasi {name}",
     },
     "en": {
         "published": "Published",
@@ -41,8 +41,15 @@ TEXT: dict[str, dict[str, str]] = {
         "optional": "Optional",
         "full": "All pages in one file",
         "full_note": "the full text of every page in English",
-        "lang_note": "index in {name}",
+        "lang_note": "the site's index {name}",
     },
+}
+
+# Each language's name as a phrase of the reading language ("lang_note": the index in that language).
+LANG_IN = {
+    "ru": {"ru": "на русском", "uz": "на узбекском", "en": "на английском"},
+    "uz": {"ru": "rus tilida", "uz": "o‘zbek tilida", "en": "ingliz tilida"},
+    "en": {"ru": "in Russian", "uz": "in Uzbek", "en": "in English"},
 }
 
 # OpenGraph locales (language_TERRITORY, ogp.me).

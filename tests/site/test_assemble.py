@@ -87,3 +87,13 @@ def test_sitemap_lists_only_alternates_that_exist() -> None:
     assert entries[0].lastmod == "2026-02-03"
     assert entries[0].alternates == {"ru": "https://example.org/sub/a/", "en": "https://example.org/sub/en/a/",
                                      "x-default": "https://example.org/sub/a/"}
+
+
+def test_language_links_name_the_other_language_in_the_readers_language() -> None:
+    labels = {"ru": "Русский", "uz": "O‘zbekcha", "en": "English"}
+    en = {link.title: link.notes for link in assemble.language_links(SITE, "en", labels)}
+    assert en == {"Русский": "the site's index in Russian", "O‘zbekcha": "the site's index in Uzbek"}
+    uz = [link.notes for link in assemble.language_links(SITE, "uz", labels)]
+    assert uz == ["sayt mundarijasi rus tilida", "sayt mundarijasi ingliz tilida"]
+    ru = [link.notes for link in assemble.language_links(SITE, "ru", labels)]
+    assert ru == ["оглавление сайта на узбекском", "оглавление сайта на английском"]
