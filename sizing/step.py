@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -93,7 +94,8 @@ _KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name != "extra")
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
                   k_index: int) -> tuple[Replay, int]:
     values = (getattr(cfg, name) for name in _KEY_FIELDS)
-    key = (tuple(json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for v in values), arch,
+    key = (tuple(json.dumps(v, sort_keys=True, default=dict) if isinstance(v, (Mapping, list, tuple)) else v
+                 for v in values), arch,
            gpu.id if gpu is not None else None, backend, k_index)
     got = _GRID.get(key)
     if got is None:

@@ -49,7 +49,10 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_FAULTSECRET42")
     for var in ("TRIAL_TEST_FAULT", "TRIAL_SIMULATE_OOM_AT_STEP", "TRIAL_TEST_BREAK_RELOAD", "WORLD_SIZE", "RANK",
                 "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "ACCELERATE_USE_FSDP"):
-        monkeypatch.delenv(var, raising=False)
+        # set, then delete: monkeypatch then restores the original even when the in-process trial sets the
+        # variable itself (expandable_segments), so nothing leaks into later tests' subprocesses
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
 
 
 BAD: list[tuple[str, dict[str, Any] | str, tuple[str, ...], str, str]] = [
