@@ -1,7 +1,7 @@
 """Regenerate sizing/data/residuals.json: the measured/estimated ratio of every published row scored as
-written (scripts/validate.py), grouped by regime (method x tier x framework x single/multi-GPU) and its
-broader parents; each group with at least MIN_ROWS rows stores the QUANTILES of its ratios (nearest rank),
-widened to hold the estimate itself. The engine prints them as the range (sizing/uncertainty.py).
+written (scripts/validate.py), as source-balanced distributions pooled from the tier down to the regime
+(method x tier x single/multi-GPU; scripts/residual_bands.py); each group stores its band, row and source
+counts and typical error. The engine prints them as the range and the confidence (sizing/uncertainty.py).
 Usage: python scripts/residuals.py [--check]   (--check: fail when the committed file is stale)
 """
 
@@ -9,40 +9,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
-from sizing.uncertainty import regime_keys
+from residual_bands import COVERAGE, PRIOR_SOURCES, build_groups
 from validate import ROOT, load_csv, score_as_written
+from validate_range import residuals
 
 OUT = ROOT / "sizing" / "data" / "residuals.json"
-MIN_ROWS = 6  # fewer rows say too little about a spread: the broader group is used instead
-QUANTILES = (0.05, 0.95)  # in-sample coverage of 90 %, for at least 80 % on rows the file never saw
-
-
-def quantile(values: list[float], q: float) -> float:
-    """Nearest-rank quantile of sorted values."""
-    return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
 
 
 def build(csv_path: Path) -> dict[str, object]:
     """The residuals document for the rows of `csv_path`."""
     scored, _, _ = score_as_written(load_csv(csv_path))
-    ratios: dict[str, list[float]] = {}
-    for s in scored:
-        if s.measured_gib is None or s.metric not in ("allocated", "reserved", "device") or not s.estimated_gib:
-            continue  # out-of-memory rows bound nothing; an unnamed statistic is no tier
-        for key in regime_keys(s.method, s.metric, s.framework, s.gpus > 1):
-            ratios.setdefault(key, []).append(s.measured_gib / s.estimated_gib)
-    groups = {}
-    for key, vals in sorted(ratios.items()):
-        if len(vals) < MIN_ROWS:
-            continue
-        vals.sort()
-        lo, hi = quantile(vals, QUANTILES[0]), quantile(vals, QUANTILES[1])
-        groups[key] = {"n": len(vals), "low": round(min(lo, 1.0), 4), "high": round(max(hi, 1.0), 4)}
-    return {"_about": __doc__.splitlines()[0], "source": str(csv_path.relative_to(ROOT)), "min_rows": MIN_ROWS,
-            "quantiles": list(QUANTILES), "groups": groups}
+    return {"_about": __doc__.splitlines()[0], "source": str(csv_path.relative_to(ROOT)),
+            "coverage": COVERAGE, "prior_sources": PRIOR_SOURCES, "groups": build_groups(residuals(scored))}
 
 
 def main() -> int:

@@ -21,7 +21,8 @@ from typing import Any
 
 from sizing import SizingError, estimate
 from sizing.catalog import find_gpu
-from sizing.estimate import usable_bytes
+from sizing.estimate import gaps, usable_bytes
+from validate_range import attach_loso, range_report
 from validate_rows import RowRefused, row_case, usable
 from validate_time import speed_lines
 
@@ -69,6 +70,12 @@ class Scored:
     low_gib: float = 0.0
     high_gib: float = 0.0
     confidence: str = "?"  # the estimate's printed label
+    alloc_gib: float = 0.0  # the estimate's allocated and reserved peaks, and what the device tier adds to
+    reserved_gib: float = 0.0  # reserved's low and high (CUDA context, paged and NCCL bytes): to rebuild
+    device_extra_gib: tuple[float, float] = (0.0, 0.0)  # the range from other residuals (validate_range.py)
+    gaps: tuple[str, ...] = ()
+    loso_low_gib: float = 0.0  # the range built without the row's own source (leave-one-source-out)
+    loso_high_gib: float = 0.0
 
     @property
     def error_pct(self) -> float:
@@ -86,6 +93,15 @@ class Scored:
     @property
     def half_width_pct(self) -> float:
         return 100.0 * (self.high_gib - self.low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+
+    @property
+    def covered_loso(self) -> bool:
+        """The range built from the other sources' rows holds the measured value."""
+        return self.measured_gib is not None and self.loso_low_gib <= self.measured_gib <= self.loso_high_gib
+
+    @property
+    def half_width_loso_pct(self) -> float:
+        return 100.0 * (self.loso_high_gib - self.loso_low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
 
     @property
     def regime(self) -> str:
@@ -135,9 +151,12 @@ def _scored(rid: str, source: str, cfg: dict[str, Any], metric: str, measured: f
     if oom_gpu:
         oom = usable_bytes(find_gpu(oom_gpu)) / GiB
         value = est.reserved_bytes
+    res_lo, res_hi = est.range_bytes["reserved"]
+    dev_lo, dev_hi = est.range_bytes["device"]
     return Scored(rid, source, str(cfg.get("method", "lora")), "allocated" if metric == "active" else metric,
                   int(cfg.get("num_gpus", 1)), measured, value / GiB, oom, str(est.config.framework),
-                  low / GiB, high / GiB, est.confidence)
+                  low / GiB, high / GiB, est.confidence, est.allocated_bytes / GiB, est.reserved_bytes / GiB,
+                  ((dev_lo - res_lo) / GiB, (dev_hi - res_hi) / GiB), gaps(est.config, est.arch))
 
 
 def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]],
@@ -232,6 +251,8 @@ def report(title: str, scored: list[Scored], refused: list[tuple[str, str]], n_u
     out += table("By method", group(measured, "method"))
     out += table("Single vs multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"single": single, "multi": multi})
     out += table("All rows", {"all": measured})
+    attach_loso(measured)
+    out += range_report(measured)
     out += table("By the printed confidence label (should be monotone: high errs least)",
                  group(measured, "confidence"))
     out += table("By regime (method/tier/framework/single-multi)", group(measured, "regime"))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import uncertainty
-from .arch import Architecture
+from .arch import Architecture, model_type_of
 from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
 from .errors import SizingError
@@ -42,6 +42,7 @@ class Estimate:
     fits: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, Any]] = field(default_factory=list)
     time: dict[str, Any] | None = None
+    confidence_reasons: list[dict[str, Any]] = field(default_factory=list)  # why the label is not higher
 
     @property
     def components(self) -> dict[str, int]:
@@ -58,7 +59,7 @@ class Estimate:
                      "device_bytes": self.device_bytes, "phase": self.peak_moment.phase,
                      "moment": self.peak_moment.what, "step": self.peak_moment.step},
             "components": self.components,
-            "uncertainty": {"confidence": self.confidence, **lo_hi},
+            "uncertainty": {"confidence": self.confidence, "reasons": self.confidence_reasons, **lo_hi},
             "fits": self.fits,
             "time": self.time,
             "warnings": self.warnings,
@@ -67,16 +68,25 @@ class Estimate:
         }
 
 
-def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, float]], str]:
-    """Measured/estimated ratio bands per tier for the run's regime, and the confidence label."""
-    multi = cfg.num_gpus > 1
-    out = {tier: uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2] for tier in ("allocated", "reserved")}
-    if arch.experts or cfg.torch_compile or trainable(cfg, arch).approximate:
-        # Not covered by byte-exact checks: at least the unmeasured band, and said so.
-        lo, hi = uncertainty.UNMEASURED["low"], uncertainty.UNMEASURED["high"]
-        out = {k: (min(a, lo), max(b, hi)) for k, (a, b) in out.items()}
-        return out, "low"
-    return out, uncertainty.label(*out["reserved"])
+def gaps(cfg: RunConfig, arch: Architecture) -> tuple[str, ...]:
+    """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS)."""
+    out = [name for name, on in (("moe", bool(arch.experts)), ("torch_compile", cfg.torch_compile),
+                                 ("peft_approximate", bool(trainable(cfg, arch).approximate))) if on]
+    if isinstance(cfg.model_config, Mapping) and not model_type_of(cfg.model_config):
+        out.append("shape_matched")
+    return tuple(out)
+
+
+def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, float]], str, list[dict[str, Any]]]:
+    """Measured/estimated ratio bands per tier for the run's regime, the confidence label and its reasons."""
+    multi, why = cfg.num_gpus > 1, gaps(cfg, arch)
+    out = {tier: uncertainty.widen(*uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2], why)
+           for tier in ("allocated", "reserved")}
+    key, grp = uncertainty.group(cfg.method, "reserved", cfg.framework, multi)
+    conf, codes = uncertainty.confidence(grp, why)
+    err = float(grp["error"]) if grp is not None and "error" in grp else None
+    reasons = [{"code": c, "message": uncertainty.reason_text(c, "en", err), "regime": key} for c in codes]
+    return out, conf, reasons
 
 
 def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Estimate:
@@ -94,7 +104,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
     mem = step_memory(cfg, arch, gpu, backend, 1)
     reg, ms, detail, pk = mem.regime, mem.moments, mem.detail, mem.peak
-    bands, confidence = _bands(cfg, arch)
+    bands, confidence, reasons = _bands(cfg, arch)
     allocated = pk.total
     paged = detail["paged_optimizer_bytes"]
 
@@ -109,7 +119,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
               "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
                    allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
-                   confidence=confidence, detail=detail)
+                   confidence=confidence, detail=detail, confidence_reasons=reasons)
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
     why = trainable(cfg, arch).approximate  # a PEFT method whose saved tensors are not walked exactly
     if why:
