@@ -95,7 +95,7 @@ def format_estimate(est: Estimate) -> str:
         f"   range {_gib(lo['reserved'][0])}-{_gib(lo['reserved'][1])}",
         f"  device    (nvidia-smi, with CUDA context)     {_gib(est.device_bytes):>8} GiB"
         f"   range {_gib(lo['device'][0])}-{_gib(lo['device'][1])}",
-        f"  confidence: {est.confidence}",
+        f"  confidence: {est.confidence}" + "".join(f"; {r['message']}" for r in est.confidence_reasons),
     ]
     for fit in est.fits:
         verdict = "fits" if fit["fits"] else "does NOT fit"

@@ -85,7 +85,8 @@ def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, f
     key, grp = uncertainty.group(cfg.method, "reserved", cfg.framework, multi)
     conf, codes = uncertainty.confidence(grp, why)
     err = float(grp["error"]) if grp is not None and "error" in grp else None
-    reasons = [{"code": c, "message": uncertainty.reason_text(c, "en", err), "regime": key} for c in codes]
+    reasons = [{"code": c, "message": uncertainty.reason_text(c, "en", err), "params": {"regime": key, "error": err}}
+               for c in codes]
     return out, conf, reasons
 
 

@@ -30,9 +30,11 @@ REASONS: dict[str, dict[str, str]] = {
         "uz": "rejim oralig‘i uchtadan kam manbaning o‘lchovlariga tayanadi",
         "en": "the regime's range rests on measurements from fewer than three sources"},
     "regime_error": {
-        "ru": "в этом режиме оценка ошибается на измерениях других источников на {error} % (медиана)",
-        "uz": "bu rejimda baho boshqa manbalar o‘lchovlarida {error} % xato qiladi (mediana)",
-        "en": "in this regime the estimate errs by {error} % (median) on other sources' measurements"},
+        "ru": "опубликованные измерения этого режима: медианная ошибка оценки {error} % "
+              "(у каждого источника равный вес)",
+        "uz": "bu rejimning e’lon qilingan o‘lchovlari: bahoning median xatosi {error} % (har bir manba teng vaznda)",
+        "en": "published measurements of this regime: the estimate's median error is {error} % (each source weighing "
+              "the same)"},
     "moe": {
         "ru": "активации смеси экспертов приближённые",
         "uz": "ekspertlar aralashmasi aktivatsiyalari taxminiy",

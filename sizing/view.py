@@ -23,6 +23,7 @@ from typing import Any
 
 # The order of the components in the bar and the table (sizing.memory.timeline.COMPONENTS).
 from .memory.timeline import COMPONENTS
+from .uncertainty import REASONS, reason_text
 
 # The two cards people most often choose between; the page puts them side by side for the configuration.
 COMPARED = ("H100-SXM-80GB", "H200-SXM-141GB")
@@ -104,6 +105,10 @@ def _uncertainty(est: Mapping[str, Any], w: Words, lang: str) -> View:
     low, high, conf = int(unc["reserved_low_bytes"]), int(unc["reserved_high_bytes"]), str(unc["confidence"])
     text = (f"{w.get('range', 'range')}: {fmt_gib(low, lang)}–{fmt_gib(high, lang)} {w.get('gib', 'GiB')}; "
             f"{w.get('confidence', 'confidence')}: {w.get('conf_' + conf, conf)}")
+    # why the label is not higher, in the page's language (sizing/uncertainty.py REASONS)
+    why = [reason_text(str(r["code"]), lang, r.get("params", {}).get("error"))
+           for r in unc.get("reasons", []) if r.get("code") in REASONS]
+    text += "".join(f"; {x}" for x in why)
     return {"key": "uncertainty", "kind": "text", "class": "calc-uncertainty",
             "attrs": {"data-testid": "uncertainty", "data-confidence": conf, "data-low": low, "data-high": high},
             "parts": [{"text": text, "attrs": {}}]}
