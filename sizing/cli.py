@@ -119,7 +119,13 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    print(json.dumps(normalize(_run(args)), indent=2, ensure_ascii=False))
+    run = _run(args)
+    cfg = load_config(run)
+    # A model id may be any hub id (a trial loads it), but a model_config is read here as the estimate reads it:
+    # an architecture or quantization sizing cannot model is refused with the estimate's code and field.
+    if cfg.model_config is not None:
+        catalog.resolve_architecture(cfg.model, cfg.model_config)
+    print(json.dumps(normalize(run), indent=2, ensure_ascii=False))
     return 0
 
 
