@@ -266,21 +266,6 @@ def report(title: str, scored: list[Scored], refused: list[tuple[str, str]], n_u
     return out
 
 
-def speed_table(speeds: list[Speed]) -> list[str]:
-    lines = ["\nTokens per second (all GPUs of the run), estimated vs published, by source",
-             f"  {'source':<8} {'n':>3} {'median %':>9} {'worst %':>8} {'assumed util':>13}"
-             f" {'implied util (median)':>22}"]
-    by_source: dict[str, list[Speed]] = {}
-    for sp in speeds:
-        by_source.setdefault(sp.source, []).append(sp)
-    for name, items in sorted(by_source.items()):
-        errs = sorted(abs(x.error_pct) for x in items)
-        implied = statistics.median(x.implied_utilization for x in items)
-        lines.append(f"  {name:<8} {len(items):>3} {statistics.median(errs):>9.1f} {errs[-1]:>8.1f} "
-                     f"{items[0].utilization:>13.2f} {implied:>22.2f}")
-    return lines
-
-
 def group(items: list[Scored], key: str) -> dict[str, list[Scored]]:
     out: dict[str, list[Scored]] = {}
     for s in items:
