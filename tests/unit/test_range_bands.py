@@ -3,6 +3,7 @@ brute-force counts made here: weighted quantiles by expanding weights into repea
 rows inside each range, leave-one-source-out by checking that a row's range ignores its own source."""
 from __future__ import annotations
 
+import json
 import math
 import random
 import sys
@@ -19,6 +20,7 @@ from residual_bands import COVERAGE, MIN_ROWS, MIN_SOURCES, Residual, build_grou
 from sizing import estimate  # noqa: E402
 from sizing.uncertainty import HIGH_SOURCES, REASONS, band, confidence, reason_text  # noqa: E402
 from validate import Scored  # noqa: E402
+from validate import _scored as _scored_row  # noqa: E402
 from validate_range import attach_loso, row_range  # noqa: E402
 
 
@@ -157,7 +159,20 @@ def test_the_page_gives_the_reasons_in_its_language(lang: str) -> None:
     moe = {"model": "mistralai/Mixtral-8x7B-v0.1", "method": "qlora", "load_in_4bit": True, "bf16": True,
            "gpu": "H100-SXM-80GB"}
     answer = web.compute(moe)
-    unc = answer["estimate"]["uncertainty"] if "estimate" in answer else answer["uncertainty"]
+    unc = answer["estimate"]["uncertainty"]
     assert unc["confidence"] == "low" and any(r["code"] == "moe" for r in unc["reasons"])
     block = next(b for b in results_view(answer, {}, lang)["blocks"] if b["key"] == "uncertainty")
     assert REASONS["moe"][lang] in block["parts"][0]["text"]
+
+
+@pytest.mark.parametrize("tier", ["allocated", "reserved", "device", "unstated"])
+def test_the_rebuilt_range_is_the_estimates_own_with_the_committed_groups(tier: str) -> None:
+    # validate_range rebuilds a row's range from other groups; with the committed ones it must be the printed one
+    groups = json.loads((ROOT / "sizing" / "data" / "residuals.json").read_text(encoding="utf-8"))["groups"]
+    cfg = {"model": "meta-llama/Llama-3.1-8B", "method": "qlora", "load_in_4bit": True, "bf16": True,
+           "gpu": "L40S-48GB", "framework": "custom"}
+    for multi in (1, 2):
+        s = _scored_row("R0", "S0", {**cfg, "num_gpus": multi, **({"parallelism": "ddp"} if multi > 1 else {})},
+                             tier, 10.0, None)
+        lo, hi = row_range(s, groups)
+        assert lo == pytest.approx(s.low_gib, rel=1e-6) and hi == pytest.approx(s.high_gib, rel=1e-4), (tier, multi)
