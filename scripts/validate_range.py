@@ -63,10 +63,17 @@ def _line(name: str, items: list[Scored]) -> str:
             f"{note}")
 
 
+def _sources(items: list[Scored]) -> str:
+    counts: dict[str, int] = {}
+    for s in items:
+        counts[s.source] = counts.get(s.source, 0) + 1
+    return f"{len(counts)} source(s) (" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ")"
+
+
 def range_report(measured: list[Scored]) -> list[str]:
     """Coverage and median half-width of the range, in sample and leave-one-source-out."""
-    out = ["\nThe printed range: in sample (residuals.json from every row) vs leave-one-source-out (each row's "
-           "range from the other sources' rows)",
+    out = ["\nThe printed range: as printed (residuals.json, from every row as written) vs leave-one-source-out "
+           "(each row's range from the other sources' rows)",
            f"  {'group':<28} {'n':>3} {'src':>4} {'in-smp':>8} {'half %':>8} {'out-smp':>10} {'half %':>8}"]
     groups: dict[str, list[Scored]] = {"all": measured}
     for key in ("metric", "single_multi", "method", "regime_served"):
@@ -77,10 +84,12 @@ def range_report(measured: list[Scored]) -> list[str]:
     out += [_line(name, items) for name, items in groups.items()]
     device = [s for s in measured if s.metric == "device"]
     multi = [s for s in measured if s.gpus > 1]
-    out.append(f"  device (nvidia-smi): {len(device)} rows from {len({s.source for s in device})} source(s). No band "
-               "is learnt from them: the device range is the reserved band plus the CUDA context's spread "
-               "(0.30-0.65 GiB) and the paged/NCCL bytes, so its coverage on a new source is not measured here.")
-    out.append(f"  multi-GPU: {len(multi)} rows from {len({s.source for s in multi})} sources; a multi-GPU regime "
-               "with one or two sources is pooled with its tier's multi-GPU rows, so its range stays as wide as "
-               "those sources disagree.")
+    out.append(f"  device (nvidia-smi): {len(device)} rows from {_sources(device)}. No band is learnt from them: the "
+               "device range is the reserved band plus the CUDA context's spread (0.30-0.65 GiB) and the paged/NCCL "
+               "bytes; with fewer than 3 sources its coverage on a new source is not measured, only shown.")
+    learnt = [s for s in multi if s.metric in ("allocated", "reserved")]
+    out.append(f"  multi-GPU: {len(multi)} rows from {_sources(multi)}; the multi-GPU bands learn from the "
+               f"{len(learnt)} allocated/reserved rows of {len({s.source for s in learnt})} sources, so a regime "
+               "with fewer than 3 rows or 2 sources prints its tier's multi-GPU band, as wide as those sources "
+               "disagree.")
     return out
