@@ -98,6 +98,7 @@ def build_groups(residuals: Iterable[Residual]) -> dict[str, dict[str, float | i
             dist = _mix(_own(rows[level]), len(rows[level]), dist)
         assert dist is not None
         low, high, error = band_of(dist, len(rows[key]))
+        # rounded outwards: the row a quantile lands on stays inside its own band
         out[key] = {"n": sum(len(v) for v in rows[key].values()), "sources": len(rows[key]),
-                    "low": round(low, 4), "high": round(high, 4), "error": round(error, 4)}
+                    "low": math.floor(low * 1e4) / 1e4, "high": math.ceil(high * 1e4) / 1e4, "error": round(error, 4)}
     return out
