@@ -68,18 +68,27 @@ class Estimate:
         }
 
 
-def gaps(cfg: RunConfig, arch: Architecture) -> tuple[str, ...]:
-    """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS)."""
+# Loops whose checkpointing is the user's own code or recipe, not a documented library default
+# (TrainingArguments False, SFTConfig True): unstated, the estimate assumes it off and says so.
+_OWN_CHECKPOINTING = ("custom", "litgpt", "torchtune")
+
+
+def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS); `given` is the
+    configuration as the user wrote it, before defaults (None: a normalised one, every field stated)."""
     out = [name for name, on in (("moe", bool(arch.experts)), ("torch_compile", cfg.torch_compile),
                                  ("peft_approximate", bool(trainable(cfg, arch).approximate))) if on]
     if isinstance(cfg.model_config, Mapping) and not model_type_of(cfg.model_config):
         out.append("shape_matched")
+    if given is not None and given.get("gradient_checkpointing") is None and cfg.framework in _OWN_CHECKPOINTING:
+        out.append("checkpointing_unstated")
     return tuple(out)
 
 
-def _bands(cfg: RunConfig, arch: Architecture) -> tuple[dict[str, tuple[float, float]], str, list[dict[str, Any]]]:
+def _bands(cfg: RunConfig, arch: Architecture,
+           given: Mapping[str, Any] | None) -> tuple[dict[str, tuple[float, float]], str, list[dict[str, Any]]]:
     """Measured/estimated ratio bands per tier for the run's regime, the confidence label and its reasons."""
-    multi, why = cfg.num_gpus > 1, gaps(cfg, arch)
+    multi, why = cfg.num_gpus > 1, gaps(cfg, arch, given)
     out = {tier: uncertainty.widen(*uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2], why)
            for tier in ("allocated", "reserved")}
     key, grp = uncertainty.group(cfg.method, "reserved", cfg.framework, multi)
@@ -105,7 +114,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
     mem = step_memory(cfg, arch, gpu, backend, 1)
     reg, ms, detail, pk = mem.regime, mem.moments, mem.detail, mem.peak
-    bands, confidence, reasons = _bands(cfg, arch)
+    bands, confidence, reasons = _bands(cfg, arch, None if isinstance(config, RunConfig) else config)
     allocated = pk.total
     paged = detail["paged_optimizer_bytes"]
 

@@ -47,6 +47,12 @@ REASONS: dict[str, dict[str, str]] = {
         "ru": "сохранённые тензоры этого метода PEFT приближённые",
         "uz": "bu PEFT usulining saqlangan tenzorlari taxminiy",
         "en": "the saved tensors of this PEFT method are approximate"},
+    "checkpointing_unstated": {
+        "ru": "gradient_checkpointing не указан: считается выключенным, но цикл или рецепт этого фреймворка "
+              "может его включить",
+        "uz": "gradient_checkpointing ko‘rsatilmagan: o‘chirilgan deb olinadi, lekin bu freymvorkning sikli yoki "
+              "retsepti uni yoqishi mumkin",
+        "en": "gradient_checkpointing is not stated: assumed off, but this framework's loop or recipe may turn it on"},
     "shape_matched": {
         "ru": "в model_config нет model_type: семейство определено по форме модели",
         "uz": "model_config’da model_type yo‘q: oila model shakli bo‘yicha aniqlangan",
@@ -126,7 +132,7 @@ def confidence(g: Mapping[str, Any] | None, gaps: tuple[str, ...]) -> tuple[str,
         by_error = "medium"
         reasons.append("few_sources")
     name = by_error
-    if "shape_matched" in gaps:  # the family is a guess from the shape: the regime's data may not apply
+    if "shape_matched" in gaps or "checkpointing_unstated" in gaps:  # a guess the regime's data cannot check
         name = _worst(name, "medium")
     if any(x in GAPS for x in gaps):
         name = "low"

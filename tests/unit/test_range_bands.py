@@ -176,3 +176,16 @@ def test_the_rebuilt_range_is_the_estimates_own_with_the_committed_groups(tier: 
                              tier, 10.0, None)
         lo, hi = row_range(s, groups)
         assert lo == pytest.approx(s.low_gib, rel=1e-6) and hi == pytest.approx(s.high_gib, rel=1e-4), (tier, multi)
+
+
+def test_unstated_checkpointing_is_a_reason_only_where_no_library_default_sets_it() -> None:
+    base = {"model": "meta-llama/Llama-3.1-8B", "method": "lora", "bf16": True}
+
+    def codes(cfg: dict[str, object]) -> list[str]:
+        return [r["code"] for r in estimate(cfg).confidence_reasons]
+
+    assert "checkpointing_unstated" in codes({**base, "framework": "custom"})
+    assert "checkpointing_unstated" not in codes({**base, "framework": "custom", "gradient_checkpointing": False})
+    assert "checkpointing_unstated" not in codes({**base, "framework": "transformers"})  # TrainingArguments: False
+    assert "checkpointing_unstated" not in codes({**base, "framework": "trl"})  # SFTConfig: True
+    assert estimate({**base, "framework": "custom"}).confidence in ("medium", "low")
