@@ -256,6 +256,7 @@ def compare(rep: TrialReport, est: Estimate | None = None) -> dict[str, Any]:
         "status": rep.status, "message": rep.message, "rank": rep.rank, "world_size": rep.world_size,
         "failure": dict(rep.failure) if rep.failure is not None else None,
         "steps": len(rep.steps), "peak_phase": est.peak_moment.phase, "confidence": est.confidence,
+        "confidence_reasons": [str(r["message"]) for r in est.confidence_reasons],
         "figures": figures, "time": _time(rep, est, hw["timing"]), "hardware": hw,
         "checks": {k: checks.get(k) for k in ("reload_matches", "eval_loss_before", "eval_loss_after")},
         "failed_checks": [str(f) for f in checks.get("failed") or []],
@@ -286,7 +287,7 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
         if fig["reason"] and fig["reason"] not in notes:
             notes.append(fig["reason"])
     lines.append(f"\ndiff % = (estimate - measured) / measured; estimated peak in the {cmp['peak_phase']} phase, "
-                 f"confidence {cmp['confidence']}")
+                 f"confidence {cmp['confidence']}" + "".join(f"; {r}" for r in cmp.get("confidence_reasons", [])))
     lines += [f"not measured: {n}" for n in notes]
     c = cmp["checks"]
 

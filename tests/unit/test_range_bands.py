@@ -189,3 +189,16 @@ def test_unstated_checkpointing_is_a_reason_only_where_no_library_default_sets_i
     assert "checkpointing_unstated" not in codes({**base, "framework": "transformers"})  # TrainingArguments: False
     assert "checkpointing_unstated" not in codes({**base, "framework": "trl"})  # SFTConfig: True
     assert estimate({**base, "framework": "custom"}).confidence in ("medium", "low")
+
+
+def test_a_trial_report_comparison_carries_the_labels_reasons() -> None:
+    from sizing import report as trial_report
+
+    data = {"schema_version": 1, "status": "ok", "message": "", "checks": {}, "rank": 0, "world_size": 1,
+            "measurements": {"steps": [], "peaks": {}},
+            "config": {"model": "meta-llama/Llama-3.1-8B", "method": "lora", "bf16": True, "framework": "custom"}}
+    cmp = trial_report.compare(trial_report.parse_report(data))
+    est = estimate(data["config"])
+    assert cmp["confidence"] == est.confidence
+    assert cmp["confidence_reasons"] == [r["message"] for r in est.confidence_reasons] and cmp["confidence_reasons"]
+    assert all(r in trial_report.format_comparison(cmp) for r in cmp["confidence_reasons"])
