@@ -232,6 +232,41 @@ class CachingAllocator:
                 self._tail = b
         self._add_free(b)
 
+    def counters(self) -> tuple[int, ...]:
+        """The counters the allocator's future depends on (its peaks only take maxima of them)."""
+        return self.allocated, self.reserved, self.cached_whole, self.small_live, self.small_peak
+
+    def layout(self, roles: dict[_Block, int]) -> tuple[tuple[int, ...], ...]:
+        """What the allocator's future answers depend on, the same for two isomorphic states: the segments
+        that hold a free block or a block in `roles` (the caller's live blocks, numbered), found in best-fit
+        order (sizes ascending, each size's blocks in cache order), then in role order; each as its blocks'
+        (size, code): a free block -2 - its place in its size's list, a role its number, else -1. A segment
+        with neither is never touched again (nothing frees its blocks) and is left out."""
+        place: dict[_Block, int] = {}
+        for size in self._sizes:
+            for i, b in enumerate(self._bucket[size]):
+                place[b] = -2 - i
+        heads: dict[_Block, _Block] = {}
+        order: dict[_Block, None] = {}  # segment heads in discovery order
+        for start in (*place, *sorted((b for b in roles if not b.small), key=roles.__getitem__)):
+            path = []
+            while start.prev is not None and start not in heads:
+                path.append(start)
+                start = start.prev
+            head = heads.get(start, start)
+            for x in path:
+                heads[x] = head
+            order[head] = None
+        out = []
+        for head in order:
+            seg: list[int] = []
+            blk: _Block | None = head
+            while blk is not None:
+                seg += blk.size, place[blk] if blk.free else roles.get(blk, -1)
+                blk = blk.next
+            out.append(tuple(seg))
+        return tuple(out)
+
 
 def round_up(n: int) -> int:
     """Reserved memory is whole 2 MiB pages (segments are rounded to kRoundLarge)."""
