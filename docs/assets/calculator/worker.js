@@ -128,6 +128,11 @@ function unpackHeap(packed) {
   return heap;
 }
 
+// After a restore: zipimport reads the directory of the zip actually loaded (stdlib_trim.lazy_stdlib).
+const REREAD_ZIP = `import sys as _sys, zipimport as _zi
+[f.invalidate_caches() for f in list(_sys.path_importer_cache.values()) if isinstance(f, _zi.zipimporter)]
+del _sys, _zi`;
+
 // Milliseconds since the worker started, per boot stage (the benchmark prints them).
 const stages = {};
 const mark = (name) => { stages[name] = Math.round(performance.now()); };
@@ -176,7 +181,11 @@ async function boot() {
   let py = null;
   if (snapshotP) {
     try {
-      py = await loadPyodide({ ...options, _loadSnapshot: snapshotP });
+      // The heap holds every module the calculator imports; the zip it comes with has only the others, and
+      // the heap's copy of the zip's directory describes the full zip: re-read it before any import.
+      const stdLibURL = manifest.snapshot_stdlib ? BASE + manifest.snapshot_stdlib : options.stdLibURL;
+      py = await loadPyodide({ ...options, stdLibURL, _loadSnapshot: snapshotP });
+      if (manifest.snapshot_stdlib) py.runPython(REREAD_ZIP);
     } catch (err) {
       py = null; // a stale or unreadable snapshot: the plain boot below still answers
     }
