@@ -1,6 +1,6 @@
 """Load times of the calculator page on localhost, cold and warm, in Debian chromium via Playwright.
 
-    python scripts/bench_calculator.py [--runs 3] [--lang en] [--chromium /usr/bin/chromium]
+    python scripts/bench_calculator.py [--runs 3] [--lang en] [--server static|plain] [--site DIR] [--list]
 
 Builds the site (strict) into a temporary folder, serves it on a free port with the right MIME types, and
 prints the medians of: time to first numbers (the build-time results are in the HTML); time until the
@@ -35,16 +35,22 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import static_server
+
 ROOT = Path(__file__).resolve().parents[1]
-MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
-        ".json": "application/json", ".whl": "application/zip", ".zip": "application/zip"}
+MIME = static_server.MIME
 
 
 class Handler(SimpleHTTPRequestHandler):
+    """A server that sends every file as it is (no Content-Encoding, no caching headers): `--server plain`."""
+
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}  # noqa: RUF012
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+SERVERS: dict[str, type[SimpleHTTPRequestHandler]] = {"static": static_server.Handler, "plain": Handler}
 
 
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
@@ -99,6 +105,22 @@ def transferred(requests: list[Any]) -> tuple[int, int]:
     return total, count
 
 
+def listing(requests: list[Any]) -> list[str]:
+    """One line per response: wire bytes (headers + encoded body), status, method, Content-Encoding, path."""
+    lines = []
+    for request in requests:
+        response = request.response()
+        try:
+            sizes = request.sizes()
+        except Exception:  # gone: counts 0, as in transferred()
+            sizes = {"responseBodySize": 0, "responseHeadersSize": 0}
+        wire = max(0, sizes["responseBodySize"]) + max(0, sizes["responseHeadersSize"])
+        coding = (response.headers.get("content-encoding") if response else None) or "-"
+        path = request.url.split("/", 3)[3] if request.url.count("/") >= 3 else request.url
+        lines.append(f"{wire:>12,} {response.status if response else '-':>4} {request.method:5} {coding:5} /{path}")
+    return lines
+
+
 def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     """Seconds from navigation to the build-time numbers and to the runtime's first answer (in the page and
     as seen from here); after a rank change, to the recomputed peak and to the recomputed fit table."""
@@ -138,18 +160,25 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lang", default="en", choices=("ru", "uz", "en"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--server", default="static", choices=tuple(SERVERS),
+                        help="static: scripts/static_server.py, what scripts/serve.sh runs (Content-Encoding, "
+                             "caching headers); plain: every file as it is, no caching headers")
+    parser.add_argument("--site", type=Path, help="an already built site (built with any SITE_URL) instead of a build")
+    parser.add_argument("--list", action="store_true", help="print every response of the first cold load")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory() as tmp:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=tmp))
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = str(args.site) if args.site else tmp_dir
+        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SERVERS[args.server], directory=tmp))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_address[1]}/"
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": base}
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", tmp], cwd=ROOT, env=env,
-                       check=True)
-        print(f"build: {time.perf_counter() - t0:.1f} s; load average before the runs: "
+        if not args.site:
+            subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", tmp], cwd=ROOT, env=env,
+                           check=True)
+        print(f"build: {time.perf_counter() - t0:.1f} s; server: {args.server}; load average before the runs: "
               + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         url = base + ("" if args.lang == "ru" else f"{args.lang}/") + "calculator/"
         floor_js = floor_worker(Path(tmp), args.lang)
@@ -180,6 +209,9 @@ def main() -> int:
                         seen.clear()
                         times = measure(page, url, str(rank))
                         rows[prefix + kind].append((*times, link, *transferred(seen)))
+                        if args.list and i == 0 and floor is None and kind == "cold":
+                            print(f"responses of the first cold load ({args.server} server):")
+                            print("\n".join(listing(seen)))
                         if floor is None:
                             stages[kind] = page.get_attribute("html", "data-boot-stages") or "{}"
                     context.close()

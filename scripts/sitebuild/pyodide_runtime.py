@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sitebuild import heap_pack, stdlib_trim
+from sitebuild import heap_pack, precompress, stdlib_trim
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -256,6 +256,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
         # The wasm again, gzip-compressed (9.6 -> 3.5 MB) under a name no server decodes: the worker inflates
         # it while compiling, and a browser's in-memory cache (a private window) keeps it, unlike 9.6 MB.
         wasm_gz = STDLIB_CACHE / f"pyodide.asm-{version}.wasm.gz"
+        heap_gz: Path | None = None
         if node_dir == NODE_PYODIDE:
             if not wasm_gz.is_file():
                 STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
@@ -274,6 +275,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
             manifest["stdlib"] = stdlib_name
             snapshot = memory_snapshot(version, stdlib, wheel, json.dumps(defaults or {}), warn)
             if snapshot is not None:
+                heap_gz = snapshot
                 shutil.copyfile(snapshot, target / SNAPSHOT)
                 manifest["snapshot"] = SNAPSHOT
                 manifest["snapshot_packed_bytes"] = gzip_size(snapshot)
@@ -281,6 +283,9 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
                 imported = json.loads(in_heap(snapshot).read_text("utf-8"))
                 stdlib_trim.lazy_stdlib(stdlib, imported, target / stdlib_trim.LAZY)
                 manifest["snapshot_stdlib"] = stdlib_trim.LAZY
+                manifest["snapshot_plain"] = precompress.HEAP  # the packed heap, for a server that encodes it
+        if node_dir == NODE_PYODIDE:  # .br/.gz copies for a server that sends Content-Encoding
+            precompress.write_copies(target, heap_gz, wasm_gz, STDLIB_CACHE, warn)
     out = site_dir / CALC_DIR / "runtime.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
