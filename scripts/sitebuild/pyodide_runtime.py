@@ -180,10 +180,14 @@ const py = await loadPyodide({ indexURL, stdLibURL: stdlib, _makeSnapshot: true,
 const site = py.runPython("import site; site.getsitepackages()[0]");
 py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: site });
 py.runPython("import sizing.web");
-// The default configuration's answer (and fit table, kept by sizing.web) in the heap.
-py.globals.set("default_config", readFileSync(defaults, "utf8"));
-py.runPython("sizing.web.compute_json(default_config); sizing.web.compute_json(default_config, False)");
-py.runPython("del default_config");
+// The default configuration's answers in the heap, with and without the fit table, in each page's words
+// (sizing.web.remember): the page's first answer is there when the runtime is.
+py.globals.set("ahead", readFileSync(defaults, "utf8"));
+py.runPython(`import json as _json
+for _words in _json.loads(ahead)["words"] or [None]:
+    for _table in (False, True):
+        sizing.web.remember(_json.dumps(_json.loads(ahead)["config"]), _table, _words)
+del ahead, _json, _words, _table`);
 // The stdlib modules now in the heap: the page's zip leaves them out (stdlib_trim.lazy_stdlib).
 writeFileSync(modules, py.runPython(`import json, sys, zipfile
 zname = zipfile.__file__.split('.zip/')[0] + '.zip'
@@ -204,9 +208,10 @@ def in_heap(snapshot: Path) -> Path:
 
 
 def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
-                    warn: Callable[[str], None] = print) -> Path | None:
-    """The memory snapshot for this Pyodide, stdlib zip, wheel (sizing.web in it) and default configuration (JSON text;
-    cached by their hash), or None."""
+                    warn: Callable[[str], None] = print, words: list[str] | None = None) -> Path | None:
+    """The memory snapshot for this Pyodide, stdlib zip, wheel (sizing.web in it), default configuration (JSON text)
+    and pages' words (JSON texts; cached by their hash), or None."""
+    defaults = json.dumps({"config": json.loads(defaults), "words": words or []})
     key = hashlib.sha256()
     for part in (version.encode(), SNAPSHOT_JS.encode(), stdlib.read_bytes(), wheel, defaults.encode()):
         key.update(hashlib.sha256(part).digest())
@@ -235,7 +240,8 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
 
 
 def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
-                    warn: Callable[[str], None] = print, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+                    warn: Callable[[str], None] = print, defaults: dict[str, Any] | None = None,
+                    words: list[str] | None = None) -> dict[str, Any]:
     """Copy Pyodide and the wheel into the built site; return what runtime.json says."""
     target = site_dir / PYODIDE_DIR
     version = pyodide_version(node_dir)
@@ -273,7 +279,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
             stdlib, stdlib_name = (trimmed, stdlib_trim.TRIMMED) if trimmed else (pyc, STDLIB_PYC)
             shutil.copyfile(stdlib, target / stdlib_name)
             manifest["stdlib"] = stdlib_name
-            snapshot = memory_snapshot(version, stdlib, wheel, json.dumps(defaults or {}), warn)
+            snapshot = memory_snapshot(version, stdlib, wheel, json.dumps(defaults or {}), warn, words)
             if snapshot is not None:
                 heap_gz = snapshot
                 shutil.copyfile(snapshot, target / SNAPSHOT)

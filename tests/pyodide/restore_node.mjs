@@ -18,6 +18,13 @@ const calc = py.pyimport("sizing.web");
 const work = JSON.parse(readFileSync(inputs, "utf8"));
 const answers = work.configs.map((text) => calc.compute_json(text));
 const reports = work.reports.map((text) => calc.report_json(text));
+// the default configuration as each page asks for it (remembered in the heap at build time), with the time
+const paged = (work.paged || []).map(([text, words]) => {
+  const t0 = performance.now();
+  const answer = calc.compute_json(text, true, words);
+  return [answer, performance.now() - t0];
+});
+const remembered = py.runPython("len(__import__('sizing.web').web._REMEMBERED)");
 // a text codec the calculator never imported: read from the lazy zip after the directory was re-read
 const codec = py.runPython("import codecs; codecs.lookup('cp1251').name");
-process.stdout.write(JSON.stringify({ answers, reports, codec }));
+process.stdout.write(JSON.stringify({ answers, reports, codec, paged, remembered }));
