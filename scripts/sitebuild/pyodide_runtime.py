@@ -1,7 +1,7 @@
 """The calculator's runtime: the self-hosted Pyodide files, the `sizing` wheel, a precompiled standard
 library trimmed to what the calculator imports (stdlib_trim.py), a memory snapshot with the calculator
-already imported, shipped without its zero pages (heap_pack.py), and the Content-Security-Policy of the
-calculator pages (see calculator_pages.py for the pages)."""
+already imported, shipped without its zero pages (heap_pack.py) and with .br/.gz copies (precompress.py).
+The calculator pages' Content-Security-Policy is csp.py (re-exported here); the pages are calculator_pages.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import base64
 import contextlib
 import gzip
 import hashlib
-import html
 import io
 import json
 import re
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from sitebuild import heap_pack, precompress, stdlib_trim
+from sitebuild.csp import csp as csp  # re-exported: calculator_pages
+from sitebuild.csp import with_csp as with_csp
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -296,29 +297,3 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
     return manifest
-
-
-# --- Content-Security-Policy of the calculator pages ----------------------------------------------------
-
-INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
-DATA_TYPES = ("application/json", "application/ld+json")
-
-
-def csp(html_text: str) -> str:
-    """The policy for one page: 'self' only, wasm compilation, and the hashes of its inline scripts."""
-    hashes = []
-    for match in INLINE_SCRIPT.finditer(html_text):
-        attrs, body = match.group("attrs"), match.group("body")
-        if "src=" in attrs or any(kind in attrs for kind in DATA_TYPES) or not body.strip():
-            continue
-        digest = base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
-        hashes.append(f"'sha256-{digest}'")
-    script = " ".join(["'self'", "'wasm-unsafe-eval'", *sorted(set(hashes))])
-    return ("default-src 'self'; " f"script-src {script}; worker-src 'self'; connect-src 'self'; "
-            "img-src 'self' data:; style-src 'self'; font-src 'self'; object-src 'none'; "
-            "base-uri 'self'; form-action 'self'")
-
-
-def with_csp(html_text: str) -> str:
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(html_text))}">'
-    return re.sub(r"<head>", lambda _: "<head>\n  " + meta, html_text, count=1)
