@@ -13,7 +13,8 @@ count 0) with the number of requests. "cold" is a fresh browser context (empty H
 later visit in the same context (after about:blank: the first visit's page and worker are gone). Then
 the worker's boot stages of the last run (ms after the worker started; the worker itself starts
 `worker_created` ms after navigation). "link" is a shared link (another rank in the query) opened in a
-fresh context: the time until its own numbers, not greyed, are on the page.
+fresh context: the time until its own numbers with the fit table, not greyed, are on the page; "link peak"
+until its own peak is (the fit table still to come).
 
 Each figure is printed next to the same run's pure-JS floor: the same page with worker.js replaced by a
 trivial worker that answers at once with the build's default estimate (no Pyodide), and as a ratio.
@@ -56,6 +57,9 @@ SERVERS: dict[str, type[SimpleHTTPRequestHandler]] = {"static": static_server.Ha
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
 OWN = ("() => document.documentElement.dataset.shown !== undefined && document.documentElement.dataset.runtime"
        " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
+# the link's own peak on the page, not greyed (the fit table may still be coming)
+OWN_PEAK = ("() => document.documentElement.dataset.shown !== undefined"
+            " && !document.getElementById('calc-results').classList.contains('calc-stale')")
 # The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
 # that a recompute is visible), in the messages worker.js sends.
 FLOOR_JS = """const ANSWERS = %s;
@@ -87,7 +91,8 @@ FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]'
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
 # (measured here: 150-500 ms after the page had answered).
 POLL = 10
-COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "link", "bytes", "requests")
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "link peak", "link",
+           "bytes", "requests")
 
 
 def transferred(requests: list[Any]) -> tuple[int, int]:
@@ -140,8 +145,9 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     return first, in_page, ready, peak, time.perf_counter() - t0
 
 
-def link_time(browser: Any, url: str, floor: str | None) -> float:
-    """Seconds from navigation to a shared link's own numbers (not greyed), in a fresh context."""
+def link_time(browser: Any, url: str, floor: str | None) -> tuple[float, float]:
+    """Seconds from navigation to a shared link's own peak and to all its own numbers with the fit table (not
+    greyed), in a fresh context."""
     context = browser.new_context()
     if floor is not None:
         context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
@@ -149,10 +155,12 @@ def link_time(browser: Any, url: str, floor: str | None) -> float:
     page = context.new_page()
     start = time.perf_counter()
     page.goto(url + "?r=48", wait_until="commit")
+    page.wait_for_function(OWN_PEAK, polling=POLL, timeout=120_000)
+    peak = time.perf_counter() - start
     page.wait_for_function(OWN, polling=POLL, timeout=120_000)
     took = time.perf_counter() - start
     context.close()
-    return took
+    return peak, took
 
 
 def main() -> int:
@@ -208,7 +216,7 @@ def main() -> int:
                             page.goto("about:blank")
                         seen.clear()
                         times = measure(page, url, str(rank))
-                        rows[prefix + kind].append((*times, link, *transferred(seen)))
+                        rows[prefix + kind].append((*times, *link, *transferred(seen)))
                         if args.list and i == 0 and floor is None and kind == "cold":
                             print(f"responses of the first cold load ({args.server} server):")
                             print("\n".join(listing(seen)))
@@ -226,7 +234,7 @@ def main() -> int:
     for kind in ("cold", "warm"):
         ratio = [a / b if b else float("nan") for a, b in zip(medians[kind], medians["floor " + kind], strict=True)]
         print(f"{'x ' + kind:11}" + "".join(f"{r:15.1f}" for r in ratio) + "   (ratio to the pure-JS floor)")
-    print("('link' is the same cold shared-link figure on both rows of a kind)")
+    print("('link peak' / 'link': a cold shared link's own peak / all its numbers, the same on both rows of a kind)")
     for kind, text in stages.items():
         print(f"boot stages, {kind}, last run: {text}")
     return 0
