@@ -25,6 +25,8 @@ class Profile:
     dequant_copies: int = 1  # bnb 0.42 dequantizes to fp16 then casts to bf16: two copies
     separate_lm_head: bool = False  # the checkpoint converter copies a tied embedding into its own lm_head
     keeps_outputs: bool = False  # the loop's `out` holds logits (and the KV cache) until the next forward returns
+    nf4_load_on_device: bool = False  # single-device QLoRA builds and quantizes the model on the GPU (memory/load.py)
+    nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
@@ -41,7 +43,10 @@ CUSTOM = Profile("custom", keeps_outputs=True)
 LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=True, fused_lora_qkv=True,
                  holds_4bit_inputs=True, previous_graph_alive=True, quantize_lm_head=True, dequant_copies=2,
                  separate_lm_head=True)
-TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True)
+# torchtune single-device recipes instantiate the model on the GPU and quantize each base linear there with
+# torchao's to_nf4, at init and again in load_state_dict (recipes/lora_finetune_single_device.py v0.1.0 l.254,
+# v0.6.1 l.410: `with set_default_dtype(self._dtype), self._device:`); sizing/memory/load.py replays it.
+TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True)
 
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
@@ -61,7 +66,9 @@ def profile(cfg: RunConfig) -> Profile:
         return LITGPT
     if cfg.framework == "torchtune":
         if version(cfg) < (0, 2):  # 0.1: only the bases of LoRA layers were NF4
-            return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True)
+            # utils/_register_nf4_dispatch_ops.py v0.1.0 l.22-40: copy_ swaps in the attributes of to_nf4(src)
+            return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True,
+                           nf4_load_on_device=True, nf4_copy_replaces=True)
         return TORCHTUNE
     if cfg.framework == "custom":
         return CUSTOM

@@ -13,13 +13,14 @@ from .config import RunConfig
 from .memory.activations import layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
+from .memory.load import torchao_nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
 from .memory.replay import Replay, replay
-from .memory.timeline import Moment, StepInputs, moments, peak
-from .memory.weights import weights
+from .memory.timeline import Moment, Outside, StepInputs, moments, peak
+from .memory.weights import Weights, nf4_linears, weights
 from .parallel import Totals, shares
 
 # Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
@@ -37,6 +38,7 @@ class StepMemory:
     detail: dict[str, int]
     tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
     replay_dynamic: int  # dynamic bytes at that shape
+    load: NF4Load | None = None  # the framework builds and quantizes the model on the GPU before the step
 
     def cache_overhead(self, expandable: bool, needed: bool = False) -> int:
         """Bytes the caching allocator reserves above the allocated peak (needed: the least of them a full card
@@ -53,6 +55,28 @@ class StepMemory:
         pk = self.peak
         kept = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
         return kept - self.detail["gathered_bytes"]
+
+
+@dataclass(frozen=True)
+class NF4Load:
+    """What memory/load.py replays: torchtune's single-device model build with torchao NF4 bases."""
+
+    arch: Architecture
+    weights: Weights
+    quantized: tuple[int, ...]
+    kept: tuple[int, ...]
+    replaces: bool  # frameworks.Profile.nf4_copy_replaces
+
+
+@lru_cache(maxsize=64)
+def _nf4_load(spec: NF4Load, expandable: bool) -> Outside:
+    return torchao_nf4_load(spec.arch, spec.weights, spec.quantized, spec.kept, spec.weights.adapter_param_bytes,
+                            expandable, spec.replaces)
+
+
+def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
+    """The moments outside the step that the run's framework goes through (frameworks.Profile)."""
+    return (_nf4_load(mem.load, expandable),) if mem.load is not None else ()
 
 
 def grid(x: int) -> int:
@@ -211,11 +235,17 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating)
     pk = peak(ms)
-    mem = StepMemory(reg, ms, pk, detail, rp, 0)
+    load = None
+    if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
+        load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
+                       reg.profile.nf4_copy_replaces)
+    mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:
     """max_memory_reserved on an ample card: the allocated peak plus what the replayed cache holds above it,
     in 2 MiB pages; needed=True: what the card must have (the fit verdict)."""
-    return round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
+    step = round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
+    # Reserved memory only grows: a moment before the step (a model load) that reserved more sets the peak.
+    return max([step] + [round_up(o.needed if needed else o.reserved) for o in outside(mem, expandable)])
