@@ -3,7 +3,7 @@
 # tiny models (per-layer saved bytes); see the guide's sources for each item.
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import RunConfig
 
@@ -26,6 +26,7 @@ class Profile:
     separate_lm_head: bool = False  # the checkpoint converter copies a tied embedding into its own lm_head
     keeps_outputs: bool = False  # the loop's `out` holds logits (and the KV cache) until the next forward returns
     nf4_load_on_device: bool = False  # single-device QLoRA builds and quantizes the model on the GPU (memory/load.py)
+    nf4_layers_cloned: bool = False  # torchtune <= 0.3: one layer built, deep-copied num_layers times
     nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
 
 
@@ -68,7 +69,9 @@ def profile(cfg: RunConfig) -> Profile:
         if version(cfg) < (0, 2):  # 0.1: only the bases of LoRA layers were NF4
             # utils/_register_nf4_dispatch_ops.py v0.1.0 l.22-40: copy_ swaps in the attributes of to_nf4(src)
             return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True,
-                           nf4_load_on_device=True, nf4_copy_replaces=True)
+                           nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True)
+        if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
+            return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE
     if cfg.framework == "custom":
         return CUSTOM

@@ -66,12 +66,13 @@ class NF4Load:
     quantized: tuple[int, ...]
     kept: tuple[int, ...]
     replaces: bool  # frameworks.Profile.nf4_copy_replaces
+    cloned: bool  # frameworks.Profile.nf4_layers_cloned
 
 
 @lru_cache(maxsize=64)
 def _nf4_load(spec: NF4Load, expandable: bool) -> Outside:
     return torchao_nf4_load(spec.arch, spec.weights, spec.quantized, spec.kept, spec.weights.adapter_param_bytes,
-                            expandable, spec.replaces)
+                            expandable, spec.replaces, spec.cloned)
 
 
 def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
@@ -238,7 +239,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     load = None
     if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
         load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
-                       reg.profile.nf4_copy_replaces)
+                       reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 

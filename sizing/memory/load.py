@@ -29,24 +29,46 @@ NF4_QUANTIZE: tuple[tuple[str, str, float], ...] = (
     ("f", "absmax", 0), ("f", "absmax2", 0), ("f", "scaled", 0), ("f", "indices", 0), ("f", "packed", 0),
 )
 
+# NF4Tensor.get_original_weight (torchao v0.1 dtypes/nf4tensor.py l.409-436), the first half of torchtune's NF4
+# clone (utils/_register_nf4_dispatch_ops.py v0.1.0 l.11-19: to_nf4(get_original_weight())); "weight" stays:
+# the bf16 weight to_nf4 then quantizes. Traced the same way (tests/physics/test_load_moment.py).
+NF4_DEQUANT: tuple[tuple[str, str, float], ...] = (
+    ("m", "hi", 0.5), ("m", "hi64", 4.0), ("f", "hi", 0), ("m", "lo", 0.5), ("m", "lo64", 4.0), ("f", "lo", 0),
+    ("m", "first", 1.0), ("m", "second", 1.0), ("m", "sc", 1 / 32), ("m", "sc2", 1 / 32), ("f", "sc", 0),
+    ("m", "rep", 1.0), ("m", "s1", 1.0), ("f", "rep", 0), ("m", "rep", 1.0), ("m", "s2", 1.0), ("f", "rep", 0),
+    ("m", "weight", 2.0), ("f", "hi64", 0), ("f", "lo64", 0), ("f", "first", 0), ("f", "second", 0),
+    ("f", "sc2", 0), ("f", "s1", 0), ("f", "s2", 0),
+)
+
 
 @dataclass
 class _Run:
     a: CachingAllocator
 
-    def quantize(self, n: int) -> list[_Block]:
-        """One to_nf4 of an n-element bf16 weight already on the GPU; returns the NF4 weight's blocks."""
+    def play(self, table: tuple[tuple[str, str, float], ...], n: int) -> dict[str, _Block]:
+        """Allocate and free as `table` says for an n-element weight; returns the blocks left live."""
         live: dict[str, _Block] = {}
-        for op, key, per in NF4_QUANTIZE:
+        for op, key, per in table:
             if op == "m":
                 live[key] = self.a.malloc(max(int(per * n), 1))
             else:
                 self.a.free(live.pop(key))
-        return [live["data"], live["scalers"]]
+        return live
+
+    def quantize(self, n: int) -> list[_Block]:
+        """One to_nf4 of an n-element bf16 weight already on the GPU; returns the NF4 weight's blocks."""
+        return list(self.play(NF4_QUANTIZE, n).values())
+
+    def clone(self, n: int) -> list[_Block]:
+        """torchtune's NF4 clone (deepcopy of a layer): dequantize, then quantize the bf16 weight."""
+        weight = self.play(NF4_DEQUANT, n)["weight"]
+        out = self.quantize(n)
+        self.a.free(weight)
+        return out
 
 
 def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...], bf16_linears: tuple[int, ...],
-                     adapters: int, expandable: bool, replaces: bool = True) -> Outside:
+                     adapters: int, expandable: bool, replaces: bool = True, cloned: bool = False) -> Outside:
     """torchtune's single-device recipe builds the model on the GPU and loads the bf16 checkpoint into it.
 
     recipes/lora_finetune_single_device.py (v0.1.0 l.254, v0.6.1 l.410) instantiates the model under
@@ -55,23 +77,34 @@ def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...],
     CPU state dict in: NF4's copy_ is to_nf4(src.to(device)) (utils/_register_nf4_dispatch_ops.py v0.1.0
     l.22-40), a new NF4 weight per linear before the old one is dropped (replaces); torchao >= 0.3's own copy_
     (dtypes/nf4tensor.py v0.5.0 l.359-376) quantizes the source the same way, copies it in place and drops
-    the new one. `quantized`: element counts of one layer's NF4 linears; `bf16_linears`: bytes of the others."""
+    the new one. cloned: torchtune <= 0.3 builds one layer and deep-copies it (modules/transformer.py _get_clones,
+    v0.1.0 l.81-93, v0.3.0 l.264), each NF4 copy a dequantize + to_nf4. `quantized`: element counts of one
+    layer's NF4 linears; `bf16_linears`: bytes of the others."""
     a = CachingAllocator(expandable)
     run = _Run(a)
     embed = arch.embedding_params * 2
     a.malloc(embed)
     per_layer_adapter = adapters // max(arch.layers, 1)
     nf4: list[list[_Block]] = []
+    small = [b for b in (*bf16_linears, per_layer_adapter, arch.norm_params_per_layer * 2) if b]
+    proto: list[_Block] = []
+    if cloned:  # the prototype layer, alive until every copy is made
+        for n in quantized:
+            src = a.malloc(2 * n)
+            proto += run.quantize(n)
+            a.free(src)
+        proto += [a.malloc(b) for b in small]
     for _ in range(arch.layers):  # instantiation on the device
         for n in quantized:
+            if cloned:
+                nf4.append(run.clone(n))
+                continue
             src = a.malloc(2 * n)  # nn.Linear(in, out) on the device, bf16
             nf4.append(run.quantize(n))
             a.free(src)
-        for b in bf16_linears:
+        for b in small:
             a.malloc(b)
-        if per_layer_adapter:
-            a.malloc(per_layer_adapter)
-        a.malloc(arch.norm_params_per_layer * 2)
+    a.free_all(proto)
     if not arch.tied_embeddings:
         a.malloc(arch.lm_head_params * 2)
     for i, blocks in enumerate(nf4):  # load_state_dict: copy_ into each NF4 weight

@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_flatten  # noqa: E402
 
 from sizing.catalog import resolve_architecture  # noqa: E402
 from sizing.config import parse_config  # noqa: E402
-from sizing.memory.load import NF4_QUANTIZE  # noqa: E402
+from sizing.memory.load import NF4_DEQUANT, NF4_QUANTIZE  # noqa: E402
 from sizing.step import outside, step_memory  # noqa: E402
 
 NF4 = [-1.0000, -0.6962, -0.5251, -0.3949, -0.2844, -0.1848, -0.0911, 0.0000,
@@ -72,6 +72,24 @@ def convert_to_norm_float_weight(inpt_tensor, n_blocks, block_size, nf4):
     return combined_blocks.to(torch.uint8)
 
 
+def get_original_weight(data, quantized_scalers, quantization_factor, scaler_mean, shape, block_size=64,
+                        scaler_block_size=256):
+    nf4 = torch.tensor(NF4, dtype=torch.bfloat16)
+    first_elements = (data >> 4).to(torch.long)
+    second_elements = (data & 0b1111).to(torch.long)
+    dequantized_first = nf4[first_elements]
+    dequantized_second = nf4[second_elements]
+    n_scaler_blocks = quantized_scalers.numel() // scaler_block_size
+    inpt = quantized_scalers.view(n_scaler_blocks, scaler_block_size)
+    scalers = (inpt / quantization_factor.unsqueeze(-1)).flatten().to(torch.bfloat16) + scaler_mean
+    repeated = scalers.unsqueeze(-1).expand(scalers.size(0), block_size // 2)
+    scaled_first = dequantized_first * repeated.flatten()
+    scaled_second = dequantized_second * repeated.flatten()
+    scaled_first = scaled_first.unsqueeze(-1).transpose(0, 1)
+    scaled_second = scaled_second.unsqueeze(-1).transpose(0, 1)
+    return torch.stack([scaled_first, scaled_second], dim=-1).reshape(shape)
+
+
 def to_nf4(inpt_tensor, block_size=64, scaler_block_size=256):
     nf4 = torch.tensor(NF4, device=inpt_tensor.device, dtype=torch.bfloat16)
     n_blocks = inpt_tensor.numel() // block_size
@@ -115,6 +133,34 @@ class Trace(TorchDispatchMode):
         return out
 
 
+def _table_peak(table, n):
+    live, top = 0.0, 0.0
+    sizes: dict[str, float] = {}
+    for op, key, per in table:
+        if op == "m":
+            sizes[key] = per * n
+            live += sizes[key]
+            top = max(top, live)
+        else:
+            live -= sizes.pop(key)
+    return top
+
+
+def test_nf4_clone_dequantize_matches_the_engine_table():
+    """torchtune's NF4 clone first rebuilds the bf16 weight (get_original_weight): its blocks and peak."""
+    n = 256 * 1024
+    q = to_nf4(torch.randn(512, 512, dtype=torch.bfloat16))
+    with Trace() as tr:
+        for t in q[:3]:
+            tr.track(t)
+        w = get_original_weight(*q, (512, 512))
+    big = [size for op, size in tr.events[3:] if op == "m" and size >= n // 2]
+    assert big == [int(per * n) for op, _, per in NF4_DEQUANT if op == "m" and per >= 1 / 2]
+    held = sum(t.untyped_storage().nbytes() for t in q[:3])
+    assert tr.peak - held == pytest.approx(_table_peak(NF4_DEQUANT, n), rel=0.01)
+    assert w.untyped_storage().nbytes() == 2 * n  # what to_nf4 then quantizes
+
+
 def test_to_nf4_sequence_matches_the_engine_table():
     """Every block of at least N/8 bytes that to_nf4 allocates, in order, and its peak above the input."""
     n = 256 * 1024
@@ -126,16 +172,7 @@ def test_to_nf4_sequence_matches_the_engine_table():
     table = [(op, int(per * n)) for op, _, per in NF4_QUANTIZE if op == "m" and per >= 1 / 8]
     assert [s for op, s in big if op == "m"] == [s for _, s in table]
     # peak over the input's own 2N bytes: the engine's table replayed without the allocator
-    live, top = 0, 0
-    sizes: dict[str, float] = {}
-    for op, key, per in NF4_QUANTIZE:
-        if op == "m":
-            sizes[key] = per * n
-            live += sizes[key]
-            top = max(top, live)
-        else:
-            live -= sizes.pop(key)
-    assert tr.peak - 2 * n == pytest.approx(top, rel=0.01)
+    assert tr.peak - 2 * n == pytest.approx(_table_peak(NF4_QUANTIZE, n), rel=0.01)
     assert kept[0].numel() == n // 2  # packed data: two 4-bit codes per byte
 
 
@@ -144,9 +181,13 @@ TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 768, "nu
         "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "head_dim": 64}
 
 
-def test_load_peak_equals_a_torchtune_style_build():
-    """Build and load a tiny Llama the way lora_finetune_single_device does with NF4 bases (allocated peak)."""
+@pytest.mark.parametrize("version", ["0.4", "0.3"])
+def test_load_peak_equals_a_torchtune_style_build(version):
+    """Build and load a tiny Llama the way lora_finetune_single_device does with NF4 bases (allocated peak);
+    torchtune <= 0.3 builds one layer and deep-copies it (NF4 clone: dequantize, then to_nf4)."""
+    cloned = version == "0.3"
     cfg = parse_config({"model": None, "model_config": TINY, "framework": "torchtune", "method": "qlora",
+                        "framework_version": version,
                         "r": 8, "lora_alpha": 16, "max_seq_length": 64, "per_device_train_batch_size": 1,
                         "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                            "down_proj"], "gpu": "RTX-4090-24GB"})
@@ -159,13 +200,25 @@ def test_load_peak_equals_a_torchtune_style_build():
     with Trace() as tr:
         keep = [torch.empty(TINY["vocab_size"], h, dtype=bf).fill_(0)]  # tok_embeddings
         nf4 = []
-        for _layer in range(TINY["num_hidden_layers"]):
+        proto = []
+        if cloned:
             for out_f, in_f in shapes:
-                weight = torch.empty(out_f, in_f, dtype=bf).uniform_()  # nn.Linear on the device
+                weight = torch.empty(out_f, in_f, dtype=bf).uniform_()
+                proto.append(to_nf4(weight))
+                del weight
+                proto += [torch.zeros(r, in_f), torch.zeros(out_f, r)]
+            proto += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]
+        for _layer in range(TINY["num_hidden_layers"]):
+            for k, (out_f, in_f) in enumerate(shapes):
+                if cloned:  # copy.deepcopy(layer): NF4 clone = to_nf4(get_original_weight())
+                    weight = get_original_weight(*proto[3 * k], (out_f, in_f))
+                else:
+                    weight = torch.empty(out_f, in_f, dtype=bf).uniform_()  # nn.Linear on the device
                 nf4.append(to_nf4(weight))
                 del weight
                 keep += [torch.zeros(r, in_f), torch.zeros(out_f, r)]  # lora_a, lora_b (fp32 adapters)
             keep += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]  # the layer's two RMSNorm weights
+        del proto
         keep += [torch.ones(h, dtype=bf), torch.empty(TINY["vocab_size"], h, dtype=bf).fill_(0)]  # norm, output
         cpu = [torch.randn(o, i_, dtype=bf) for _ in range(TINY["num_hidden_layers"]) for o, i_ in shapes]
         for k, src in enumerate(cpu):  # load_state_dict: to_nf4(src.to(device)) replaces each NF4 weight
