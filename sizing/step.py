@@ -234,7 +234,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
         comm_static=cfg.parallelism in ("none", "ddp"),
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
-        accumulating=inputs.accumulating)
+        accumulating=inputs.accumulating, **_fsdp_init(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
     load = None
     if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
@@ -242,6 +242,21 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
                        reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
+
+
+def _fsdp_init(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root: int,
+               layer_shard: int) -> dict[str, Any]:
+    """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
+    tensors' full sizes, and their shards; none where the framework empties the cache before training or
+    nothing is sharded (Replay.init_units)."""
+    if cfg.parallelism != "fsdp" or cfg.num_gpus < 2 or reg.profile.empties_cache:
+        return {}
+    elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
+    per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]
+    layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
+    embed = arch.embedding_params * reg.embed
+    units = (layer,) * arch.layers + ((embed, root - embed),)
+    return {"init_units": units, "init_shards": (layer_shard,) * arch.layers + (-(-root // cfg.num_gpus),)}
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:
