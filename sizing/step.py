@@ -248,11 +248,11 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     }
     ms = moments(inputs)
     root = totals.root_unit if sh.gathered else 0
+    per_layer_static = (sh.weights - sh.gathered) // arch.layers
     fixed = _FIXED.get(key)  # the shape-free tensor lists (_BASE's key: shares read the same fields)
     if fixed is None:
         static: list[int] = []
         linears = [lin.params * lin.count for lin in arch.linears]
-        per_layer_static = (sh.weights - sh.gathered) // arch.layers
         # one tensor per projection (FSDP: one flat shard per unit), the same for every layer
         static += ([per_layer_static * p // sum(linears) for p in linears] if not sh.gathered
                    else [per_layer_static]) * arch.layers
