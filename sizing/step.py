@@ -301,7 +301,10 @@ def _fsdp_init(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
     layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
     embed = arch.embedding_params * reg.embed
     units = (layer,) * arch.layers + ((embed, root - embed),)
-    return {"init_units": units, "init_shards": (layer_shard,) * arch.layers + (-(-root // cfg.num_gpus),)}
+    # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
+    shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
+    return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
+            "init_offload": cfg.cpu_offload}
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:

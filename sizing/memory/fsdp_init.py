@@ -11,7 +11,8 @@ MiB = 2**20
 BROADCAST_BUCKET = 250 * MiB
 
 
-def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: tuple[int, ...], sync: bool) -> None:
+def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: tuple[int, ...], sync: bool,
+               offload: bool = False) -> None:
     """Replay FullyShardedDataParallel(module on CPU, device_id=cuda) on `a`, unit by unit in post order.
 
     torch v2.2 fsdp/_init_utils.py _init_param_handle_from_module: _move_module_to_device moves the unit's
@@ -20,7 +21,8 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
     concatenates them into one flat parameter; FlatParamHandle.shard() keeps `chunk.clone()` padded to 1/world
     and frees the flat parameter; the original tensors go when _init_param_handle_from_params returns.
     `shards`: each unit's shard as the replay holds it. They are freed at the end: the replay allocates the
-    resident shards itself, in the same slots (same sizes, best fit), or none where they are offloaded."""
+    resident shards itself, in the same slots (same sizes, best fit). offload (CPUOffload(offload_params=True)):
+    _init_param_handle_from_params moves each shard to the CPU right after its unit (handle.flat_param_to)."""
     kept = []
     for sizes, shard in zip(units, shards, strict=True):
         params = [a.malloc(s) for s in sizes if s]
@@ -38,4 +40,6 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
         kept.append(a.malloc(shard))
         a.free(flat)  # shard(): orig_storage._resize_(0)
         a.free_all(params)  # the caller's managed_params list keeps them until the handle is built
+        if offload:
+            a.free(kept.pop())
     a.free_all(kept)

@@ -55,3 +55,11 @@ def test_fsdp_wrap_caches_one_unit_and_keeps_only_shards():
     # unit 1: 40 + 60 + 100 (flat) + 50 (shard) reserved; units 2 and 3 reuse the tensors' and the flat's
     # blocks and add a 50 MiB shard segment each
     assert a.reserved == (40 + 60 + 100 + 3 * 50) * MiB
+
+
+def test_fsdp_wrap_with_cpu_offload_caches_one_unit_only():
+    """CPU offload moves each shard to the host right after its unit: every unit reuses the first one's blocks."""
+    a = CachingAllocator(False)
+    fsdp1_init(a, ((40 * MiB, 60 * MiB),) * 3, (50 * MiB,) * 3, sync=False, offload=True)
+    assert a.allocated == 0
+    assert a.reserved == (40 + 60 + 100 + 50) * MiB
