@@ -304,7 +304,7 @@ def _fsdp_init(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
     # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
     shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
     return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
-            "init_offload": cfg.cpu_offload}
+            "init_offload": cfg.cpu_offload, "init_sync": reg.profile.fsdp_broadcast}
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:

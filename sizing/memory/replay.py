@@ -35,6 +35,7 @@ class Replay:
     init_units: tuple[tuple[int, ...], ...] = ()  # FSDP wrap on the GPU before step 0: each unit's full tensors
     init_shards: tuple[int, ...] = ()  # each unit's shard (the static block the replay then allocates)
     init_offload: bool = False  # FSDP CPU offload: each shard leaves the GPU right after its unit's wrap
+    init_sync: bool = True  # the wrap broadcasts rank 0's weights (sync_module_states)
 
 
 def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
@@ -46,7 +47,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
     if r.init_units:  # what the FSDP wrap leaves cached on the default stream (memory/fsdp_init.py)
-        fsdp1_init(a, r.init_units, r.init_shards, True, r.init_offload)
+        fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
     grads: list[_Block] = []

@@ -19,7 +19,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
     if r.init_units:  # the FSDP wrap before step 0 (sizing/memory/fsdp_init.py), on the reference allocator
-        fsdp1_init(a, r.init_units, r.init_shards, True, r.init_offload)  # type: ignore[arg-type]
+        fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)  # type: ignore[arg-type]
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
     grads: list[_Block] = []
