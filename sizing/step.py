@@ -14,14 +14,15 @@ from .config import RunConfig
 from .memory.activations import LayerSaved, layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
-from .memory.load import torchao_nf4_load
+from .memory.fsdp_init import fsdp_units
+from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
 from .memory.replay import Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
-from .memory.weights import Weights, nf4_linears, weights
+from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
 
 # Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
@@ -58,27 +59,9 @@ class StepMemory:
         return kept - self.detail["gathered_bytes"]
 
 
-@dataclass(frozen=True)
-class NF4Load:
-    """What memory/load.py replays: torchtune's single-device model build with torchao NF4 bases."""
-
-    arch: Architecture
-    weights: Weights
-    quantized: tuple[int, ...]
-    kept: tuple[int, ...]
-    replaces: bool  # frameworks.Profile.nf4_copy_replaces
-    cloned: bool  # frameworks.Profile.nf4_layers_cloned
-
-
-@lru_cache(maxsize=64)
-def _nf4_load(spec: NF4Load, expandable: bool) -> Outside:
-    return torchao_nf4_load(spec.arch, spec.weights, spec.quantized, spec.kept, spec.weights.adapter_param_bytes,
-                            expandable, spec.replaces, spec.cloned)
-
-
 def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
     """The moments outside the step that the run's framework goes through (frameworks.Profile)."""
-    return (_nf4_load(mem.load, expandable),) if mem.load is not None else ()
+    return (nf4_load(mem.load, expandable),) if mem.load is not None else ()
 
 
 def grid(x: int) -> int:
@@ -279,7 +262,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
         comm_static=cfg.parallelism in ("none", "ddp"),
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
-        accumulating=inputs.accumulating, **_fsdp_init(cfg, arch, reg, w, totals.root_unit, per_layer_static))
+        accumulating=inputs.accumulating, **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
     load = None
     if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
@@ -287,24 +270,6 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
                        reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
-
-
-def _fsdp_init(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root: int,
-               layer_shard: int) -> dict[str, Any]:
-    """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
-    tensors' full sizes, and their shards; none where the framework empties the cache before training or
-    nothing is sharded (Replay.init_units)."""
-    if cfg.parallelism != "fsdp" or cfg.num_gpus < 2 or reg.profile.empties_cache:
-        return {}
-    elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
-    per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]
-    layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
-    embed = arch.embedding_params * reg.embed
-    units = (layer,) * arch.layers + ((embed, root - embed),)
-    # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
-    shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
-    return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
-            "init_offload": cfg.cpu_offload, "init_sync": reg.profile.fsdp_broadcast}
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:

@@ -2,7 +2,13 @@
 # sharded there; the blocks it frees stay cached on the default stream for the whole run.
 from __future__ import annotations
 
+from typing import Any
+
+from ..arch import Architecture
+from ..config import RunConfig
 from .allocator import CachingAllocator
+from .regime import Regime
+from .weights import Weights
 
 MiB = 2**20
 # torch.distributed.fsdp._init_utils: _sync_module_params_and_buffers broadcasts in buckets of
@@ -43,3 +49,21 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
         if offload:
             a.free(kept.pop())
     a.free_all(kept)
+
+
+def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root: int,
+               layer_shard: int) -> dict[str, Any]:
+    """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
+    tensors' full sizes, and their shards; none where the framework empties the cache before training or
+    nothing is sharded (Replay.init_units)."""
+    if cfg.parallelism != "fsdp" or cfg.num_gpus < 2 or reg.profile.empties_cache:
+        return {}
+    elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
+    per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]
+    layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
+    embed = arch.embedding_params * reg.embed
+    units = (layer,) * arch.layers + ((embed, root - embed),)
+    # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
+    shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
+    return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
+            "init_offload": cfg.cpu_offload, "init_sync": reg.profile.fsdp_broadcast}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..arch import Architecture
 from .allocator import CachingAllocator, _Block
@@ -122,3 +123,22 @@ def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...],
              "adapters": w.adapter_param_bytes, "workspace": max(a.peak_allocated - static, 0)}
     moment = Moment("load", "model load: bf16 weights quantized to NF4 on the GPU (torchao to_nf4)", 0, parts)
     return Outside(moment, a.peak_reserved, a.peak_needed)
+
+
+@dataclass(frozen=True)
+class NF4Load:
+    """What torchao_nf4_load replays: torchtune's single-device model build with torchao NF4 bases."""
+
+    arch: Architecture
+    weights: Weights
+    quantized: tuple[int, ...]
+    kept: tuple[int, ...]
+    replaces: bool  # frameworks.Profile.nf4_copy_replaces
+    cloned: bool  # frameworks.Profile.nf4_layers_cloned
+
+
+@lru_cache(maxsize=64)
+def nf4_load(spec: NF4Load, expandable: bool) -> Outside:
+    """The load moment of `spec`, replayed once per configuration (it does not depend on the batch's shape)."""
+    return torchao_nf4_load(spec.arch, spec.weights, spec.quantized, spec.kept, spec.weights.adapter_param_bytes,
+                            expandable, spec.replaces, spec.cloned)
