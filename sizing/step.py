@@ -13,6 +13,7 @@ from .config import RunConfig
 from .memory.activations import layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
+from .memory.backward import layer_backward as layer_backward_ops
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
@@ -21,10 +22,6 @@ from .memory.replay import Replay, replay
 from .memory.timeline import Moment, StepInputs, moments, peak
 from .memory.weights import weights
 from .parallel import Totals, shares
-
-# Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
-# table E: 0.36-0.48 without checkpointing, 1.2-1.76 with it: the recomputed layer plus transients).
-LAYER_BACKWARD = {False: (0.35, 0.45, 0.5), True: (1.2, 1.5, 1.8)}
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,8 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
 
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
                 k_index: int = 1) -> StepMemory:
-    """Memory of every moment of one optimizer step; k_index picks the low/mid/high layer-backward transient."""
+    """Memory of every moment of one optimizer step (k_index: kept for callers; the layer-backward transient
+    is op by op now, memory/backward.py, and has no low/high)."""
     if cfg.is_peft and cfg.peft_type == "prompt_tuning":
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
@@ -127,8 +125,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
-    k = LAYER_BACKWARD[reg.checkpointing][k_index]
-    layer_backward = int(k * layer_tokens) + (ls.constant if reg.checkpointing else 0)
+    # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
+    # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack).
+    lb = layer_backward_ops(arch, reg, tr, cfg.r, seq, n)
+    layer_backward = lb.peak + (layer_tokens + ls.constant if reg.checkpointing else 0)
     # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
     hopper = gpu is not None and gpu.sm >= (9, 0)
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
@@ -176,7 +176,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
-        "layer_constant_bytes": ls.constant,
+        "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak,
         "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
@@ -201,8 +201,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         static=tuple(filter(None, static)), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
         layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
         forward_transient=ov.dequant_forward,
-        # layer_backward includes the recomputed layer under checkpointing: the replay allocates that itself.
-        backward_transient=max(layer_backward - (layer_tokens if reg.checkpointing else 0), 0) + ov.dequant_backward,
+        backward_transient=ov.dequant_backward, backward_events=lb.events,
         gathered_unit=(sh.gathered - root) // 2 if sh.gathered else 0,
         head_saved=(hd.body_side, hd.loss_saved), loss_forward=hd.forward_extra,
         loss_backward=(hd.backward_extra // 2, hd.backward_extra - hd.backward_extra // 2),

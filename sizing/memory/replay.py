@@ -19,7 +19,8 @@ class Replay:
     layer_constant: int  # per-layer saved bytes independent of tokens (autocast weight copies)
     checkpoint: int  # a checkpointed layer's kept input (0: no checkpointing)
     forward_transient: int  # per layer in the forward (dequantized weight), freed at once
-    backward_transient: int  # per layer in the backward (recompute transients, dequantized weight)
+    backward_transient: int  # per layer in the backward: the dequantized weight
+    backward_events: tuple[int, ...]  # one layer's backward transients: size > 0 mallocs, ~i frees block i
     gathered_unit: int  # FSDP: one layer's unsharded parameters, gathered and freed per layer
     head_saved: tuple[int, ...]  # final norm / head input, then the loss's saved tensors
     loss_forward: int  # the loss's forward transients (fp32 upcast of the logits)
@@ -74,6 +75,12 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
+            ops: list[_Block] = []
+            for e in r.backward_events:  # memory/backward.py: gradients op by op
+                if e > 0:
+                    ops.append(a.malloc(e))
+                else:
+                    a.free(ops[~e])
             if tmp is not None:
                 a.free(tmp)
             a.free_all(recomputed + blocks)
