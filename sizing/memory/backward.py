@@ -160,11 +160,9 @@ class _Layer:
         s.free(s.alloc(n * width * 4))  # grad * x for the rsqrt's gradient, reduced to [N]
         s.free(b)
         d = s.alloc(n * width * 4)
-        e1 = s.alloc(n * width * 4)
-        e2 = s.alloc(n * width * 4)
-        s.free(e1)
-        e3 = s.alloc(n * width * 4)
-        s.free(e2, d)
+        # PowBackward's grad * (2 * x.pow(1)): its two temporaries live until the product exists
+        e1, e2, e3 = s.alloc(n * width * 4), s.alloc(n * width * 4), s.alloc(n * width * 4)
+        s.free(e1, e2, d)
         total = self._accumulate(c1, e3, n * width * 4)
         s.release(self.walker.norm_saved(in_bytes, width) * n)
         if in_bytes != 4:
@@ -328,3 +326,12 @@ def layer_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: 
 
 def _const(h: int) -> Callable[[], int]:
     return lambda: h
+
+
+def head_norm_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: int, tokens: int) -> int:
+    """The final norm's backward after the LM head's: the head input's gradient and the norm's fp32
+    transients, above the saved tensors (the decoder's are all still alive)."""
+    la = _Layer(arch, reg, tr, r, seq, tokens)
+    g = la.s.alloc(tokens * arch.hidden * la.walker.norm_out(reg.resid))
+    la.norm(g, arch.hidden, reg.resid)
+    return la.s.peak
