@@ -226,6 +226,20 @@ class _Layer:
             gx = back
         return gx
 
+    def flash_workspace(self) -> tuple[int, ...]:
+        """FlashAttention-2's backward on CUDA (PyTorch flash_api.cpp mha_bwd, the same in flash-attn):
+        fp32 softmax_d [B, nh, S_128] and dq_accum [B, S_128, nh, d_32|64], and with fewer kv heads the
+        dk/dv of every query head before they are summed into the groups; all freed when it returns.
+        (The CPU kernel's buffers are internal to it: the physics tests cannot see them.)"""
+        arch, s, seq = self.arch, self.s, self.seq
+        batch, nh, d = -(-self.n // seq), arch.heads, arch.head_dim
+        rows = batch * -(-seq // 128) * 128
+        d_acc = -(-d // (32 if d <= 128 else 64)) * (32 if d <= 128 else 64)
+        out = [s.alloc(4 * nh * rows), s.alloc(4 * rows * nh * d_acc)]
+        if arch.kv_heads < nh:
+            out += [s.alloc(self.n * nh * d * self.reg.compute), s.alloc(self.n * nh * d * self.reg.compute)]
+        return tuple(out)
+
     def attention(self, g: int, ab: int, qb: int) -> int:
         """Attention's backward from the o_proj output gradient g (not freed); returns the gradient of its
         input (the norm's output)."""
@@ -272,6 +286,8 @@ class _Layer:
         else:
             kv_saved = q if expanded else kv
             gq, gk, gv = s.alloc(n * q * ab), s.alloc(n * kv_saved * ab), s.alloc(n * kv_saved * ab)
+            if reg.backend == "cuda" and not reg.padded and ab == 2 and arch.head_dim <= 256:
+                s.free(*self.flash_workspace())  # the kernel SDPA picks there (fp32: mem-efficient, not modelled)
             s.free(ga)
             s.release(n * (ab * q + 2 * ab * kv_saved + ab * q + 4 * nh))
             if kv_saved != kv:
