@@ -11,57 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
-from .activations import LayerWalker
 from .adapters import Trainable
+from .backward_ops import Ops
 from .regime import Regime
 
 
 @dataclass(frozen=True)
 class LayerBackward:
     peak: int  # high-water mark above the layer's saved tensors: incoming gradient and weight grads included
-    events: tuple[int, ...]  # the transients for the allocator replay: size > 0 mallocs, ~i frees block i
+    events: tuple[int, ...]  # transients for the allocator replay: size > 0 mallocs, ~i frees block i
 
 
-class _Sim:
-    """Live bytes of one layer's backward; allocations the replay should see are recorded as events."""
-
-    def __init__(self) -> None:
-        self.cur = self.peak = 0
-        self.events: list[int] = []
-        self.blocks = 0  # replayed allocations so far
-        self._blocks: list[int] = []  # event block index per handle (-1: not replayed)
-        self._sizes: list[int] = []
-
-    def alloc(self, size: int, replay: bool = True) -> int:
-        self.cur += size
-        self.peak = max(self.peak, self.cur)
-        self._sizes.append(size)
-        if replay and size:
-            self._blocks.append(self.blocks)
-            self.blocks += 1
-            self.events.append(size)
-        else:
-            self._blocks.append(-1)
-        return len(self._sizes) - 1
-
-    def free(self, *handles: int) -> None:
-        for h in handles:
-            self.cur -= self._sizes[h]
-            self._sizes[h] = 0
-            if self._blocks[h] >= 0:
-                self.events.append(~self._blocks[h])
-                self._blocks[h] = -1
-
-    def release(self, size: int) -> None:
-        """A saved tensor freed by the node that used it (the replay frees a layer's saved blocks at its end)."""
-        self.cur -= size
-
-
-class _Layer:
-    def __init__(self, arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: int, n: int) -> None:
-        self.arch, self.reg, self.r, self.seq, self.n = arch, reg, r, seq, n
-        self.walker = LayerWalker(arch, reg, tr, r, seq)
-        self.s = _Sim()
+class _Layer(Ops):
+    """The projections, MLP and attention of one layer's backward."""
 
     def linears(self, consumers: list[Linear], g_out: dict[str, Callable[[], int]], x_bytes: int,
                 x_saved: bool) -> int:
@@ -102,7 +64,7 @@ class _Layer:
             if x_saved and saves and left == 0:
                 s.release(n * width * x_bytes)
             for p in parts:
-                grad = p if grad is None else self._accumulate(grad, p, n * width * c)
+                grad = p if grad is None else self.accumulate(grad, p, n * width * c)
         assert grad is not None
         return grad
 
@@ -127,66 +89,6 @@ class _Layer:
         if reg.full:
             return not (reg.autocast and x_bytes != reg.compute)
         return lin.name in self.walker.targets and not self.walker.frozen_a and self._lora_shares(x_bytes)
-
-    def _accumulate(self, a: int, b: int, size: int) -> int:
-        out = self.s.alloc(size)  # out-of-place sum of two gradients of one tensor
-        self.s.free(a, b)
-        return out
-
-    def norm(self, g: int, width: int, in_bytes: int) -> int:
-        """RMSNorm / LayerNorm backward from its output gradient g (freed); returns the input gradient."""
-        s, n, arch = self.s, self.n, self.arch
-        ob = self.walker.norm_out(in_bytes)
-        if arch.norm == "layer":  # native_layer_norm_backward: one fused kernel, fp32 under autocast
-            f = 4 if self.reg.autocast else in_bytes
-            gi = s.alloc(n * width * f)
-            s.free(g)
-            s.release(n * width * f + 8 * n)
-            if f != in_bytes:
-                cast = s.alloc(n * width * in_bytes)
-                s.free(gi)
-                gi = cast
-            return gi
-        # weight * x_hat.to(dtype): grad * weight, then to fp32; x * rsqrt(var): two products, the rsqrt's
-        # reduced; mean(x^2) backward: expand/div, pow, 2x, times grad; the two fp32 input grads summed.
-        a = s.alloc(n * width * ob)
-        if self.reg.full:
-            s.free(s.alloc(n * width * ob))  # grad * x_hat for the weight's gradient, reduced
-        s.free(g)
-        b = s.alloc(n * width * 4) if ob != 4 else a
-        if b != a:
-            s.free(a)
-        c1 = s.alloc(n * width * 4)
-        s.free(s.alloc(n * width * 4))  # grad * x for the rsqrt's gradient, reduced to [N]
-        s.free(b)
-        d = s.alloc(n * width * 4)
-        # PowBackward's grad * (2 * x.pow(1)): its two temporaries live until the product exists
-        e1, e2, e3 = s.alloc(n * width * 4), s.alloc(n * width * 4), s.alloc(n * width * 4)
-        s.free(e1, e2, d)
-        total = self._accumulate(c1, e3, n * width * 4)
-        s.release(self.walker.norm_saved(in_bytes, width) * n)
-        if in_bytes != 4:
-            cast = s.alloc(n * width * in_bytes)
-            s.free(total)
-            total = cast
-        return total
-
-    def rope(self, g: int, width: int) -> int:
-        """apply_rotary_pos_emb backward: grad * sin through rotate_half (neg of one half, two slice_backward
-        pads, summed), plus grad * cos; returns the input gradient (g freed)."""
-        s, w = self.s, self.n * width * self.reg.compute
-        a = s.alloc(w)
-        half = s.alloc(w // 2)
-        s1 = s.alloc(w)
-        s.free(half)
-        s2 = s.alloc(w)
-        s.free(a)
-        rot = self._accumulate(s1, s2, w)
-        out = self._accumulate(rot, s.alloc(w), w)
-        s.free(g)
-        cont = s.alloc(w)  # transpose(1, 2) undone: contiguous for the projection's matmul
-        s.free(out)
-        return cont
 
     def mlp(self, g: int, in_bytes: int, gb: int) -> int:
         """The MLP's backward from its output gradient g (not freed); returns its input's gradient."""
@@ -225,20 +127,6 @@ class _Layer:
             s.free(gx)
             gx = back
         return gx
-
-    def flash_workspace(self) -> tuple[int, ...]:
-        """FlashAttention-2's backward on CUDA (PyTorch flash_api.cpp mha_bwd, the same in flash-attn):
-        fp32 softmax_d [B, nh, S_128] and dq_accum [B, S_128, nh, d_32|64], and with fewer kv heads the
-        dk/dv of every query head before they are summed into the groups; all freed when it returns.
-        (The CPU kernel's buffers are internal to it: the physics tests cannot see them.)"""
-        arch, s, seq = self.arch, self.s, self.seq
-        batch, nh, d = -(-self.n // seq), arch.heads, arch.head_dim
-        rows = batch * -(-seq // 128) * 128
-        d_acc = -(-d // (32 if d <= 128 else 64)) * (32 if d <= 128 else 64)
-        out = [s.alloc(4 * nh * rows), s.alloc(4 * rows * nh * d_acc)]
-        if arch.kv_heads < nh:
-            out += [s.alloc(self.n * nh * d * self.reg.compute), s.alloc(self.n * nh * d * self.reg.compute)]
-        return tuple(out)
 
     def attention(self, g: int, ab: int, qb: int) -> int:
         """Attention's backward from the o_proj output gradient g (not freed); returns the gradient of its
@@ -324,20 +212,20 @@ def layer_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: 
     if arch.pre_norms == 1:  # one norm feeds attention and MLP in parallel (GPT-J, Phi, Falcon style)
         gm = la.mlp(g0, mlp_in, gb)
         ga = la.attention(g0, ab, qb)
-        gx = la.norm(la._accumulate(gm, ga, n * h * c), h, resid)
-        la._accumulate(g0, gx, n * h * resid)
-        return LayerBackward(s.peak, (*s.events, ~(s.blocks - 1)))
+        gx = la.norm(la.accumulate(gm, ga, n * h * c), h, resid)
+        la.accumulate(g0, gx, n * h * resid)
+        return LayerBackward(s.peak, s.events())
     g_mlp = la.norm(s.alloc(0), h, gb) if arch.post_norms else g0
     gx2 = la.norm(la.mlp(g_mlp, mlp_in, gb), h, resid)
     if g_mlp != g0:
         s.free(g_mlp)
-    g1 = la._accumulate(g0, gx2, n * h * resid)
+    g1 = la.accumulate(g0, gx2, n * h * resid)
     g_attn = la.norm(s.alloc(0), h, ab) if arch.post_norms else g1
     gx = la.norm(la.attention(g_attn, ab, qb), h, resid)
     if g_attn != g1:
         s.free(g_attn)
-    la._accumulate(g1, gx, n * h * resid)  # the layer input's gradient: freed by the next layer's backward
-    return LayerBackward(s.peak, (*s.events, ~(s.blocks - 1)))
+    la.accumulate(g1, gx, n * h * resid)  # the layer input's gradient: freed by the next layer's backward
+    return LayerBackward(s.peak, s.events())
 
 
 def _const(h: int) -> Callable[[], int]:
