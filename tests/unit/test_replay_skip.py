@@ -32,6 +32,11 @@ def _sizes(rng: random.Random, most: int) -> tuple[int, ...]:
     return tuple(_size(rng) for _ in range(rng.randint(0, most)))
 
 
+def _events(rng: random.Random) -> tuple[int, ...]:
+    sizes = _sizes(rng, 4)  # one layer's backward transients, freed in any order
+    return (*sizes, *(~i for i in rng.sample(range(len(sizes)), len(sizes))))
+
+
 def _record(rng: random.Random) -> Replay:
     checkpoint = rng.random() < 0.5
     fsdp = rng.random() < 0.25
@@ -39,6 +44,7 @@ def _record(rng: random.Random) -> Replay:
         static=_sizes(rng, 12), layers=rng.randint(1, 6), saved=_sizes(rng, 6),
         layer_constant=rng.choice([0, _size(rng)]), checkpoint=_size(rng) if checkpoint else 0,
         forward_transient=rng.choice([0, _size(rng)]), backward_transient=rng.choice([0, _size(rng)]),
+        backward_events=_events(rng),
         gathered_unit=_size(rng) if fsdp else 0, head_saved=_sizes(rng, 2), loss_forward=rng.choice([0, _size(rng)]),
         loss_backward=_sizes(rng, 2), head_grads=_sizes(rng, 3), layer_grads=_sizes(rng, 4),
         comm_buffer=rng.choice([0, _size(rng)]), comm_static=not fsdp and rng.random() < 0.5,
