@@ -170,6 +170,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack).
     lb = layer_backward_ops(arch, reg, tr, cfg.r, seq, n)
     layer_backward = lb.peak + (layer_tokens + ls.constant if reg.checkpointing else 0)
+    # Reentrant checkpointing recomputes the layer under enable_grad and backpropagates from its recomputed
+    # output, which lives through that inner backward (measured: test_layer_backward.py).
+    reentrant_output = n * arch.hidden * reg.resid if reg.checkpointing and reg.reentrant else 0
+    layer_backward += reentrant_output
     # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
     hopper = gpu is not None and gpu.sm >= (9, 0)
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
@@ -217,7 +221,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
-        "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak,
+        "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak + reentrant_output,
         "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }

@@ -55,12 +55,12 @@ class _OpTrace(harness.LiveMem):
         return out
 
 
-def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype) -> int:
+def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype, reentrant: bool = False) -> int:
     torch.manual_seed(0)
     m = transformers.AutoModelForCausalLM.from_config(
         transformers.AutoConfig.for_model(**_model_config(style)), attn_implementation=attn).to(dtype)
     if ckpt:
-        m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": reentrant})
     if method.startswith("lora"):
         from peft import LoraConfig, get_peft_model
 
@@ -151,3 +151,28 @@ def test_layer_backward_high_water_mark(style: str, method: str, attn: str, ckpt
     print(f"{style} {method} {attn} ckpt={ckpt} {dtype}: measured {measured} B, engine {engine} B, "
           f"{100 * (engine - measured) / measured:+.2f} %")
     assert engine == pytest.approx(measured, rel=TOL)
+
+
+@pytest.mark.parametrize("method", ["full", "lora"])
+def test_reentrant_checkpointing_keeps_the_recomputed_output(method: str) -> None:
+    """Reentrant checkpointing (what prepare_model_for_kbit_training switches on by itself) holds one more
+    hidden state through a layer's backward than non-reentrant: the recomputed output it backpropagates
+    from. Measured on the bf16 Llama; the engine adds N·h·b(resid) for exactly that regime."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            extra = (_measure("llama", method, "sdpa", True, torch.bfloat16, reentrant=True)
+                     - _measure("llama", method, "sdpa", True, torch.bfloat16))
+    finally:
+        torch.set_num_threads(threads)
+    hidden = harness.N * harness.MODEL_CONFIGS["llama"]["hidden_size"]
+    print(f"{method}: reentrant - non-reentrant = {extra} B = {extra / hidden:.3f} x N*h")
+    assert extra == 2 * hidden  # one bf16 hidden state
+    qlora = {"model_config": _model_config("llama"), "method": "qlora", "load_in_4bit": True,
+             "prepare_model_for_kbit_training": True, "bf16": True, "max_seq_length": harness.S,
+             "per_device_train_batch_size": harness.B, "packing": True, "r": harness.LORA_R}
+    own = estimate({**qlora, "gradient_checkpointing": False}).detail  # reentrant, fp32 residual (§2)
+    trainer = estimate({**qlora, "gradient_checkpointing": True}).detail  # the Trainer's non-reentrant wins
+    assert own["layer_backward_bytes"] - trainer["layer_backward_bytes"] == 4 * hidden
