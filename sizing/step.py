@@ -15,13 +15,15 @@ from .memory.activations import LayerSaved, layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
 from .memory.backward import layer_backward as layer_backward_ops
+from .memory.fsdp_init import fsdp_units
+from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
 from .memory.replay import Replay, replay
-from .memory.timeline import Moment, StepInputs, moments, peak
-from .memory.weights import weights
+from .memory.timeline import Moment, Outside, StepInputs, moments, peak
+from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
 
 
@@ -35,6 +37,7 @@ class StepMemory:
     detail: dict[str, int]
     tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
     replay_dynamic: int  # dynamic bytes at that shape
+    load: NF4Load | None = None  # the framework builds and quantizes the model on the GPU before the step
 
     def cache_overhead(self, expandable: bool, needed: bool = False) -> int:
         """Bytes the caching allocator reserves above the allocated peak (needed: the least of them a full card
@@ -51,6 +54,11 @@ class StepMemory:
         pk = self.peak
         kept = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
         return kept - self.detail["gathered_bytes"]
+
+
+def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
+    """The moments outside the step that the run's framework goes through (frameworks.Profile)."""
+    return (nf4_load(mem.load, expandable),) if mem.load is not None else ()
 
 
 def grid(x: int) -> int:
@@ -227,11 +235,11 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     }
     ms = moments(inputs)
     root = totals.root_unit if sh.gathered else 0
+    per_layer_static = (sh.weights - sh.gathered) // arch.layers
     fixed = _FIXED.get(key)  # the shape-free tensor lists (_BASE's key: shares read the same fields)
     if fixed is None:
         static: list[int] = []
         linears = [lin.params * lin.count for lin in arch.linears]
-        per_layer_static = (sh.weights - sh.gathered) // arch.layers
         # one tensor per projection (FSDP: one flat shard per unit), the same for every layer
         static += ([per_layer_static * p // sum(linears) for p in linears] if not sh.gathered
                    else [per_layer_static]) * arch.layers
@@ -257,13 +265,19 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
         comm_static=cfg.parallelism in ("none", "ddp"),
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
-        accumulating=inputs.accumulating)
+        accumulating=inputs.accumulating, **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
-    mem = StepMemory(reg, ms, pk, detail, rp, 0)
+    load = None
+    if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
+        load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
+                       reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
+    mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:
     """max_memory_reserved on an ample card: the allocated peak plus what the replayed cache holds above it,
     in 2 MiB pages; needed=True: what the card must have (the fit verdict)."""
-    return round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
+    step = round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
+    # Reserved memory only grows: a moment before the step (a model load) that reserved more sets the peak.
+    return max([step] + [round_up(o.needed if needed else o.reserved) for o in outside(mem, expandable)])
