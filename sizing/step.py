@@ -1,12 +1,13 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from .arch import Architecture
 from .catalog import Gpu
@@ -56,6 +57,27 @@ class StepMemory:
         return kept - self.detail["gathered_bytes"]
 
 
+T = TypeVar("T")
+
+
+def with_fields(obj: T, **changes: Any) -> T:
+    """dataclasses.replace(obj, **changes) for a dataclass without __post_init__: a shallow copy with those
+    fields set (perf: replace passes every field through __init__; a fit table makes thousands)."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or not names.issuperset(changes):
+        return replace(obj, **changes)  # type: ignore[type-var]
+    new = copy.copy(obj)
+    for name, value in changes.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
 def grid(x: int) -> int:
     """x rounded up to 4 steps per doubling (m·2^k, m in 4..7): the shapes the allocator is replayed at, so
     the solvers' probes share replays; tensors are at most 25 % larger than the real ones there."""
@@ -76,14 +98,14 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
     if cfg.is_peft and cfg.peft_type == "prompt_tuning":
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
-        cfg = replace(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
+        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
     mem = _step(cfg, arch, gpu, backend, k_index)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
-    tensors, dynamic = _grid_tensors(replace(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
+    tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
                                      arch, gpu, backend, k_index)
-    return replace(mem, tensors=tensors, replay_dynamic=dynamic)
+    return with_fields(mem, tensors=tensors, replay_dynamic=dynamic)
 
 
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
@@ -257,7 +279,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         accumulating=inputs.accumulating)
     pk = peak(ms)
     mem = StepMemory(reg, ms, pk, detail, rp, 0)
-    return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
+    return with_fields(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:

@@ -150,6 +150,29 @@ class CachingAllocator:
             self._small(run)
         return out
 
+    def malloc_free_all(self, sizes: Iterable[int]) -> None:
+        """free_all(malloc_all(sizes)) (tensors made and dropped together), without the small ones' blocks."""
+        large: list[_Block] = []
+        run = small = 0
+        for n in sizes:
+            size = -(-n // MIN_BLOCK) * MIN_BLOCK
+            if size <= SMALL_SIZE:
+                run += size if size > MIN_BLOCK else MIN_BLOCK
+            else:
+                if run:
+                    self._small(run)
+                    small += run
+                    run = 0
+                large.append(self._large(size))
+        if run:
+            self._small(run)
+            small += run
+        free = self.free
+        for b in large:
+            free(b)
+        self.allocated -= small
+        self.small_live -= small
+
     def free_all(self, blocks: Iterable[_Block]) -> None:
         """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""
         small = 0
