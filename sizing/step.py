@@ -126,9 +126,27 @@ def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
                           else v for v in values))
 
 
+# Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
+# every field (its linears) at each lookup, a fit table makes thousands. By identity first; the object is
+# kept alive by the table, so its id is never another object's.
+_ARCH_BY_ID: dict[int, tuple[Architecture, int]] = {}
+_ARCH_TOKEN: dict[Architecture, int] = {}
+
+
+def _arch_token(arch: Architecture) -> int:
+    got = _ARCH_BY_ID.get(id(arch))
+    if got is not None and got[0] is arch:
+        return got[1]
+    if len(_ARCH_BY_ID) >= 4096 or len(_ARCH_TOKEN) >= 4096:
+        clear_caches()  # every key holding a token goes with them
+    token = _ARCH_TOKEN.setdefault(arch, len(_ARCH_TOKEN))
+    _ARCH_BY_ID[id(arch)] = arch, token
+    return token
+
+
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
                   k_index: int) -> tuple[Replay, int]:
-    key = (_cfg_key(cfg, _KEY_GETTER), arch, gpu.id if gpu is not None else None, backend, k_index)
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend, k_index)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
@@ -155,11 +173,13 @@ def clear_caches() -> None:
     _SAVED.clear()
     _FIXED.clear()
     _GRID.clear()
+    _ARCH_BY_ID.clear()
+    _ARCH_TOKEN.clear()
     _replayed.cache_clear()
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
-    key = (_cfg_key(cfg, _BASE_GETTER), arch, backend)
+    key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend)
     base = _BASE.get(key)
     if base is None:
         reg = resolve(cfg, arch, backend)
