@@ -68,9 +68,10 @@ def main() -> int:
                 runs[name] += _runs(path, src, 1)
         for name, _ in trees:
             best = {k: min(r[k] for r in runs[name]) for k in runs[name][0]}
-            print(f"{Path(path).name:32} {name:8} {best['estimate_cold']:14.4f} {best['estimate_warm']:8.4f} "
-                  f"{best['fit_table_cold']:15.4f} {best['fit_table_warm']:8.4f}   cpu: {best['estimate_cold_cpu']:8.4f} "
-                  f"{best['fit_table_cold_cpu']:8.4f} {best['fit_table_warm_cpu']:8.4f}")
+            b = best
+            print(f"{Path(path).name:32} {name:8} {b['estimate_cold']:14.4f} {b['estimate_warm']:8.4f} "
+                  f"{b['fit_table_cold']:15.4f} {b['fit_table_warm']:8.4f}   cpu: {b['estimate_cold_cpu']:8.4f} "
+                  f"{b['fit_table_cold_cpu']:8.4f} {b['fit_table_warm_cpu']:8.4f}")
     return 0
 
 
