@@ -200,6 +200,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     n = seq * batch
     ls = _SAVED.get((key, seq))
     if ls is None:
+        if len(_SAVED) >= 8192:  # a fit table probes a few hundred lengths: the page's memory stays bounded
+            _SAVED.clear()
         ls = _SAVED[key, seq] = layer_saved(arch, reg, tr, cfg.r, seq)
     layer_tokens = ls.per_token * n
     if reg.checkpointing:
