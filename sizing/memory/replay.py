@@ -75,7 +75,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.free(a.malloc(r.forward_transient))
             if r.checkpoint:
                 ck = a.malloc(r.checkpoint)
-                a.free_all(a.malloc_all(r.saved))  # computed, then dropped by the checkpoint
+                a.malloc_free_all(r.saved)  # computed, then dropped by the checkpoint
                 kept.append([ck])
             else:
                 kept.append(a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())))
@@ -115,7 +115,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
-            a.free_all(a.malloc_all(int(g.size * r.temp_per_grad) for g in grads))
+            a.malloc_free_all(int(g.size * r.temp_per_grad) for g in grads)
         if comm is not None:
             rs.free(comm)
         if not r.accumulating:
