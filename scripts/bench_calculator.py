@@ -1,6 +1,6 @@
 """Load times of the calculator page on localhost, cold and warm, in Debian chromium via Playwright.
 
-    python scripts/bench_calculator.py [--runs 3] [--lang en] [--chromium /usr/bin/chromium]
+    python scripts/bench_calculator.py [--runs 3] [--lang en] [--server static|plain] [--site DIR] [--list]
 
 Builds the site (strict) into a temporary folder, serves it on a free port with the right MIME types, and
 prints the medians of: time to first numbers (the build-time results are in the HTML); time until the
@@ -13,7 +13,8 @@ count 0) with the number of requests. "cold" is a fresh browser context (empty H
 later visit in the same context (after about:blank: the first visit's page and worker are gone). Then
 the worker's boot stages of the last run (ms after the worker started; the worker itself starts
 `worker_created` ms after navigation). "link" is a shared link (another rank in the query) opened in a
-fresh context: the time until its own numbers, not greyed, are on the page.
+fresh context: the time until its own numbers with the fit table, not greyed, are on the page; "link peak"
+until its own peak is (the fit table still to come).
 
 Each figure is printed next to the same run's pure-JS floor: the same page with worker.js replaced by a
 trivial worker that answers at once with the build's default estimate (no Pyodide), and as a ratio.
@@ -35,21 +36,30 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import static_server
+
 ROOT = Path(__file__).resolve().parents[1]
-MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
-        ".json": "application/json", ".whl": "application/zip", ".zip": "application/zip"}
+MIME = static_server.MIME
 
 
 class Handler(SimpleHTTPRequestHandler):
+    """A server that sends every file as it is (no Content-Encoding, no caching headers): `--server plain`."""
+
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **MIME}  # noqa: RUF012
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
+SERVERS: dict[str, type[SimpleHTTPRequestHandler]] = {"static": static_server.Handler, "plain": Handler}
+
+
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
 OWN = ("() => document.documentElement.dataset.shown !== undefined && document.documentElement.dataset.runtime"
        " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
+# the link's own peak on the page, not greyed (the fit table may still be coming)
+OWN_PEAK = ("() => document.documentElement.dataset.shown !== undefined"
+            " && !document.getElementById('calc-results').classList.contains('calc-stale')")
 # The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
 # that a recompute is visible), in the messages worker.js sends.
 FLOOR_JS = """const ANSWERS = %s;
@@ -81,7 +91,8 @@ FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]'
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
 # (measured here: 150-500 ms after the page had answered).
 POLL = 10
-COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "link", "bytes", "requests")
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "link peak", "link",
+           "bytes", "requests")
 
 
 def transferred(requests: list[Any]) -> tuple[int, int]:
@@ -97,6 +108,22 @@ def transferred(requests: list[Any]) -> tuple[int, int]:
             total += max(0, sizes["responseBodySize"]) + max(0, sizes["responseHeadersSize"])
             count += 1
     return total, count
+
+
+def listing(requests: list[Any]) -> list[str]:
+    """One line per response: wire bytes (headers + encoded body), status, method, Content-Encoding, path."""
+    lines = []
+    for request in requests:
+        response = request.response()
+        try:
+            sizes = request.sizes()
+        except Exception:  # gone: counts 0, as in transferred()
+            sizes = {"responseBodySize": 0, "responseHeadersSize": 0}
+        wire = max(0, sizes["responseBodySize"]) + max(0, sizes["responseHeadersSize"])
+        coding = (response.headers.get("content-encoding") if response else None) or "-"
+        path = request.url.split("/", 3)[3] if request.url.count("/") >= 3 else request.url
+        lines.append(f"{wire:>12,} {response.status if response else '-':>4} {request.method:5} {coding:5} /{path}")
+    return lines
 
 
 def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
@@ -118,8 +145,9 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     return first, in_page, ready, peak, time.perf_counter() - t0
 
 
-def link_time(browser: Any, url: str, floor: str | None) -> float:
-    """Seconds from navigation to a shared link's own numbers (not greyed), in a fresh context."""
+def link_time(browser: Any, url: str, floor: str | None) -> tuple[float, float]:
+    """Seconds from navigation to a shared link's own peak and to all its own numbers with the fit table (not
+    greyed), in a fresh context."""
     context = browser.new_context()
     if floor is not None:
         context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
@@ -127,10 +155,12 @@ def link_time(browser: Any, url: str, floor: str | None) -> float:
     page = context.new_page()
     start = time.perf_counter()
     page.goto(url + "?r=48", wait_until="commit")
+    page.wait_for_function(OWN_PEAK, polling=POLL, timeout=120_000)
+    peak = time.perf_counter() - start
     page.wait_for_function(OWN, polling=POLL, timeout=120_000)
     took = time.perf_counter() - start
     context.close()
-    return took
+    return peak, took
 
 
 def main() -> int:
@@ -138,18 +168,25 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lang", default="en", choices=("ru", "uz", "en"))
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--server", default="static", choices=tuple(SERVERS),
+                        help="static: scripts/static_server.py, what scripts/serve.sh runs (Content-Encoding, "
+                             "caching headers); plain: every file as it is, no caching headers")
+    parser.add_argument("--site", type=Path, help="an already built site (built with any SITE_URL) instead of a build")
+    parser.add_argument("--list", action="store_true", help="print every response of the first cold load")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory() as tmp:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=tmp))
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = str(args.site) if args.site else tmp_dir
+        server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SERVERS[args.server], directory=tmp))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_address[1]}/"
         env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": base}
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", tmp], cwd=ROOT, env=env,
-                       check=True)
-        print(f"build: {time.perf_counter() - t0:.1f} s; load average before the runs: "
+        if not args.site:
+            subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", tmp], cwd=ROOT, env=env,
+                           check=True)
+        print(f"build: {time.perf_counter() - t0:.1f} s; server: {args.server}; load average before the runs: "
               + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         url = base + ("" if args.lang == "ru" else f"{args.lang}/") + "calculator/"
         floor_js = floor_worker(Path(tmp), args.lang)
@@ -179,7 +216,10 @@ def main() -> int:
                             page.goto("about:blank")
                         seen.clear()
                         times = measure(page, url, str(rank))
-                        rows[prefix + kind].append((*times, link, *transferred(seen)))
+                        rows[prefix + kind].append((*times, *link, *transferred(seen)))
+                        if args.list and i == 0 and floor is None and kind == "cold":
+                            print(f"responses of the first cold load ({args.server} server):")
+                            print("\n".join(listing(seen)))
                         if floor is None:
                             stages[kind] = page.get_attribute("html", "data-boot-stages") or "{}"
                     context.close()
@@ -194,7 +234,7 @@ def main() -> int:
     for kind in ("cold", "warm"):
         ratio = [a / b if b else float("nan") for a, b in zip(medians[kind], medians["floor " + kind], strict=True)]
         print(f"{'x ' + kind:11}" + "".join(f"{r:15.1f}" for r in ratio) + "   (ratio to the pure-JS floor)")
-    print("('link' is the same cold shared-link figure on both rows of a kind)")
+    print("('link peak' / 'link': a cold shared link's own peak / all its numbers, the same on both rows of a kind)")
     for kind, text in stages.items():
         print(f"boot stages, {kind}, last run: {text}")
     return 0

@@ -18,5 +18,5 @@ fi
 export NO_MKDOCS_2_WARNING=1
 export SITE_URL="http://127.0.0.1:8000/"   # absolute links (hreflang, JSON-LD, llms.txt) point where it is served
 .venv/bin/mkdocs build --strict
-echo "Serving site/ at $SITE_URL"
-exec .venv/bin/python -m http.server --bind 127.0.0.1 8000 --directory site
+# compressed and with caching headers as a static host sends them (scripts/static_server.py)
+exec .venv/bin/python scripts/static_server.py --bind 127.0.0.1 --port 8000 site

@@ -5,12 +5,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
-from .memory.activations import layer_saved
+from .memory.activations import LayerSaved, layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
 from .memory.loss import head
@@ -89,14 +90,23 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
 # probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
 _GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
 _KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name != "extra")
+_KEY_GETTER = attrgetter(*_KEY_FIELDS)
+
+
+def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
+    """The fields `names` of cfg as a hashable key, by content (with a mapping or list: each as its JSON text)."""
+    values: tuple[Any, ...] = names(cfg)
+    try:
+        hash(values)
+        return values
+    except TypeError:  # a model_config: its JSON text, tagged so that it never equals the plain tuple
+        return ("json", *(json.dumps(v, sort_keys=True, default=dict) if isinstance(v, (Mapping, list, tuple))
+                          else v for v in values))
 
 
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
                   k_index: int) -> tuple[Replay, int]:
-    values = (getattr(cfg, name) for name in _KEY_FIELDS)
-    key = (tuple(json.dumps(v, sort_keys=True, default=dict) if isinstance(v, (Mapping, list, tuple)) else v
-                 for v in values), arch,
-           gpu.id if gpu is not None else None, backend, k_index)
+    key = (_cfg_key(cfg, _KEY_GETTER), arch, gpu.id if gpu is not None else None, backend, k_index)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
@@ -106,18 +116,49 @@ def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: 
     return got
 
 
+# What _step derives from the configuration without its shape (regime, trainable tensors, weights, optimizer
+# states), by every field but the shape's two and extra, and each sequence length's layer_saved: a fit table's
+# hundreds of probes change only the shape (perf: resolve and layer_saved were two thirds of a _step).
+# tests/unit/test_step_cache.py holds the cached _step to a cold one across shapes.
+_SHAPE_FIELDS = ("max_seq_length", "per_device_train_batch_size")
+_BASE_GETTER = attrgetter(*(name for name in _KEY_FIELDS if name not in _SHAPE_FIELDS))
+_BASE: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_SAVED: dict[tuple[Any, ...], LayerSaved] = {}
+_FIXED: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def clear_caches() -> None:
+    """Forget every cached shape-free part, grid replay record and replay (a cold engine)."""
+    _BASE.clear()
+    _SAVED.clear()
+    _FIXED.clear()
+    _GRID.clear()
+    _replayed.cache_clear()
+
+
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
-    reg = resolve(cfg, arch, backend)
-    if reg.profile.separate_lm_head and arch.tied_embeddings:
-        arch = replace(arch, tied_embeddings=False)  # LitGPT 2024 holds the head as its own weight
-    tr = trainable(cfg, arch)
-    w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0, frozenset(lin.name for lin in tr.targets))
-    grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
+    key = (_cfg_key(cfg, _BASE_GETTER), arch, backend)
+    base = _BASE.get(key)
+    if base is None:
+        reg = resolve(cfg, arch, backend)
+        if reg.profile.separate_lm_head and arch.tied_embeddings:
+            arch = replace(arch, tied_embeddings=False)  # LitGPT 2024 holds the head as its own weight
+        tr = trainable(cfg, arch)
+        w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0, frozenset(lin.name for lin in tr.targets))
+        grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
+        opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
+        if len(_BASE) >= 1024:
+            _BASE.clear()
+            _SAVED.clear()
+            _FIXED.clear()
+        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt
+    reg, arch, tr, w, grad_elem, opt = base
     grads = tr.params * grad_elem
-    opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
-    ls = layer_saved(arch, reg, tr, cfg.r, seq)
+    ls = _SAVED.get((key, seq))
+    if ls is None:
+        ls = _SAVED[key, seq] = layer_saved(arch, reg, tr, cfg.r, seq)
     layer_tokens = ls.per_token * n
     if reg.checkpointing:
         body = arch.layers * ls.checkpoint_per_token * n
@@ -181,24 +222,28 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
     ms = moments(inputs)
-    static: list[int] = []
     root = totals.root_unit if sh.gathered else 0
-    linears = [lin.params * lin.count for lin in arch.linears]
-    per_layer_static = (sh.weights - sh.gathered) // arch.layers
-    # one tensor per projection (FSDP: one flat shard per unit), the same for every layer
-    static += ([per_layer_static * p // sum(linears) for p in linears] if not sh.gathered
-               else [per_layer_static]) * arch.layers
-    if not sh.gathered:
-        static.append(max(sh.weights - sum(static), 0))  # embeddings, norms, LM head
-    static += [sh.quant_state, sh.adapters] if cfg.is_peft else [sh.quant_state]
-    # Gradient tensors as backward produces them: per decoder layer, then the rest (embeddings, head, norms).
-    share = sh.gradients / max(grads, 1)  # sharded gradients: this GPU's part of each
-    layer_grads = tuple(int(rows * cols * grad_elem * share) for rows, cols, count in tr.tensors
-                        if count >= arch.layers for _ in range(count // arch.layers))
-    rest = [int(rows * cols * grad_elem * share) * count for rows, cols, count in tr.tensors if count < arch.layers]
-    head_grads = tuple(x for x in rest if x)
+    fixed = _FIXED.get(key)  # the shape-free tensor lists (_BASE's key: shares read the same fields)
+    if fixed is None:
+        static: list[int] = []
+        linears = [lin.params * lin.count for lin in arch.linears]
+        per_layer_static = (sh.weights - sh.gathered) // arch.layers
+        # one tensor per projection (FSDP: one flat shard per unit), the same for every layer
+        static += ([per_layer_static * p // sum(linears) for p in linears] if not sh.gathered
+                   else [per_layer_static]) * arch.layers
+        if not sh.gathered:
+            static.append(max(sh.weights - sum(static), 0))  # embeddings, norms, LM head
+        static += [sh.quant_state, sh.adapters] if cfg.is_peft else [sh.quant_state]
+        # Gradient tensors as backward produces them: per decoder layer, then the rest (embeddings, head, norms).
+        share = sh.gradients / max(grads, 1)  # sharded gradients: this GPU's part of each
+        layer_grads = tuple(int(rows * cols * grad_elem * share) for rows, cols, count in tr.tensors
+                            if count >= arch.layers for _ in range(count // arch.layers))
+        rest = [int(rows * cols * grad_elem * share) * count for rows, cols, count in tr.tensors
+                if count < arch.layers]
+        fixed = _FIXED[key] = tuple(filter(None, static)), layer_grads, tuple(x for x in rest if x)
+    static_tensors, layer_grads, head_grads = fixed
     rp = Replay(
-        static=tuple(filter(None, static)), layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
+        static=static_tensors, layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
         layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
         forward_transient=ov.dequant_forward,
         # layer_backward includes the recomputed layer under checkpointing: the replay allocates that itself.

@@ -140,8 +140,14 @@ def _field_html(name: str, kind: str, choices: tuple[str, ...], value: Any, lang
 
 def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
                     warn: Callable[[str], None] = print) -> dict[str, Any]:
-    """pyodide_runtime.install_runtime, with the form's default configuration computed into the snapshot."""
-    return _install_runtime(site_dir, node_dir, warn, defaults=default_config())
+    """pyodide_runtime.install_runtime, with the form's default configuration computed into the snapshot
+    (its answers in each language's words, as the page asks for them: sizing.web.remember)."""
+    return _install_runtime(site_dir, node_dir, warn, defaults=default_config(), words=page_words())
+
+
+def page_words() -> list[str]:
+    """The words each language's calculator page sends with its requests (JSON texts, as the worker gets them)."""
+    return [json.dumps({"lang": lang, "text": words(lang)}) for lang in ("ru", "uz", "en")]
 
 
 def _script_src(lang: str, name: str, depth: int = 1) -> str:

@@ -1,7 +1,7 @@
 """The calculator's runtime: the self-hosted Pyodide files, the `sizing` wheel, a precompiled standard
 library trimmed to what the calculator imports (stdlib_trim.py), a memory snapshot with the calculator
-already imported, shipped without its zero pages (heap_pack.py), and the Content-Security-Policy of the
-calculator pages (see calculator_pages.py for the pages)."""
+already imported, shipped without its zero pages (heap_pack.py) and with .br/.gz copies (precompress.py).
+The calculator pages' Content-Security-Policy is csp.py (re-exported here); the pages are calculator_pages.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import base64
 import contextlib
 import gzip
 import hashlib
-import html
 import io
 import json
 import re
@@ -20,7 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sitebuild import heap_pack, stdlib_trim
+from sitebuild import heap_pack, precompress, stdlib_trim
+from sitebuild.csp import csp as csp  # re-exported: calculator_pages
+from sitebuild.csp import with_csp as with_csp
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -172,7 +173,7 @@ SNAPSHOT_JS = r"""
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
-const [stdlib, wheel, defaults, out] = process.argv.slice(2);
+const [stdlib, wheel, defaults, modules, out] = process.argv.slice(2);
 const require = createRequire(path.resolve("package.json"));
 const indexURL = path.dirname(require.resolve("pyodide/package.json")) + path.sep;
 const { loadPyodide } = await import(path.join(indexURL, "pyodide.mjs"));
@@ -180,10 +181,20 @@ const py = await loadPyodide({ indexURL, stdLibURL: stdlib, _makeSnapshot: true,
 const site = py.runPython("import site; site.getsitepackages()[0]");
 py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: site });
 py.runPython("import sizing.web");
-// The default configuration's answer (and fit table, kept by sizing.web) in the heap.
-py.globals.set("default_config", readFileSync(defaults, "utf8"));
-py.runPython("sizing.web.compute_json(default_config); sizing.web.compute_json(default_config, False)");
-py.runPython("del default_config");
+// The default configuration's answers in the heap, with and without the fit table, in each page's words
+// (sizing.web.remember): the page's first answer is there when the runtime is.
+py.globals.set("ahead", readFileSync(defaults, "utf8"));
+py.runPython(`import json as _json
+for _words in _json.loads(ahead)["words"] or [None]:
+    for _table in (False, True):
+        sizing.web.remember(_json.dumps(_json.loads(ahead)["config"]), _table, _words)
+del ahead, _json, _words, _table`);
+// The stdlib modules now in the heap: the page's zip leaves them out (stdlib_trim.lazy_stdlib).
+writeFileSync(modules, py.runPython(`import json, sys, zipfile
+zname = zipfile.__file__.split('.zip/')[0] + '.zip'
+json.dumps(sorted(m.__spec__.origin[len(zname) + 1:] for m in list(sys.modules.values())
+                  if getattr(m, '__spec__', None) and (m.__spec__.origin or '').startswith(zname + '/')))`));
+py.runPython("del json, sys, zipfile");
 writeFileSync(out, py.makeMemorySnapshot());
 """
 # Served without its zero pages (heap_pack.py: 31 -> 13 MB) and gzip-compressed (about 5 MB; the worker
@@ -192,15 +203,21 @@ SNAPSHOT = "calc_heap-gzip.bin"
 WASM_GZIP = "pyodide.asm-gzip.bin"
 
 
+def in_heap(snapshot: Path) -> Path:
+    """The JSON list of stdlib zip entries a snapshot holds imported (written with it)."""
+    return snapshot.with_name(snapshot.name.replace(".bin.gz", ".modules.json"))
+
+
 def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
-                    warn: Callable[[str], None] = print) -> Path | None:
-    """The memory snapshot for this Pyodide, stdlib zip, wheel (sizing.web in it) and default configuration (JSON text;
-    cached by their hash), or None."""
+                    warn: Callable[[str], None] = print, words: list[str] | None = None) -> Path | None:
+    """The memory snapshot for this Pyodide, stdlib zip, wheel (sizing.web in it), default configuration (JSON text)
+    and pages' words (JSON texts; cached by their hash), or None."""
+    defaults = json.dumps({"config": json.loads(defaults), "words": words or []})
     key = hashlib.sha256()
     for part in (version.encode(), SNAPSHOT_JS.encode(), stdlib.read_bytes(), wheel, defaults.encode()):
         key.update(hashlib.sha256(part).digest())
     cached = STDLIB_CACHE / f"calc_heap-{version}-{key.hexdigest()[:16]}.bin.gz"
-    if cached.is_file():
+    if cached.is_file() and in_heap(cached).is_file():
         return cached
     STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
     wheel_file = STDLIB_CACHE / "sizing-snapshot.whl"
@@ -208,19 +225,24 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
     defaults_file = STDLIB_CACHE / "snapshot-defaults.json"
     defaults_file.write_text(defaults, "utf-8")
     raw = cached.with_suffix(".raw")
-    if not _run_node("make_snapshot.mjs", SNAPSHOT_JS, [str(stdlib), str(wheel_file), str(defaults_file)],
+    if not _run_node("make_snapshot.mjs", SNAPSHOT_JS, [str(stdlib), str(wheel_file), str(defaults_file),
+                                                        str(in_heap(cached))],
                      raw, "node not found: the calculator boots without a memory snapshot, about 0.6 s slower",
                      "making the Pyodide memory snapshot failed (booting without it)", warn):
         return None
     for old in [*STDLIB_CACHE.glob("calc_heap-*.bin.gz"), *STDLIB_CACHE.glob("calc_snapshot-*")]:
         old.unlink()  # earlier inputs' snapshots
+    for old in STDLIB_CACHE.glob("calc_heap-*.modules.json"):
+        if old != in_heap(cached):
+            old.unlink()
     _gzip_to(heap_pack.pack(raw.read_bytes()), cached)
     raw.unlink()
     return cached
 
 
 def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
-                    warn: Callable[[str], None] = print, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+                    warn: Callable[[str], None] = print, defaults: dict[str, Any] | None = None,
+                    words: list[str] | None = None) -> dict[str, Any]:
     """Copy Pyodide and the wheel into the built site; return what runtime.json says."""
     target = site_dir / PYODIDE_DIR
     version = pyodide_version(node_dir)
@@ -241,6 +263,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
         # The wasm again, gzip-compressed (9.6 -> 3.5 MB) under a name no server decodes: the worker inflates
         # it while compiling, and a browser's in-memory cache (a private window) keeps it, unlike 9.6 MB.
         wasm_gz = STDLIB_CACHE / f"pyodide.asm-{version}.wasm.gz"
+        heap_gz: Path | None = None
         if node_dir == NODE_PYODIDE:
             if not wasm_gz.is_file():
                 STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
@@ -257,38 +280,20 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
             stdlib, stdlib_name = (trimmed, stdlib_trim.TRIMMED) if trimmed else (pyc, STDLIB_PYC)
             shutil.copyfile(stdlib, target / stdlib_name)
             manifest["stdlib"] = stdlib_name
-            snapshot = memory_snapshot(version, stdlib, wheel, json.dumps(defaults or {}), warn)
+            snapshot = memory_snapshot(version, stdlib, wheel, json.dumps(defaults or {}), warn, words)
             if snapshot is not None:
+                heap_gz = snapshot
                 shutil.copyfile(snapshot, target / SNAPSHOT)
                 manifest["snapshot"] = SNAPSHOT
                 manifest["snapshot_packed_bytes"] = gzip_size(snapshot)
+                # restored, only what the heap lacks is read from the zip: the rest is left out (1.7 -> 0.4 MB)
+                imported = json.loads(in_heap(snapshot).read_text("utf-8"))
+                stdlib_trim.lazy_stdlib(stdlib, imported, target / stdlib_trim.LAZY)
+                manifest["snapshot_stdlib"] = stdlib_trim.LAZY
+                manifest["snapshot_plain"] = precompress.HEAP  # the packed heap, for a server that encodes it
+        if node_dir == NODE_PYODIDE:  # .br/.gz copies for a server that sends Content-Encoding
+            precompress.write_copies(target, heap_gz, wasm_gz, STDLIB_CACHE, warn)
     out = site_dir / CALC_DIR / "runtime.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
     return manifest
-
-
-# --- Content-Security-Policy of the calculator pages ----------------------------------------------------
-
-INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.S)
-DATA_TYPES = ("application/json", "application/ld+json")
-
-
-def csp(html_text: str) -> str:
-    """The policy for one page: 'self' only, wasm compilation, and the hashes of its inline scripts."""
-    hashes = []
-    for match in INLINE_SCRIPT.finditer(html_text):
-        attrs, body = match.group("attrs"), match.group("body")
-        if "src=" in attrs or any(kind in attrs for kind in DATA_TYPES) or not body.strip():
-            continue
-        digest = base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
-        hashes.append(f"'sha256-{digest}'")
-    script = " ".join(["'self'", "'wasm-unsafe-eval'", *sorted(set(hashes))])
-    return ("default-src 'self'; " f"script-src {script}; worker-src 'self'; connect-src 'self'; "
-            "img-src 'self' data:; style-src 'self'; font-src 'self'; object-src 'none'; "
-            "base-uri 'self'; form-action 'self'")
-
-
-def with_csp(html_text: str) -> str:
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp(html_text))}">'
-    return re.sub(r"<head>", lambda _: "<head>\n  " + meta, html_text, count=1)

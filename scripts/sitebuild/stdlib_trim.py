@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ with zipfile.ZipFile('/tmp/stdlib-trim.zip', 'w', zipfile.ZIP_DEFLATED) as dst:
 writeFileSync(out, py.FS.readFile("/tmp/stdlib-trim.zip"));
 """
 TRIMMED = "python_stdlib_calc.zip"
+# What the page loads with the memory snapshot: the trimmed zip less the modules the heap holds imported.
+LAZY = "python_stdlib_lazy.zip"
 
 
 def exercise(defaults: dict[str, Any]) -> dict[str, list[str]]:
@@ -99,3 +102,20 @@ def trimmed_stdlib(full: Path, wheel: bytes, defaults: dict[str, Any], cache: Pa
         if old != out:
             old.unlink()
     return out
+
+
+def lazy_stdlib(trimmed: Path, imported: list[str], out: Path) -> int:
+    """Write the trimmed zip less the entries in `imported` (modules a restored heap already holds) to `out`;
+    return how many entries were kept. The worker restores the heap and then re-reads the zip's directory
+    (zipimporter.invalidate_caches), since the heap's copy describes the trimmed zip."""
+    skip = set(imported)
+    kept = 0
+    with zipfile.ZipFile(trimmed) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename in skip:
+                continue
+            entry = zipfile.ZipInfo(info.filename, date_time=(2020, 1, 1, 0, 0, 0))
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            dst.writestr(entry, src.read(info))
+            kept += 1
+    return kept

@@ -49,11 +49,12 @@ class CachingAllocator:
 
     def __init__(self, expandable: bool = False) -> None:
         self.expandable = expandable
-        # Free blocks per pool (small?): the sorted distinct sizes, and the blocks of each size in the order
-        # they were cached (best fit takes the first of its size).
-        self._sizes: dict[bool, list[int]] = {True: [], False: []}
-        self._bucket: dict[bool, dict[int, dict[_Block, None]]] = {True: {}, False: {}}  # an ordered set per size
-        self._tail: dict[bool, _Block | None] = {True: None, False: None}  # expandable: last block per pool
+        # The large pool's free blocks (small requests never reach a block list, see _small): the sorted
+        # distinct sizes, and the blocks of each size in the order they were cached (best fit takes the
+        # first of its size). Its hot paths below inline these lists' updates (perf: a replay is ~6k calls).
+        self._sizes: list[int] = []
+        self._bucket: dict[int, dict[_Block, None]] = {}  # an ordered set per size
+        self._tail: _Block | None = None  # expandable: the pool's last block
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
         # When cudaMalloc fails the allocator frees its cached whole (unsplit) segments and retries
@@ -61,27 +62,27 @@ class CachingAllocator:
         # minus those, at the worst moment. peak_reserved is what an ample card shows.
         self.cached_whole = self.peak_needed = 0
 
-    def _add_free(self, small: bool, b: _Block) -> None:
+    def _add_free(self, b: _Block) -> None:
         b.free = True
+        size = b.size
         if b.prev is None and b.next is None and not self.expandable:
-            self.cached_whole += b.size
-        buckets = self._bucket[small]
-        bucket = buckets.get(b.size)
+            self.cached_whole += size
+        bucket = self._bucket.get(size)
         if bucket is None:
-            bucket = buckets[b.size] = {}
-            insort(self._sizes[small], b.size)
+            bucket = self._bucket[size] = {}
+            insort(self._sizes, size)
         bucket[b] = None
 
-    def _remove_free(self, small: bool, b: _Block) -> None:
+    def _remove_free(self, b: _Block) -> None:
+        size = b.size
         if b.prev is None and b.next is None and not self.expandable:
-            self.cached_whole -= b.size
-        buckets = self._bucket[small]
-        bucket = buckets[b.size]
+            self.cached_whole -= size
+        bucket = self._bucket[size]
         del bucket[b]
         if not bucket:
-            del buckets[b.size]
-            sizes = self._sizes[small]
-            del sizes[bisect_left(sizes, b.size)]
+            del self._bucket[size]
+            sizes = self._sizes
+            del sizes[bisect_left(sizes, size)]
         b.free = False
 
     def malloc(self, nbytes: int) -> _Block:
@@ -89,13 +90,15 @@ class CachingAllocator:
         size = -(-nbytes // MIN_BLOCK) * MIN_BLOCK  # round_size()
         if size <= SMALL_SIZE:
             return self._small(size if size > MIN_BLOCK else MIN_BLOCK)
-        # The large pool (small requests never reach its blocks): best fit, the first cached block of the
-        # smallest size that holds the request.
-        sizes = self._sizes[False]
+        return self._large(size)
+
+    def _large(self, size: int) -> _Block:
+        # The large pool: best fit, the first cached block of the smallest size that holds the request.
+        sizes = self._sizes
         i = bisect_left(sizes, size)
         if i < len(sizes):
             have = sizes[i]
-            buckets = self._bucket[False]
+            buckets = self._bucket
             bucket = buckets[have]
             b = next(iter(bucket))
             del bucket[b]
@@ -105,7 +108,7 @@ class CachingAllocator:
             if b.prev is None and b.next is None and not self.expandable:
                 self.cached_whole -= have
         else:
-            b = self._new_segment(size, False)
+            b = self._new_segment(size)
         rest = b.size - size
         # should_split(): large blocks only if more than 1 MiB remains (small ones never come here).
         if rest > SMALL_SIZE:
@@ -114,9 +117,13 @@ class CachingAllocator:
             if nxt is not None:
                 nxt.prev = tail
             b.next, b.size = tail, size
-            if self._tail[False] is b:
-                self._tail[False] = tail
-            self._add_free(False, tail)
+            if self._tail is b:
+                self._tail = tail
+            got = self._bucket.get(rest)  # _add_free(tail): a split-off tail is never a whole segment
+            if got is None:
+                got = self._bucket[rest] = {}
+                insort(sizes, rest)
+            got[tail] = None
         self.allocated += b.size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
@@ -138,7 +145,7 @@ class CachingAllocator:
                 if run:
                     self._small(run)
                     run = 0
-                out.append(self.malloc(n))
+                out.append(self._large(size))
         if run:
             self._small(run)
         return out
@@ -146,11 +153,12 @@ class CachingAllocator:
     def free_all(self, blocks: Iterable[_Block]) -> None:
         """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""
         small = 0
+        free = self.free
         for b in blocks:
             if b.small:
                 small += b.size
             else:
-                self.free(b)
+                free(b)
         self.allocated -= small
         self.small_live -= small
 
@@ -170,25 +178,25 @@ class CachingAllocator:
             self.peak_allocated = self.allocated
         return _Block(size, False, True)
 
-    def _new_segment(self, size: int, small: bool) -> _Block:
-        tail = self._tail[small]
-        if self.expandable and not small:
+    def _new_segment(self, size: int) -> _Block:
+        tail = self._tail
+        if self.expandable:
             # Grow the pool's one segment; a free block at its end is extended instead of left behind.
             have = tail.size if tail is not None and tail.free else 0
             grow = -(-(size - have) // PAGE) * PAGE
             self._grow(grow)
             if tail is not None and have:
-                self._remove_free(small, tail)
+                self._remove_free(tail)
                 tail.size += grow
                 return tail
-            b = _Block(grow, False, small, tail)
+            b = _Block(grow, False, False, tail)
             if tail is not None:
                 tail.next = b
-            self._tail[small] = b
+            self._tail = b
             return b
         seg = segment_size(size)
         self._grow(seg)
-        return _Block(seg, False, small)
+        return _Block(seg, False, False)
 
     def _grow(self, nbytes: int) -> None:
         self.reserved += nbytes
@@ -205,24 +213,59 @@ class CachingAllocator:
             return
         prv = b.prev
         if prv is not None and prv.free:  # absorbed into its free predecessor
-            self._remove_free(False, prv)
+            self._remove_free(prv)
             prv.size += b.size
             prv.next = nxt = b.next
             if nxt is not None:
                 nxt.prev = prv
-            if self._tail[False] is b:
-                self._tail[False] = prv
+            if self._tail is b:
+                self._tail = prv
             b = prv
         nb = b.next
         if nb is not None and nb.free:  # absorbs its free successor
-            self._remove_free(False, nb)
+            self._remove_free(nb)
             b.size += nb.size
             b.next = nxt = nb.next
             if nxt is not None:
                 nxt.prev = b
-            if self._tail[False] is nb:
-                self._tail[False] = b
-        self._add_free(False, b)
+            if self._tail is nb:
+                self._tail = b
+        self._add_free(b)
+
+    def counters(self) -> tuple[int, ...]:
+        """The counters the allocator's future depends on (its peaks only take maxima of them)."""
+        return self.allocated, self.reserved, self.cached_whole, self.small_live, self.small_peak
+
+    def layout(self, roles: dict[_Block, int]) -> tuple[tuple[int, ...], ...]:
+        """What the allocator's future answers depend on, the same for two isomorphic states: the segments
+        that hold a free block or a block in `roles` (the caller's live blocks, numbered), found in best-fit
+        order (sizes ascending, each size's blocks in cache order), then in role order; each as its blocks'
+        (size, code): a free block -2 - its place in its size's list, a role its number, else -1. A segment
+        with neither is never touched again (nothing frees its blocks) and is left out."""
+        place: dict[_Block, int] = {}
+        for size in self._sizes:
+            for i, b in enumerate(self._bucket[size]):
+                place[b] = -2 - i
+        heads: dict[_Block, _Block] = {}
+        order: dict[_Block, None] = {}  # segment heads in discovery order
+        for start in (*place, *sorted((b for b in roles if not b.small), key=roles.__getitem__)):
+            path = []
+            while start.prev is not None and start not in heads:
+                path.append(start)
+                start = start.prev
+            head = heads.get(start, start)
+            for x in path:
+                heads[x] = head
+            order[head] = None
+        out = []
+        for head in order:
+            seg: list[int] = []
+            blk: _Block | None = head
+            while blk is not None:
+                seg += blk.size, place[blk] if blk.free else roles.get(blk, -1)
+                blk = blk.next
+            out.append(tuple(seg))
+        return tuple(out)
 
 
 def round_up(n: int) -> int:

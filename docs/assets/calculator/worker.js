@@ -82,16 +82,27 @@ function watched(promise) {
   });
 }
 
+// Whether the server sends this file with a Content-Encoding (asked with HEAD; no answer: no).
+async function encoded(url) {
+  try {
+    const head = await fetch(url, { method: "HEAD" });
+    return head.ok && Boolean(head.headers.get("content-encoding"));
+  } catch (err) {
+    return false;
+  }
+}
+
 async function fetchOk(url) {
   const response = await fetch(url);
   if (!response.ok) throw new BootError("http", `${response.status} ${url}`);
   return response;
 }
 
-// A gzip response body, inflated as it arrives into a buffer of the size runtime.json announces.
-async function inflateInto(response, size) {
+// A response body (inflated here if `gzip`: a copy the server sends as plain bytes), read as it arrives into
+// a buffer of the size runtime.json announces.
+async function readInto(response, size, gzip) {
   const out = new Uint8Array(size);
-  const reader = response.body.pipeThrough(new DecompressionStream("gzip")).getReader();
+  const reader = (gzip ? response.body.pipeThrough(new DecompressionStream("gzip")) : response.body).getReader();
   let at = 0;
   let told = 0;
   for (;;) {
@@ -128,6 +139,11 @@ function unpackHeap(packed) {
   return heap;
 }
 
+// After a restore: zipimport reads the directory of the zip actually loaded (stdlib_trim.lazy_stdlib).
+const REREAD_ZIP = `import sys as _sys, zipimport as _zi
+[f.invalidate_caches() for f in list(_sys.path_importer_cache.values()) if isinstance(f, _zi.zipimporter)]
+del _sys, _zi`;
+
 // Milliseconds since the worker started, per boot stage (the benchmark prints them).
 const stages = {};
 const mark = (name) => { stages[name] = Math.round(performance.now()); };
@@ -142,20 +158,27 @@ async function boot() {
   const manifest = await (await fetchOk(new URL("runtime.json", HERE))).json();
   mark("manifest");
   if (!manifest.installed) throw new BootError("not_installed", manifest.message || "");
+  const heapEncodedP = manifest.snapshot_plain ? encoded(BASE + manifest.snapshot_plain) : Promise.resolve(false);
   // A wrong .wasm MIME type makes loadPyodide hang forever: check it first.
   const head = await headP;
   const type = (head.headers.get("content-type") || "").split(";")[0].trim();
   if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
   if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
+  // A server that compresses (Content-Encoding) gets the plain names: the browser decodes them as they arrive
+  // and keeps them in its cache as sent. Otherwise the -gzip.bin copies, inflated here.
+  const wasmEncoded = Boolean(head.headers.get("content-encoding"));
+  const heapEncoded = await heapEncodedP;
+  mark(`encoded_${wasmEncoded ? 1 : 0}${heapEncoded ? 1 : 0}`);
   const wheelP = fetchOk(new URL(manifest.wheel, BASE)).then((r) => r.arrayBuffer());
   // The memory snapshot (made at build time with sizing.web imported) skips Python's start-up;
   // fetched here, in parallel with pyodide.mjs. Without it (or if it fails to restore) boot from scratch.
   const snapshotP = manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes
-    ? fetchOk(BASE + manifest.snapshot).then((r) => inflateInto(r, manifest.snapshot_packed_bytes))
+    ? fetchOk(BASE + (heapEncoded ? manifest.snapshot_plain : manifest.snapshot))
+      .then((r) => readInto(r, manifest.snapshot_packed_bytes, !heapEncoded))
       .then((packed) => { mark("snapshot_inflated"); return unpackHeap(packed); })
     : null;
   if (snapshotP) snapshotP.then(() => mark("heap"), () => {});
-  if (manifest.wasm_gzip) {
+  if (manifest.wasm_gzip && !wasmEncoded) {
     // Pyodide fetches pyodide.asm.wasm itself: hand it the gzip copy, inflated as it streams in.
     const wasmURL = BASE + "pyodide.asm.wasm";
     const plainFetch = self.fetch.bind(self);
@@ -176,7 +199,11 @@ async function boot() {
   let py = null;
   if (snapshotP) {
     try {
-      py = await loadPyodide({ ...options, _loadSnapshot: snapshotP });
+      // The heap holds every module the calculator imports; the zip it comes with has only the others, and
+      // the heap's copy of the zip's directory describes the full zip: re-read it before any import.
+      const stdLibURL = manifest.snapshot_stdlib ? BASE + manifest.snapshot_stdlib : options.stdLibURL;
+      py = await loadPyodide({ ...options, stdLibURL, _loadSnapshot: snapshotP });
+      if (manifest.snapshot_stdlib) py.runPython(REREAD_ZIP);
     } catch (err) {
       py = null; // a stale or unreadable snapshot: the plain boot below still answers
     }

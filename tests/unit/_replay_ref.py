@@ -1,0 +1,76 @@
+# The step replay as it was before the step-skip (sizing/memory/replay.py at 5090dd2, all STEPS steps always
+# replayed), over the reference allocator: the oracle test_replay_skip holds the replay to.
+from __future__ import annotations
+
+from sizing.memory.replay import Replay
+
+from ._allocator_ref import CachingAllocator, _Block
+
+STEPS = 3  # step 0 allocates the optimizer states lazily; steps 1 and 2 run in the layout it leaves
+
+
+def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
+    """(peak allocated, peak reserved, peak needed) of STEPS steps of `r` through the caching allocator;
+    needed: reserved less the cached whole segments the allocator frees and retries with on a full card."""
+    a = CachingAllocator(expandable)
+    # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
+    # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
+    # reduce-scatters on its post-backward stream, so those come from pools of their own.
+    ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
+    for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
+        a.malloc(size)
+    grads: list[_Block] = []
+    states_done = False
+    for _ in range(STEPS):
+        kept: list[list[_Block]] = []
+        for _layer in range(r.layers):
+            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            if r.forward_transient:
+                a.free(a.malloc(r.forward_transient))
+            if r.checkpoint:
+                ck = a.malloc(r.checkpoint)
+                a.free_all(a.malloc_all(r.saved))  # computed, then dropped by the checkpoint
+                kept.append([ck])
+            else:
+                kept.append(a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())))
+            if unit is not None:
+                ag.free(unit)
+        head = a.malloc_all(r.head_saved)
+        if r.loss_forward:
+            a.free(a.malloc(r.loss_forward))
+        loss_grads = a.malloc_all(r.loss_backward)
+        a.free_all(head + loss_grads)
+        new_grads = not grads
+        if new_grads:
+            grads += a.malloc_all(r.head_grads)
+        comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
+        for blocks in reversed(kept):
+            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            recomputed = a.malloc_all(r.saved) if r.checkpoint else []
+            tmp = a.malloc(r.backward_transient) if r.backward_transient else None
+            if new_grads:
+                grads += a.malloc_all(r.layer_grads)
+            if tmp is not None:
+                a.free(tmp)
+            a.free_all(recomputed + blocks)
+            if unit is not None:
+                ag.free(unit)
+        if not states_done:
+            # torch optimizers create their states lazily in the first step()
+            if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
+                a.malloc_all(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1))
+            elif r.states_per_grad:
+                a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
+            states_done = True
+        if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
+            a.free_all(a.malloc_all(int(g.size * r.temp_per_grad) for g in grads))
+        if comm is not None:
+            rs.free(comm)
+        if not r.accumulating:
+            a.free_all(grads)  # zero_grad(set_to_none=True)
+            grads = []
+    pools = (a,) if ag is a else (a, ag, rs)
+    # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
+    # figure is what is reported); reserved only grows, so the reserved peaks add.
+    return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools),
+            sum(p.peak_needed for p in pools))
