@@ -36,7 +36,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 BY_CASE = ("tests/physics/test_activations.py", "tests/physics/test_weights_grads_optimizer.py")
 # The units that take longest (--durations, 2-core machine), started first so that no long one starts last
 # while the other worker has nothing left: the trials in subprocesses, the page loads in Chromium.
-LONGEST_FIRST = ("tests/recipes/test_trial.py", "tests/browser/test_calculator.py", "tests/browser/test_loading.py")
+LONGEST_FIRST = ("tests/recipes/test_trial.py", "tests/browser/test_calculator.py", "tests/browser/test_loading.py",
+                 "tests/recipes/test_trial_faults.py", "tests/recipes/test_device_trials.py",
+                 "tests/browser/test_status.py", "tests/browser/test_results_view.py",
+                 "tests/recipes/test_trial_trl.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
