@@ -16,6 +16,7 @@ from .memory.overhead import CUDA_CONTEXT
 from .memory.regime import Regime
 from .memory.timeline import COMPONENTS, Moment
 from .solve import Sizer, fit_row
+from .step import outside as outside_moments
 from .step import reserved_peak, step_memory
 from .throughput import time_estimate
 from .warnings import collect_warnings, does_not_fit
@@ -99,6 +100,12 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     paged = detail["paged_optimizer_bytes"]
 
     reserved = reserved_peak(mem, cfg.expandable_segments)
+    for o in outside_moments(mem, cfg.expandable_segments):
+        # A moment outside the step (memory/timeline.Outside) that reserves the most is the run's peak moment.
+        allocated = max(allocated, o.moment.total)
+        if round_up(o.reserved) >= reserved:
+            pk = o.moment
+        ms = [*ms, o.moment]
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
     # The range: what the published rows of this regime measured relative to the estimate

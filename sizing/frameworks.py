@@ -3,7 +3,7 @@
 # tiny models (per-layer saved bytes); see the guide's sources for each item.
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import RunConfig
 
@@ -25,6 +25,11 @@ class Profile:
     dequant_copies: int = 1  # bnb 0.42 dequantizes to fp16 then casts to bf16: two copies
     separate_lm_head: bool = False  # the checkpoint converter copies a tied embedding into its own lm_head
     keeps_outputs: bool = False  # the loop's `out` holds logits (and the KV cache) until the next forward returns
+    nf4_load_on_device: bool = False  # single-device QLoRA builds and quantizes the model on the GPU (memory/load.py)
+    fsdp_broadcast: bool = True  # the FSDP wrap broadcasts rank 0's weights (sync_module_states=True)
+    empties_cache: bool = False  # empty_cache() between the model's setup and training (no init blocks cached)
+    nf4_layers_cloned: bool = False  # torchtune <= 0.3: one layer built, deep-copied num_layers times
+    nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
@@ -38,10 +43,17 @@ HF = Profile("transformers")
 CUSTOM = Profile("custom", keeps_outputs=True)
 # LitGPT 2024 (config hub benchmarks): fused qkv, GQA expanded, out-proj input copied; QLoRA through
 # Fabric's BitsandbytesPrecision with bitsandbytes 0.42 (every nn.Linear, lm_head too, becomes 4-bit).
+# Under FSDP it builds the model on the meta device (finetune/lora.py at 5895df1 l.170:
+# fabric.init_module(empty_init=(devices > 1))), so every rank materialises its units; nothing is broadcast.
 LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=True, fused_lora_qkv=True,
                  holds_4bit_inputs=True, previous_graph_alive=True, quantize_lm_head=True, dequant_copies=2,
-                 separate_lm_head=True)
-TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True)
+                 separate_lm_head=True, fsdp_broadcast=False)
+# torchtune single-device recipes instantiate the model on the GPU and quantize each base linear there with
+# torchao's to_nf4, at init and again in load_state_dict (recipes/lora_finetune_single_device.py v0.1.0 l.254,
+# v0.6.1 l.410: `with set_default_dtype(self._dtype), self._device:`); sizing/memory/load.py replays it.
+# Its distributed recipes call training.cleanup_before_training() (gc, empty_cache, reset peaks) after the setup
+# (recipes/lora_finetune_distributed.py v0.1.0 l.509).
+TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True)
 
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
@@ -61,7 +73,12 @@ def profile(cfg: RunConfig) -> Profile:
         return LITGPT
     if cfg.framework == "torchtune":
         if version(cfg) < (0, 2):  # 0.1: only the bases of LoRA layers were NF4
-            return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True)
+            # utils/_register_nf4_dispatch_ops.py v0.1.0 l.22-40: copy_ swaps in the attributes of to_nf4(src)
+            return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True,
+                           nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True,
+                           empties_cache=True)
+        if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
+            return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE
     if cfg.framework == "custom":
         return CUSTOM

@@ -1,12 +1,13 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from .arch import Architecture
 from .catalog import Gpu
@@ -14,13 +15,15 @@ from .config import RunConfig
 from .memory.activations import LayerSaved, layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
+from .memory.fsdp_init import fsdp_units
+from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
 from .memory.replay import Replay, replay
-from .memory.timeline import Moment, StepInputs, moments, peak
-from .memory.weights import weights
+from .memory.timeline import Moment, Outside, StepInputs, moments, peak
+from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
 
 # Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
@@ -38,6 +41,7 @@ class StepMemory:
     detail: dict[str, int]
     tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
     replay_dynamic: int  # dynamic bytes at that shape
+    load: NF4Load | None = None  # the framework builds and quantizes the model on the GPU before the step
 
     def cache_overhead(self, expandable: bool, needed: bool = False) -> int:
         """Bytes the caching allocator reserves above the allocated peak (needed: the least of them a full card
@@ -54,6 +58,32 @@ class StepMemory:
         pk = self.peak
         kept = sum(pk.parts.get(k, 0) for k in ("weights", "quantization_state", "adapters", "optimizer_states"))
         return kept - self.detail["gathered_bytes"]
+
+
+def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
+    """The moments outside the step that the run's framework goes through (frameworks.Profile)."""
+    return (nf4_load(mem.load, expandable),) if mem.load is not None else ()
+
+
+T = TypeVar("T")
+
+
+def with_fields(obj: T, **changes: Any) -> T:
+    """dataclasses.replace(obj, **changes) for a dataclass without __post_init__: a shallow copy with those
+    fields set (perf: replace passes every field through __init__; a fit table makes thousands)."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or not names.issuperset(changes):
+        return replace(obj, **changes)  # type: ignore[type-var]
+    new = copy.copy(obj)
+    for name, value in changes.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 def grid(x: int) -> int:
@@ -76,14 +106,14 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
     if cfg.is_peft and cfg.peft_type == "prompt_tuning":
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
-        cfg = replace(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
+        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
     mem = _step(cfg, arch, gpu, backend, k_index)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
-    tensors, dynamic = _grid_tensors(replace(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
+    tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
                                      arch, gpu, backend, k_index)
-    return replace(mem, tensors=tensors, replay_dynamic=dynamic)
+    return with_fields(mem, tensors=tensors, replay_dynamic=dynamic)
 
 
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
@@ -104,9 +134,27 @@ def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
                           else v for v in values))
 
 
+# Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
+# every field (its linears) at each lookup, a fit table makes thousands. By identity first; the object is
+# kept alive by the table, so its id is never another object's.
+_ARCH_BY_ID: dict[int, tuple[Architecture, int]] = {}
+_ARCH_TOKEN: dict[Architecture, int] = {}
+
+
+def _arch_token(arch: Architecture) -> int:
+    got = _ARCH_BY_ID.get(id(arch))
+    if got is not None and got[0] is arch:
+        return got[1]
+    if len(_ARCH_BY_ID) >= 4096 or len(_ARCH_TOKEN) >= 4096:
+        clear_caches()  # every key holding a token goes with them
+    token = _ARCH_TOKEN.setdefault(arch, len(_ARCH_TOKEN))
+    _ARCH_BY_ID[id(arch)] = arch, token
+    return token
+
+
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
                   k_index: int) -> tuple[Replay, int]:
-    key = (_cfg_key(cfg, _KEY_GETTER), arch, gpu.id if gpu is not None else None, backend, k_index)
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend, k_index)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
@@ -133,11 +181,13 @@ def clear_caches() -> None:
     _SAVED.clear()
     _FIXED.clear()
     _GRID.clear()
+    _ARCH_BY_ID.clear()
+    _ARCH_TOKEN.clear()
     _replayed.cache_clear()
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
-    key = (_cfg_key(cfg, _BASE_GETTER), arch, backend)
+    key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend)
     base = _BASE.get(key)
     if base is None:
         reg = resolve(cfg, arch, backend)
@@ -158,6 +208,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     n = seq * batch
     ls = _SAVED.get((key, seq))
     if ls is None:
+        if len(_SAVED) >= 8192:  # a fit table probes a few hundred lengths: the page's memory stays bounded
+            _SAVED.clear()
         ls = _SAVED[key, seq] = layer_saved(arch, reg, tr, cfg.r, seq)
     layer_tokens = ls.per_token * n
     if reg.checkpointing:
@@ -223,11 +275,11 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     }
     ms = moments(inputs)
     root = totals.root_unit if sh.gathered else 0
+    per_layer_static = (sh.weights - sh.gathered) // arch.layers
     fixed = _FIXED.get(key)  # the shape-free tensor lists (_BASE's key: shares read the same fields)
     if fixed is None:
         static: list[int] = []
         linears = [lin.params * lin.count for lin in arch.linears]
-        per_layer_static = (sh.weights - sh.gathered) // arch.layers
         # one tensor per projection (FSDP: one flat shard per unit), the same for every layer
         static += ([per_layer_static * p // sum(linears) for p in linears] if not sh.gathered
                    else [per_layer_static]) * arch.layers
@@ -254,13 +306,19 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
         comm_static=cfg.parallelism in ("none", "ddp"),
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
-        accumulating=inputs.accumulating)
+        accumulating=inputs.accumulating, **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
-    mem = StepMemory(reg, ms, pk, detail, rp, 0)
-    return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
+    load = None
+    if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
+        load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
+                       reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
+    mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
+    return with_fields(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:
     """max_memory_reserved on an ample card: the allocated peak plus what the replayed cache holds above it,
     in 2 MiB pages; needed=True: what the card must have (the fit verdict)."""
-    return round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
+    step = round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
+    # Reserved memory only grows: a moment before the step (a model load) that reserved more sets the peak.
+    return max([step] + [round_up(o.needed if needed else o.reserved) for o in outside(mem, expandable)])

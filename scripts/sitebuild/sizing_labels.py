@@ -23,6 +23,7 @@ LABELS: dict[str, dict[str, str]] = {
     "forward": {"ru": "прямой проход", "uz": "to‘g‘ri o‘tish", "en": "forward"},
     "backward": {"ru": "обратный проход", "uz": "teskari o‘tish", "en": "backward"},
     "optimizer": {"ru": "шаг оптимизатора", "uz": "optimizator qadami", "en": "optimizer step"},
+    "load": {"ru": "загрузка модели", "uz": "modelni yuklash", "en": "model load"},
     "base_config": {"ru": "Остальные настройки таблицы (прочие — по умолчанию)",
                     "uz": "Jadvalning qolgan sozlamalari (boshqalari — standart)",
                     "en": "The table's other settings (the rest at their defaults)"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .allocator import CachingAllocator, _Block
+from .fsdp_init import fsdp1_init
 
 STEPS = 3  # step 0 allocates the optimizer states lazily; steps 1 and 2 run in the layout it leaves
 
@@ -31,6 +32,10 @@ class Replay:
     states_per_grad: float  # optimizer state bytes per gradient byte
     temp_per_grad: float  # foreach step temporaries (one per parameter tensor) per gradient byte
     accumulating: bool  # gradients are kept across micro-batches (not freed by zero_grad)
+    init_units: tuple[tuple[int, ...], ...] = ()  # FSDP wrap on the GPU before step 0: each unit's full tensors
+    init_shards: tuple[int, ...] = ()  # each unit's shard (the static block the replay then allocates)
+    init_offload: bool = False  # FSDP CPU offload: each shard leaves the GPU right after its unit's wrap
+    init_sync: bool = True  # the wrap broadcasts rank 0's weights (sync_module_states)
 
 
 def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
@@ -41,6 +46,8 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
+    if r.init_units:  # what the FSDP wrap leaves cached on the default stream (memory/fsdp_init.py)
+        fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
     grads: list[_Block] = []
@@ -67,7 +74,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.free(a.malloc(r.forward_transient))
             if r.checkpoint:
                 ck = a.malloc(r.checkpoint)
-                a.free_all(a.malloc_all(r.saved))  # computed, then dropped by the checkpoint
+                a.malloc_free_all(r.saved)  # computed, then dropped by the checkpoint
                 kept.append([ck])
             else:
                 kept.append(a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())))
@@ -101,7 +108,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
-            a.free_all(a.malloc_all(int(g.size * r.temp_per_grad) for g in grads))
+            a.malloc_free_all(int(g.size * r.temp_per_grad) for g in grads)
         if comm is not None:
             rs.free(comm)
         if not r.accumulating:

@@ -9,7 +9,7 @@ COMPONENTS = ("weights", "quantization_state", "adapters", "gradients", "optimiz
 
 @dataclass
 class Moment:
-    phase: str  # forward | backward | optimizer
+    phase: str  # forward | backward | optimizer; outside the step: load | init | save
     what: str  # a short description of the moment
     step: int  # 0: first optimizer step (states allocated lazily), 1: any later step
     parts: dict[str, int] = field(default_factory=dict)
@@ -17,6 +17,16 @@ class Moment:
     @property
     def total(self) -> int:
         return sum(self.parts.values())
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A moment outside the training step (model load, FSDP init, checkpoint save) that a framework's own
+    code runs and whose caching-allocator peaks count for the whole run (reserved only grows)."""
+
+    moment: Moment  # phase "load" | "init" | "save"
+    reserved: int  # the allocator's reserved peak over that moment (replayed)
+    needed: int  # the same less the cached whole segments a full card releases and retries with
 
 
 @dataclass(frozen=True)

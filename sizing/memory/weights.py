@@ -88,6 +88,19 @@ def check_checkpoint(cfg: RunConfig, arch: Architecture) -> None:
                           field="method", value=cfg.method, expected="lora")
 
 
+def nf4_linears(arch: Architecture, reg: Regime, adapted: frozenset[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """torchao NF4 runs: (element counts of one layer's NF4 linears, bytes of its linears kept in bf16)."""
+    quantized: list[int] = []
+    kept: list[int] = []
+    for lin in arch.linears:
+        n = lin.in_features * lin.out_features
+        if reg.profile.quantize_only_adapted and lin.name not in adapted:
+            kept += [n * reg.weight] * lin.count
+        else:
+            quantized += [n] * lin.count
+    return tuple(quantized), tuple(kept)
+
+
 def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int,
             adapted: frozenset[str] = frozenset()) -> Weights:
     """Bytes of the base weights (by storage format), their quantization state and the adapters."""

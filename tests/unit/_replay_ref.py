@@ -2,6 +2,7 @@
 # replayed), over the reference allocator: the oracle test_replay_skip holds the replay to.
 from __future__ import annotations
 
+from sizing.memory.fsdp_init import fsdp1_init
 from sizing.memory.replay import Replay
 
 from ._allocator_ref import CachingAllocator, _Block
@@ -17,6 +18,8 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
+    if r.init_units:  # the FSDP wrap before step 0 (sizing/memory/fsdp_init.py), on the reference allocator
+        fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)  # type: ignore[arg-type]
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
     grads: list[_Block] = []

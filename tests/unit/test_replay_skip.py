@@ -154,3 +154,24 @@ def test_states_with_one_layout_have_one_future(expandable: bool) -> None:
     told_apart = sum(len(v) > 1 for v in by_counters.values())
     assert met > 100
     assert told_apart > 0
+
+
+def test_layout_by_hand() -> None:
+    """The encoding on states derived by hand from the allocator's rules (a 3 MiB request takes a 20 MiB segment
+    and leaves a 17 MiB free tail; a 30 MiB one takes a 30 MiB segment, whole)."""
+    a = allocator_module.CachingAllocator()
+    small = a.malloc(3 * MiB)
+    assert a.layout({}) == ((3 * MiB, -1, 17 * MiB, -2),)
+    assert a.layout({small: 0}) == ((3 * MiB, 0, 17 * MiB, -2),)
+    whole = a.malloc(30 * MiB)  # allocated, held by nobody: never touched again, so left out
+    assert a.layout({}) == ((3 * MiB, -1, 17 * MiB, -2),)
+    a.free(whole)  # a cached whole segment; segments come in best-fit order (sizes ascending): after the tail's
+    assert a.layout({}) == ((3 * MiB, -1, 17 * MiB, -2), (30 * MiB, -2))
+    a.free(small)  # merged back into one free 20 MiB segment
+    assert a.layout({}) == ((20 * MiB, -2), (30 * MiB, -2))
+    b = a.malloc(30 * MiB)
+    c = a.malloc(30 * MiB)
+    a.free(b)
+    a.free(c)  # two cached 30 MiB segments: the second place in their size's list is -3
+    assert a.layout({}) == ((20 * MiB, -2), (30 * MiB, -2), (30 * MiB, -3))
+    assert a.counters() == (0, 80 * MiB, 80 * MiB, 0, 0)

@@ -1,0 +1,69 @@
+# The FSDP wrap before the first step: each unit's parameters moved to the GPU, broadcast, flattened and
+# sharded there; the blocks it frees stay cached on the default stream for the whole run.
+from __future__ import annotations
+
+from typing import Any
+
+from ..arch import Architecture
+from ..config import RunConfig
+from .allocator import CachingAllocator
+from .regime import Regime
+from .weights import Weights
+
+MiB = 2**20
+# torch.distributed.fsdp._init_utils: _sync_module_params_and_buffers broadcasts in buckets of
+# PARAM_BROADCAST_BUCKET_SIZE = int(250 * 1024 * 1024) through dist._broadcast_coalesced, which flattens
+# each bucket (torch.cat) before the broadcast (torch v2.2 _init_utils.py, csrc/distributed/c10d/comm.cpp).
+BROADCAST_BUCKET = 250 * MiB
+
+
+def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: tuple[int, ...], sync: bool,
+               offload: bool = False) -> None:
+    """Replay FullyShardedDataParallel(module on CPU, device_id=cuda) on `a`, unit by unit in post order.
+
+    torch v2.2 fsdp/_init_utils.py _init_param_handle_from_module: _move_module_to_device moves the unit's
+    own parameters (not those of nested units, _wrap_utils._auto_wrap wraps children first) to the GPU,
+    one tensor each; sync_module_states broadcasts them; FlatParamHandle.flatten_tensors_into_flat_param
+    concatenates them into one flat parameter; FlatParamHandle.shard() keeps `chunk.clone()` padded to 1/world
+    and frees the flat parameter; the original tensors go when _init_param_handle_from_params returns.
+    `shards`: each unit's shard as the replay holds it. They are freed at the end: the replay allocates the
+    resident shards itself, in the same slots (same sizes, best fit). offload (CPUOffload(offload_params=True)):
+    _init_param_handle_from_params moves each shard to the CPU right after its unit (handle.flat_param_to)."""
+    kept = []
+    for sizes, shard in zip(units, shards, strict=True):
+        params = [a.malloc(s) for s in sizes if s]
+        if sync:
+            bucket = 0
+            for s in sizes:  # take_tensors: consecutive tensors up to the bucket size, flattened per bucket
+                if bucket and bucket + s > BROADCAST_BUCKET:
+                    a.free(a.malloc(bucket))
+                    bucket = 0
+                bucket += s
+            if bucket:
+                a.free(a.malloc(bucket))
+        total = sum(sizes)
+        flat = a.malloc(total)
+        kept.append(a.malloc(shard))
+        a.free(flat)  # shard(): orig_storage._resize_(0)
+        a.free_all(params)  # the caller's managed_params list keeps them until the handle is built
+        if offload:
+            a.free(kept.pop())
+    a.free_all(kept)
+
+
+def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root: int,
+               layer_shard: int) -> dict[str, Any]:
+    """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
+    tensors' full sizes, and their shards; none where the framework empties the cache before training or
+    nothing is sharded (Replay.init_units)."""
+    if cfg.parallelism != "fsdp" or cfg.num_gpus < 2 or reg.profile.empties_cache:
+        return {}
+    elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
+    per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]
+    layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
+    embed = arch.embedding_params * reg.embed
+    units = (layer,) * arch.layers + ((embed, root - embed),)
+    # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
+    shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
+    return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
+            "init_offload": cfg.cpu_offload, "init_sync": reg.profile.fsdp_broadcast}
