@@ -21,19 +21,33 @@ fi
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-# CPU physics tests: torch pinned to its CPU build (a bare `torch` would pull a multi-GB CUDA build).
-.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-physics.txt
-# Site: mkdocs + Material + static-i18n (pinned); tests/site builds it once with --strict
-.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt
-# Calculator: self-hosted Pyodide from npm (exact version in package.json / package-lock.json; the build copies
-# it into the site) and Playwright (pinned) driving Debian's /usr/bin/chromium (no browser download).
-if command -v npm >/dev/null; then
-  npm ci --no-audit --no-fund --loglevel=error
+# One pip run installs everything (one resolve); it is skipped when the pins are those of the last successful
+# install into this .venv (a stamp of the files that hold them).
+#   .[test]: pytest, pytest-xdist, hypothesis, ruff, mypy, jsonschema
+#   requirements-physics.txt: the CPU physics and recipe stack, torch pinned to its CPU build (a bare `torch`
+#     would pull a multi-GB CUDA build)
+#   requirements-site.txt: mkdocs + Material + static-i18n (pinned); the suite builds the site once with --strict
+#   playwright (pinned) drives Debian's /usr/bin/chromium (no browser download)
+PLAYWRIGHT=playwright==1.65.2
+pins=$(cat pyproject.toml requirements-physics.txt requirements-site.txt <(echo "$PLAYWRIGHT") | sha256sum | cut -c1-16)
+if [ "$(cat .venv/.test-sh-pins 2>/dev/null)" != "$pins" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' -r requirements-physics.txt \
+    -r requirements-site.txt "$PLAYWRIGHT"
+  echo "$pins" > .venv/.test-sh-pins
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check playwright==1.65.2
+# Calculator: self-hosted Pyodide from npm (exact version in package.json / package-lock.json; the build copies
+# it into the site); `npm ci` starts from scratch, so it is skipped when it ran for this very lock file.
+if command -v npm >/dev/null; then
+  lock=$(sha256sum package-lock.json | cut -c1-16)
+  if [ "$(cat .venv/.test-sh-npm 2>/dev/null)" != "$lock" ] || [ ! -f node_modules/pyodide/pyodide.mjs ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$lock" > .venv/.test-sh-npm
+  fi
+fi
 
 .venv/bin/ruff check sizing scripts tests recipes
 .venv/bin/mypy sizing scripts recipes
-.venv/bin/python -m pytest -q
+# 2 workers (PYTEST_WORKERS): each test file stays on one worker (tests/conftest.py), so its module fixtures
+# are built once; the site is built once for both workers (tests/sharedsite.py)
+.venv/bin/python -m pytest -q -n "${PYTEST_WORKERS:-2}" --dist loadgroup
 .venv/bin/python scripts/validate.py --summary

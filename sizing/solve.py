@@ -12,7 +12,7 @@ from .errors import SizingError
 from .memory.adapters import trainable
 from .memory.allocator import ALLOC_ROUND, round_up, usable_bytes
 from .memory.regime import resolve
-from .step import StepMemory, reserved_peak, step_memory
+from .step import StepMemory, reserved_peak, step_memory, with_fields
 from .throughput import time_estimate
 
 MAX_BATCH = 4096
@@ -41,7 +41,7 @@ class Sizer:
         key = (gpu.sm >= (9, 0), *sorted(change.items()))
         mem = self._mem.get(key)
         if mem is None:
-            mem = self._mem[key] = step_memory(replace(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda", 1)
+            mem = self._mem[key] = step_memory(with_fields(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda", 1)
         return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:

@@ -1,12 +1,13 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 from .arch import Architecture
 from .catalog import Gpu
@@ -14,6 +15,7 @@ from .config import RunConfig
 from .memory.activations import LayerSaved, layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
+from .memory.backward import layer_backward as layer_backward_ops
 from .memory.fsdp_init import fsdp_units
 from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
@@ -24,10 +26,6 @@ from .memory.replay import Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
-
-# Backward through one decoder layer, as a multiple of its saved activations (memory-model.md §6,
-# table E: 0.36-0.48 without checkpointing, 1.2-1.76 with it: the recomputed layer plus transients).
-LAYER_BACKWARD = {False: (0.35, 0.45, 0.5), True: (1.2, 1.5, 1.8)}
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,27 @@ def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
     return (nf4_load(mem.load, expandable),) if mem.load is not None else ()
 
 
+T = TypeVar("T")
+
+
+def with_fields(obj: T, **changes: Any) -> T:
+    """dataclasses.replace(obj, **changes) for a dataclass without __post_init__: a shallow copy with those
+    fields set (perf: replace passes every field through __init__; a fit table makes thousands)."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or not names.issuperset(changes):
+        return replace(obj, **changes)  # type: ignore[type-var]
+    new = copy.copy(obj)
+    for name, value in changes.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
 def grid(x: int) -> int:
     """x rounded up to 4 steps per doubling (m·2^k, m in 4..7): the shapes the allocator is replayed at, so
     the solvers' probes share replays; tensors are at most 25 % larger than the real ones there."""
@@ -80,18 +99,19 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
 
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
                 k_index: int = 1) -> StepMemory:
-    """Memory of every moment of one optimizer step; k_index picks the low/mid/high layer-backward transient."""
+    """Memory of every moment of one optimizer step (k_index: kept for callers; the layer-backward transient
+    is op by op now, memory/backward.py, and has no low/high)."""
     if cfg.is_peft and cfg.peft_type == "prompt_tuning":
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
-        cfg = replace(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
+        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
     mem = _step(cfg, arch, gpu, backend, k_index)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
-    tensors, dynamic = _grid_tensors(replace(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
+    tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
                                      arch, gpu, backend, k_index)
-    return replace(mem, tensors=tensors, replay_dynamic=dynamic)
+    return with_fields(mem, tensors=tensors, replay_dynamic=dynamic)
 
 
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
@@ -112,9 +132,27 @@ def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
                           else v for v in values))
 
 
+# Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
+# every field (its linears) at each lookup, a fit table makes thousands. By identity first; the object is
+# kept alive by the table, so its id is never another object's.
+_ARCH_BY_ID: dict[int, tuple[Architecture, int]] = {}
+_ARCH_TOKEN: dict[Architecture, int] = {}
+
+
+def _arch_token(arch: Architecture) -> int:
+    got = _ARCH_BY_ID.get(id(arch))
+    if got is not None and got[0] is arch:
+        return got[1]
+    if len(_ARCH_BY_ID) >= 4096 or len(_ARCH_TOKEN) >= 4096:
+        clear_caches()  # every key holding a token goes with them
+    token = _ARCH_TOKEN.setdefault(arch, len(_ARCH_TOKEN))
+    _ARCH_BY_ID[id(arch)] = arch, token
+    return token
+
+
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
                   k_index: int) -> tuple[Replay, int]:
-    key = (_cfg_key(cfg, _KEY_GETTER), arch, gpu.id if gpu is not None else None, backend, k_index)
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend, k_index)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
@@ -141,11 +179,13 @@ def clear_caches() -> None:
     _SAVED.clear()
     _FIXED.clear()
     _GRID.clear()
+    _ARCH_BY_ID.clear()
+    _ARCH_TOKEN.clear()
     _replayed.cache_clear()
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
-    key = (_cfg_key(cfg, _BASE_GETTER), arch, backend)
+    key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend)
     base = _BASE.get(key)
     if base is None:
         reg = resolve(cfg, arch, backend)
@@ -166,6 +206,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
     n = seq * batch
     ls = _SAVED.get((key, seq))
     if ls is None:
+        if len(_SAVED) >= 8192:  # a fit table probes a few hundred lengths: the page's memory stays bounded
+            _SAVED.clear()
         ls = _SAVED[key, seq] = layer_saved(arch, reg, tr, cfg.r, seq)
     layer_tokens = ls.per_token * n
     if reg.checkpointing:
@@ -176,8 +218,14 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
-    k = LAYER_BACKWARD[reg.checkpointing][k_index]
-    layer_backward = int(k * layer_tokens) + (ls.constant if reg.checkpointing else 0)
+    # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
+    # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack).
+    lb = layer_backward_ops(arch, reg, tr, cfg.r, seq, n)
+    layer_backward = lb.peak + (layer_tokens + ls.constant if reg.checkpointing else 0)
+    # Reentrant checkpointing recomputes the layer under enable_grad and backpropagates from its recomputed
+    # output, which lives through that inner backward (measured: test_layer_backward.py).
+    reentrant_output = n * arch.hidden * reg.resid if reg.checkpointing and reg.reentrant else 0
+    layer_backward += reentrant_output
     # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
     hopper = gpu is not None and gpu.sm >= (9, 0)
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
@@ -225,7 +273,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
-        "layer_constant_bytes": ls.constant,
+        "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak + reentrant_output,
         "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
@@ -254,8 +302,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         static=static_tensors, layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
         layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
         forward_transient=ov.dequant_forward,
-        # layer_backward includes the recomputed layer under checkpointing: the replay allocates that itself.
-        backward_transient=max(layer_backward - (layer_tokens if reg.checkpointing else 0), 0) + ov.dequant_backward,
+        backward_transient=ov.dequant_backward, backward_events=lb.events,
         gathered_unit=(sh.gathered - root) // 2 if sh.gathered else 0,
         head_saved=(hd.body_side, hd.loss_saved), loss_forward=hd.forward_extra,
         loss_backward=(hd.backward_extra // 2, hd.backward_extra - hd.backward_extra // 2),
@@ -269,7 +316,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
                        reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
-    return replace(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
+    return with_fields(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
 
 def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> int:

@@ -150,6 +150,29 @@ class CachingAllocator:
             self._small(run)
         return out
 
+    def malloc_free_all(self, sizes: Iterable[int]) -> None:
+        """free_all(malloc_all(sizes)) (tensors made and dropped together), without the small ones' blocks."""
+        large: list[_Block] = []
+        run = small = 0
+        for n in sizes:
+            size = -(-n // MIN_BLOCK) * MIN_BLOCK
+            if size <= SMALL_SIZE:
+                run += size if size > MIN_BLOCK else MIN_BLOCK
+            else:
+                if run:
+                    self._small(run)
+                    small += run
+                    run = 0
+                large.append(self._large(size))
+        if run:
+            self._small(run)
+            small += run
+        free = self.free
+        for b in large:
+            free(b)
+        self.allocated -= small
+        self.small_live -= small
+
     def free_all(self, blocks: Iterable[_Block]) -> None:
         """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""
         small = 0
@@ -230,7 +253,16 @@ class CachingAllocator:
                 nxt.prev = b
             if self._tail is nb:
                 self._tail = b
-        self._add_free(b)
+        # _add_free(b), inlined: the commonest call of a replay
+        b.free = True
+        size = b.size
+        if b.prev is None and b.next is None and not self.expandable:
+            self.cached_whole += size
+        bucket = self._bucket.get(size)
+        if bucket is None:
+            bucket = self._bucket[size] = {}
+            insort(self._sizes, size)
+        bucket[b] = None
 
     def counters(self) -> tuple[int, ...]:
         """The counters the allocator's future depends on (its peaks only take maxima of them)."""

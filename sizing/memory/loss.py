@@ -1,11 +1,12 @@
 # Outside the decoder layers: final norm, LM head, logits and the loss (memory-model.md §7).
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..arch import Architecture, Linear
 from .activations import LayerWalker
 from .adapters import Trainable
+from .backward import head_norm_backward
 from .regime import Regime
 
 FUSED_TOKEN_TILE = 4096  # trl kernels/chunked_logprob.py: rows per tile
@@ -25,6 +26,15 @@ class Head:
 
 def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
          grad_bytes: int) -> Head:
+    """The head's and the loss's tensors; the backward's extra is the larger of the loss backward's and the
+    final norm's backward (after the head's, with the head's weight gradient made and the loss's saved gone)."""
+    hd = _head(arch, reg, trainable, r, tokens, seq, grad_bytes)
+    norm = head_norm_backward(arch, reg, trainable, r, seq, tokens) + hd.head_grad_bytes - hd.loss_saved
+    return replace(hd, backward_extra=max(hd.backward_extra, norm))
+
+
+def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
+          grad_bytes: int) -> Head:
     h, vocab, n, c = arch.hidden, arch.vocab, tokens, reg.compute
     walker = LayerWalker(arch, reg, trainable, r, seq)
     head_trains = reg.full or trainable.lm_head

@@ -36,6 +36,9 @@ class Regime:
     profile: Profile
     compiled: bool  # torch.compile: AOT autograd recomputes cheap casts and activations
     quant_compute: int = 2  # bytes of a dequantized 4-bit weight (bnb_4bit_compute_dtype)
+    # prepare_model_for_kbit_training's own checkpointing is reentrant (memory-model §2); a Trainer's
+    # gradient_checkpointing=True re-enables it non-reentrant and wins
+    reentrant: bool = False
 
     @property
     def resid(self) -> int:
@@ -106,5 +109,5 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         attention=attention, loss=default_loss(cfg),
         checkpointing=bool(cfg.gradient_checkpointing or kbit_prep), dropout=cfg.lora_dropout if cfg.is_peft else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=profile(cfg), compiled=cfg.torch_compile,
-        quant_compute=BYTES[cfg.bnb_4bit_compute_dtype],
+        quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
     )

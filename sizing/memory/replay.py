@@ -20,7 +20,8 @@ class Replay:
     layer_constant: int  # per-layer saved bytes independent of tokens (autocast weight copies)
     checkpoint: int  # a checkpointed layer's kept input (0: no checkpointing)
     forward_transient: int  # per layer in the forward (dequantized weight), freed at once
-    backward_transient: int  # per layer in the backward (recompute transients, dequantized weight)
+    backward_transient: int  # per layer in the backward: the dequantized weight
+    backward_events: tuple[int, ...]  # one layer's backward transients: size > 0 mallocs, ~i frees block i
     gathered_unit: int  # FSDP: one layer's unsharded parameters, gathered and freed per layer
     head_saved: tuple[int, ...]  # final norm / head input, then the loss's saved tensors
     loss_forward: int  # the loss's forward transients (fp32 upcast of the logits)
@@ -74,7 +75,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.free(a.malloc(r.forward_transient))
             if r.checkpoint:
                 ck = a.malloc(r.checkpoint)
-                a.free_all(a.malloc_all(r.saved))  # computed, then dropped by the checkpoint
+                a.malloc_free_all(r.saved)  # computed, then dropped by the checkpoint
                 kept.append([ck])
             else:
                 kept.append(a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())))
@@ -95,6 +96,12 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
+            ops: list[_Block] = []
+            for e in r.backward_events:  # memory/backward.py: gradients op by op
+                if e > 0:
+                    ops.append(a.malloc(e))
+                else:
+                    a.free(ops[~e])
             if tmp is not None:
                 a.free(tmp)
             a.free_all(recomputed + blocks)
@@ -108,7 +115,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
                 a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
-            a.free_all(a.malloc_all(int(g.size * r.temp_per_grad) for g in grads))
+            a.malloc_free_all(int(g.size * r.temp_per_grad) for g in grads)
         if comm is not None:
             rs.free(comm)
         if not r.accumulating:

@@ -1,4 +1,5 @@
-"""Browser tests of the calculator: one strict build, a local HTTP server on a free port, Debian chromium.
+"""Browser tests of the calculator: the run's one strict build (tests/sharedsite.py, also read by tests/site),
+served at a sub-path of a local server, and Debian chromium.
 
 Playwright (pip, pinned in scripts/test.sh) drives /usr/bin/chromium; no browser is downloaded. Without
 chromium, Playwright or node_modules/pyodide (the page could not compute), the tests skip with the reason;
@@ -7,39 +8,28 @@ under CI=true they fail instead (tests/needs.py).
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import os
 import shutil
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 import pytest
 
+from tests import sharedsite
 from tests.needs import cannot_run
+from tests.sharedsite import Handler
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript", ".json": "application/json",
-        ".whl": "application/zip", ".zip": "application/zip", ".py": "text/plain", ".md": "text/markdown"}
 
 
 def _skip(reason: str) -> NoReturn:
     cannot_run(reason)
-
-
-class Handler(SimpleHTTPRequestHandler):
-    extensions_map: ClassVar[dict[str, str]] = {**SimpleHTTPRequestHandler.extensions_map, **MIME}
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
 
 
 class BadWasmHandler(Handler):
@@ -47,36 +37,23 @@ class BadWasmHandler(Handler):
 
 
 def _server(directory: Path, handler: type[Handler]) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return sharedsite.serve(directory, handler)
 
 
 def _url(server: ThreadingHTTPServer) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}/"
+    return sharedsite.origin(server) + sharedsite.SUB_PATH
 
 
 @pytest.fixture(scope="session")
-def site_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """A server on a free port, then the strict build with that address as SITE_URL (the page's absolute
-    hreflang links, from which Material fetches sitemap.xml, must stay on this origin)."""
+def site_server() -> tuple[Path, str]:
+    """The built site and its address: the run's shared build (its SITE_URL is that address, so the page's
+    absolute hreflang links, from which Material fetches sitemap.xml, stay on this origin)."""
     if not Path(CHROMIUM).is_file():
         _skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     if not (ROOT / "node_modules" / "pyodide" / "pyodide.mjs").is_file():
         _skip("node_modules/pyodide missing (run `npm ci`)")
-    out = tmp_path_factory.mktemp("site")
-    server = _server(out, Handler)
-    try:
-        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": _url(server)}
-        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f",
-                               str(ROOT / "mkdocs.yml"), "-d", str(out)],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-        if proc.returncode != 0:
-            pytest.fail(f"mkdocs build failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
-        yield out, _url(server)
-    finally:
-        server.shutdown()
-        server.server_close()
+    build = sharedsite.build()
+    return build.root, build.url
 
 
 @pytest.fixture(scope="session")
@@ -85,8 +62,8 @@ def base_url(site_server: tuple[Path, str]) -> str:
 
 
 def _serve(site_server: tuple[Path, str], handler: type[Handler]) -> Iterator[str]:
-    """The built site on another free port, through `handler`."""
-    server = _server(site_server[0], handler)
+    """The built site on another free port (at the same sub-path), through `handler`."""
+    server = _server(site_server[0].parent, handler)
     try:
         yield _url(server)
     finally:
@@ -136,7 +113,8 @@ class StaleSnapshotHandler(OneFileHandler):
     target = "/assets/pyodide/calc_heap-gzip.bin"
 
     def replacement(self) -> bytes:
-        manifest = Path(self.directory) / "assets" / "calculator" / "runtime.json"
+        site = Path(self.translate_path(self.path)).parents[2]  # <site>/assets/pyodide/<file>
+        manifest = site / "assets" / "calculator" / "runtime.json"
         return gzip.compress(b"\x07" * json.loads(manifest.read_text("utf-8"))["snapshot_packed_bytes"])
 
 
@@ -154,7 +132,7 @@ class TrickleHandler(Handler):
         if not self.path.split("?")[0].endswith(self.target):
             super().do_GET()
             return
-        body = (Path(self.directory) / self.target.lstrip("/")).read_bytes()
+        body = Path(self.translate_path(self.path)).read_bytes()
         first = type(self).served == 0
         type(self).served += 1
         self.send_response(200)

@@ -18,6 +18,7 @@ import pytest
 import static_server
 from sitebuild import calculator_pages
 from sitebuild.calculator_text import TEXT
+from tests import sharedsite
 from tests.browser.test_calculator import Watched, expected, shown, want
 
 EN = {k: v["en"] for k, v in TEXT.items()}
@@ -78,10 +79,11 @@ def test_a_stalled_download_fails_and_loads_again_on_retry(page: Any, stall_url:
 @pytest.fixture
 def static_url(site_server: tuple[Path, str]) -> Iterator[str]:
     """The built site through scripts/static_server.py, what the README's scripts/serve.sh runs."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(static_server.Handler, directory=str(site_server[0])))
+    # the folder above the site: the site sits at the sub-path of its SITE_URL (tests/sharedsite.py)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(static_server.Handler, directory=str(site_server[0].parent)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}/{sharedsite.SUB_PATH}"
     finally:
         server.shutdown()
         server.server_close()

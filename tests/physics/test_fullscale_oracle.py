@@ -3,8 +3,8 @@
 Tolerance 1 %: the trace is exact bookkeeping of tensor storages (the self-check below: a fake trace equals
 a real-tensor trace of the same tiny step to 0.05 %), and on the tiny models of harness.py the engine's
 step-1 peak matches the measured one to 0.05 % (memory-model.md section 11, table C). What may remain at
-real size is the backward transient of one decoder layer, which the engine takes from a band
-(step.LAYER_BACKWARD) and which is a fraction of 1/L of the activations, and CPU-vs-CUDA kernel choices
+real size is the backward transient of one decoder layer (op by op in memory/backward.py, held per layer to
+a CPU measurement in test_layer_backward.py), a fraction of 1/L of the activations, and CPU-vs-CUDA kernel choices
 (section 10); kernel workspaces (cuBLAS) are not tensors, so the engine's workspace is taken out first.
 The default run traces one case (~30 s on one core); SIZING_FULLSCALE=1 traces them all (1B, 1.5B and 8B;
 LoRA and full; checkpointing on/off; sdpa and eager; ~4 min) and runs the fake-vs-real self-check.

@@ -12,6 +12,7 @@ import pytest
 
 from sitebuild import calculator_pages, pyodide_runtime, stdlib_trim
 from sizing import web
+from tests import sharedsite
 from tests.needs import cannot_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,13 +66,14 @@ def pyodide_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     name, data = calculator_pages.build_wheel()
     (tmp / name).write_bytes(data)
     (tmp / "configs.json").write_text(json.dumps({"configs": configs(), "reports": reports()}), "utf-8")
-    # the page's standard library: precompiled and trimmed to what the calculator imports (stdlib_trim.py)
-    full = pyodide_runtime.stdlib_pyc(calculator_pages.pyodide_version() or "", pytest.fail)
-    assert full is not None
-    trimmed = stdlib_trim.trimmed_stdlib(full, data, calculator_pages.default_config(),
-                                         pyodide_runtime.STDLIB_CACHE, lambda *a: pyodide_runtime._run_node(
-                                             *a, pytest.fail))
-    assert trimmed is not None and trimmed.stat().st_size < full.stat().st_size / 2
+    with sharedsite.cache_lock():  # the site build may be filling the same cache in another xdist worker
+        # the page's standard library: precompiled and trimmed to what the calculator imports (stdlib_trim.py)
+        full = pyodide_runtime.stdlib_pyc(calculator_pages.pyodide_version() or "", pytest.fail)
+        assert full is not None
+        trimmed = stdlib_trim.trimmed_stdlib(full, data, calculator_pages.default_config(),
+                                             pyodide_runtime.STDLIB_CACHE, lambda *a: pyodide_runtime._run_node(
+                                                 *a, pytest.fail))
+        assert trimmed is not None and trimmed.stat().st_size < full.stat().st_size / 2
     proc = subprocess.run([NODE, str(Path(__file__).parent / "run_node.mjs"), str(tmp / name),
                            str(tmp / "configs.json"), str(trimmed)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)

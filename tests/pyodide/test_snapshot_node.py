@@ -14,6 +14,7 @@ import pytest
 
 from sitebuild import calculator_pages, heap_pack, pyodide_runtime, stdlib_trim
 from sizing import web
+from tests import sharedsite
 from tests.needs import cannot_run
 from tests.pyodide.test_pyodide_node import NODE, PYODIDE, configs, reports
 
@@ -27,19 +28,20 @@ def restored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         cannot_run("node or node_modules/pyodide missing (run `npm ci`)")  # under CI=true: a failure
     tmp = tmp_path_factory.mktemp("restore")
     version = calculator_pages.pyodide_version() or ""
-    full = pyodide_runtime.stdlib_pyc(version, pytest.fail)
-    name, wheel = calculator_pages.build_wheel()
-    defaults = calculator_pages.default_config()
-    run = lambda *a: pyodide_runtime._run_node(*a, pytest.fail)  # noqa: E731
-    trimmed = stdlib_trim.trimmed_stdlib(full, wheel, defaults, pyodide_runtime.STDLIB_CACHE, run) if full else None
-    assert trimmed is not None
-    snapshot = pyodide_runtime.memory_snapshot(version, trimmed, wheel, json.dumps(defaults), pytest.fail,
-                                               calculator_pages.page_words())  # the page's snapshot
-    assert snapshot is not None
-    imported = json.loads(pyodide_runtime.in_heap(snapshot).read_text("utf-8"))
-    lazy = tmp / stdlib_trim.LAZY
-    stdlib_trim.lazy_stdlib(trimmed, imported, lazy)
-    (tmp / "heap.raw").write_bytes(heap_pack.unpack(gzip.decompress(snapshot.read_bytes())))
+    with sharedsite.cache_lock():  # the site build may be filling the same cache in another xdist worker
+        full = pyodide_runtime.stdlib_pyc(version, pytest.fail)
+        name, wheel = calculator_pages.build_wheel()
+        defaults = calculator_pages.default_config()
+        run = lambda *a: pyodide_runtime._run_node(*a, pytest.fail)  # noqa: E731
+        trimmed = stdlib_trim.trimmed_stdlib(full, wheel, defaults, pyodide_runtime.STDLIB_CACHE, run) if full else None
+        assert trimmed is not None
+        snapshot = pyodide_runtime.memory_snapshot(version, trimmed, wheel, json.dumps(defaults), pytest.fail,
+                                                   calculator_pages.page_words())  # the page's snapshot
+        assert snapshot is not None
+        imported = json.loads(pyodide_runtime.in_heap(snapshot).read_text("utf-8"))
+        lazy = tmp / stdlib_trim.LAZY
+        stdlib_trim.lazy_stdlib(trimmed, imported, lazy)
+        (tmp / "heap.raw").write_bytes(heap_pack.unpack(gzip.decompress(snapshot.read_bytes())))
     (tmp / name).write_bytes(wheel)
     # the default configuration as a page asks for it: its own key order, its words re-serialised
     page_text = json.dumps(dict(reversed(list(defaults.items()))))

@@ -53,6 +53,12 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
+            ops = []
+            for e in r.backward_events:  # one layer's backward transients: malloc a size, ~i frees block i
+                if e > 0:
+                    ops.append(a.malloc(e))
+                else:
+                    a.free(ops[~e])
             if tmp is not None:
                 a.free(tmp)
             a.free_all(recomputed + blocks)

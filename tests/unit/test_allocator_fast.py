@@ -50,6 +50,28 @@ def test_random_traces_give_the_reference_counters(seed: int, expandable: bool) 
         assert [getattr(new, c) for c in COUNTERS] == [getattr(old, c) for c in COUNTERS]
 
 
+@pytest.mark.parametrize("expandable", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_malloc_free_all_is_malloc_all_then_free_all(seed: int, expandable: bool) -> None:
+    rng = random.Random(100 + seed)
+    new, old = CachingAllocator(expandable), ref.CachingAllocator(expandable)
+    live: list[tuple[object, object]] = []
+    for _ in range(600):
+        sizes = [rng.choice([rng.randint(0, 4096), rng.randint(MiB - 2048, MiB + 2048), rng.randint(1, 12 * MiB),
+                             rng.randint(1, 300) * MiB]) for _ in range(rng.randint(0, 6))]
+        op = rng.random()
+        if op < 0.3:
+            new.malloc_free_all(sizes)
+            old.free_all(old.malloc_all(sizes))  # type: ignore[attr-defined]
+        elif live and op < 0.6:
+            a, b = live.pop(rng.randrange(len(live)))
+            new.free(a)  # type: ignore[arg-type]
+            old.free(b)  # type: ignore[arg-type]
+        else:
+            live += zip(new.malloc_all(sizes), old.malloc_all(sizes), strict=True)  # type: ignore[attr-defined]
+        assert [getattr(new, c) for c in COUNTERS] == [getattr(old, c) for c in COUNTERS]
+
+
 RUNS = [
     {"model": "meta-llama/Llama-3.1-8B", "method": "qlora", "max_seq_length": 4096, "gradient_checkpointing": True},
     {"model": "Qwen/Qwen2.5-7B", "framework": "trl", "method": "qlora", "max_seq_length": 2048,

@@ -32,6 +32,11 @@ def _sizes(rng: random.Random, most: int) -> tuple[int, ...]:
     return tuple(_size(rng) for _ in range(rng.randint(0, most)))
 
 
+def _events(rng: random.Random) -> tuple[int, ...]:
+    sizes = _sizes(rng, 4)  # one layer's backward transients, freed in any order
+    return (*sizes, *(~i for i in rng.sample(range(len(sizes)), len(sizes))))
+
+
 def _record(rng: random.Random) -> Replay:
     checkpoint = rng.random() < 0.5
     fsdp = rng.random() < 0.25
@@ -39,6 +44,7 @@ def _record(rng: random.Random) -> Replay:
         static=_sizes(rng, 12), layers=rng.randint(1, 6), saved=_sizes(rng, 6),
         layer_constant=rng.choice([0, _size(rng)]), checkpoint=_size(rng) if checkpoint else 0,
         forward_transient=rng.choice([0, _size(rng)]), backward_transient=rng.choice([0, _size(rng)]),
+        backward_events=_events(rng),
         gathered_unit=_size(rng) if fsdp else 0, head_saved=_sizes(rng, 2), loss_forward=rng.choice([0, _size(rng)]),
         loss_backward=_sizes(rng, 2), head_grads=_sizes(rng, 3), layer_grads=_sizes(rng, 4),
         comm_buffer=rng.choice([0, _size(rng)]), comm_static=not fsdp and rng.random() < 0.5,
@@ -154,3 +160,24 @@ def test_states_with_one_layout_have_one_future(expandable: bool) -> None:
     told_apart = sum(len(v) > 1 for v in by_counters.values())
     assert met > 100
     assert told_apart > 0
+
+
+def test_layout_by_hand() -> None:
+    """The encoding on states derived by hand from the allocator's rules (a 3 MiB request takes a 20 MiB segment
+    and leaves a 17 MiB free tail; a 30 MiB one takes a 30 MiB segment, whole)."""
+    a = allocator_module.CachingAllocator()
+    small = a.malloc(3 * MiB)
+    assert a.layout({}) == ((3 * MiB, -1, 17 * MiB, -2),)
+    assert a.layout({small: 0}) == ((3 * MiB, 0, 17 * MiB, -2),)
+    whole = a.malloc(30 * MiB)  # allocated, held by nobody: never touched again, so left out
+    assert a.layout({}) == ((3 * MiB, -1, 17 * MiB, -2),)
+    a.free(whole)  # a cached whole segment; segments come in best-fit order (sizes ascending): after the tail's
+    assert a.layout({}) == ((3 * MiB, -1, 17 * MiB, -2), (30 * MiB, -2))
+    a.free(small)  # merged back into one free 20 MiB segment
+    assert a.layout({}) == ((20 * MiB, -2), (30 * MiB, -2))
+    b = a.malloc(30 * MiB)
+    c = a.malloc(30 * MiB)
+    a.free(b)
+    a.free(c)  # two cached 30 MiB segments: the second place in their size's list is -3
+    assert a.layout({}) == ((20 * MiB, -2), (30 * MiB, -2), (30 * MiB, -3))
+    assert a.counters() == (0, 80 * MiB, 80 * MiB, 0, 0)

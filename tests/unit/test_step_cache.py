@@ -108,3 +108,15 @@ def test_every_field_is_in_the_cache_key() -> None:
         for (seq, batch), value in zip(SHAPES, got, strict=False):
             step.clear_caches()
             assert _one(cfg, seq, batch) == value, (cfg, seq, batch)
+
+
+def test_with_fields_is_dataclasses_replace() -> None:
+    cfg = parse_config({**BASE, "max_seq_length": 300})
+    for change in [*VARIANTS[1:12], {"max_seq_length": 4096, "per_device_train_batch_size": 3}]:
+        got = step.with_fields(cfg, **change)
+        want = replace(cfg, **change)
+        assert got == want and got.extra is want.extra and cfg == parse_config({**BASE, "max_seq_length": 300})
+    mem = _one(cfg, 512, 2)
+    assert step.with_fields(mem, replay_dynamic=7) == replace(mem, replay_dynamic=7)
+    with pytest.raises(TypeError):
+        step.with_fields(cfg, no_such_field=1)
