@@ -81,6 +81,7 @@ def test_random_records_give_the_full_replays_peaks(seed: int, layouts: list[Any
 
 
 RUNS = [
+    {"model": "meta-llama/Llama-3.1-8B", "method": "qlora", "max_seq_length": 4096, "gradient_checkpointing": True},
     {"model": "meta-llama/Llama-3.1-8B", "method": "qlora", "max_seq_length": 4096, "gradient_checkpointing": True,
      "gradient_accumulation_steps": 4},
     {"model": "Qwen/Qwen2.5-7B", "framework": "trl", "method": "qlora", "max_seq_length": 2048,
