@@ -236,13 +236,15 @@ def cuda_autocast_shim():
 
 
 class LiveMem(TorchDispatchMode):
-    """Bytes of live tensor storages created by dispatched ops (weakrefs on storages)."""
+    """Bytes of live tensor storages created by dispatched ops (weakrefs on storages), and their sequence:
+    events holds ("m", bytes) when a storage is first seen and ("f", bytes) when it is freed."""
 
     def __init__(self):
         super().__init__()
         self.live = {}
         self.cur = 0
         self.peak = 0
+        self.events = []
 
     def add(self, t):
         if not isinstance(t, torch.Tensor) or t.device.type == "meta":
@@ -259,9 +261,11 @@ class LiveMem(TorchDispatchMode):
         def _cb(_ref, k=k, n=n):
             if self.live.pop(k, None) is not None:
                 self.cur -= n
+                self.events.append(("f", n))
 
         self.live[k] = (n, weakref.ref(st, _cb))
         self.cur += n
+        self.events.append(("m", n))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))

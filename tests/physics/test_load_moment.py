@@ -11,14 +11,11 @@ equal the load moment's allocated peak.
 
 from __future__ import annotations
 
-import weakref
-
 import pytest
 
 torch = pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
-from torch.utils._pytree import tree_flatten  # noqa: E402
+import harness  # noqa: E402
 
 from sizing.catalog import resolve_architecture  # noqa: E402
 from sizing.config import parse_config  # noqa: E402
@@ -99,40 +96,6 @@ def to_nf4(inpt_tensor, block_size=64, scaler_block_size=256):
 # ---- end of the transcription ----
 
 
-class Trace(TorchDispatchMode):
-    """Live bytes of the storages created by dispatched ops (a storage counts once), and their sequence."""
-
-    def __init__(self):
-        super().__init__()
-        self.live: dict[int, tuple[int, weakref.ref]] = {}
-        self.cur = self.peak = 0
-        self.events: list[tuple[str, int]] = []
-
-    def track(self, t):
-        st = t.untyped_storage()
-        k = id(st)
-        if k in self.live:
-            return
-        n = st.nbytes()
-
-        def _gone(_ref, k=k, n=n):
-            if self.live.pop(k, None) is not None:
-                self.cur -= n
-                self.events.append(("f", n))
-
-        self.live[k] = (n, weakref.ref(st, _gone))
-        self.cur += n
-        self.events.append(("m", n))
-        self.peak = max(self.peak, self.cur)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self.track(t)
-        return out
-
-
 def _table_peak(table, n):
     live, top = 0.0, 0.0
     sizes: dict[str, float] = {}
@@ -150,9 +113,9 @@ def test_nf4_clone_dequantize_matches_the_engine_table():
     """torchtune's NF4 clone first rebuilds the bf16 weight (get_original_weight): its blocks and peak."""
     n = 256 * 1024
     q = to_nf4(torch.randn(512, 512, dtype=torch.bfloat16))
-    with Trace() as tr:
+    with harness.LiveMem() as tr:
         for t in q[:3]:
-            tr.track(t)
+            tr.add(t)
         w = get_original_weight(*q, (512, 512))
     big = [size for op, size in tr.events[3:] if op == "m" and size >= n // 2]
     assert big == [int(per * n) for op, _, per in NF4_DEQUANT if op == "m" and per >= 1 / 2]
@@ -165,8 +128,8 @@ def test_to_nf4_sequence_matches_the_engine_table():
     """Every block of at least N/8 bytes that to_nf4 allocates, in order, and its peak above the input."""
     n = 256 * 1024
     w = torch.randn(512, 512, dtype=torch.bfloat16)
-    with Trace() as tr:
-        tr.track(w)  # the input, as the engine's replay holds it (allocated before the call)
+    with harness.LiveMem() as tr:
+        tr.add(w)  # the input, as the engine's replay holds it (allocated before the call)
         kept = to_nf4(w)
     big = [(op, size) for op, size in tr.events[1:] if size >= n // 8]
     table = [(op, int(per * n)) for op, _, per in NF4_QUANTIZE if op == "m" and per >= 1 / 8]
@@ -197,7 +160,7 @@ def test_load_peak_equals_a_torchtune_style_build(version):
     shapes = [(h, h), (kv, h), (kv, h), (h, h), (i, h), (i, h), (h, i)]  # q k v o gate up down: (out, in)
     r = 8
     bf = torch.bfloat16
-    with Trace() as tr:
+    with harness.LiveMem() as tr:
         keep = [torch.empty(TINY["vocab_size"], h, dtype=bf).fill_(0)]  # tok_embeddings
         nf4 = []
         proto = []
