@@ -195,12 +195,16 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0, frozenset(lin.name for lin in tr.targets))
         grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
         opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
+        load = None  # the model-load moment does not depend on the batch's shape either
+        if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
+            load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
+                           reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
         if len(_BASE) >= 1024:
             _BASE.clear()
             _SAVED.clear()
             _FIXED.clear()
-        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt
-    reg, arch, tr, w, grad_elem, opt = base
+        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load
+    reg, arch, tr, w, grad_elem, opt, load = base
     grads = tr.params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
@@ -311,10 +315,6 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_i
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating, **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
-    load = None
-    if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
-        load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
-                       reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return with_fields(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))
 
