@@ -113,7 +113,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
                           "if you really extend the context", field="max_seq_length",
                           value=cfg.max_seq_length, max=arch.max_positions)
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
-    mem = step_memory(cfg, arch, gpu, backend, 1)
+    mem = step_memory(cfg, arch, gpu, backend)
     reg, ms, detail, pk = mem.regime, mem.moments, mem.detail, mem.peak
     bands, confidence, reasons = _bands(cfg, arch, None if isinstance(config, RunConfig) else config)
     allocated = pk.total

@@ -41,7 +41,7 @@ class Sizer:
         key = (gpu.sm >= (9, 0), *sorted(change.items()))
         mem = self._mem.get(key)
         if mem is None:
-            mem = self._mem[key] = step_memory(with_fields(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda", 1)
+            mem = self._mem[key] = step_memory(with_fields(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda")
         return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:

@@ -97,20 +97,18 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
 
 
-def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
-                k_index: int = 1) -> StepMemory:
-    """Memory of every moment of one optimizer step (k_index: kept for callers; the layer-backward transient
-    is op by op now, memory/backward.py, and has no low/high)."""
+def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
+    """Memory of every moment of one optimizer step."""
     if cfg.is_peft and cfg.peft_type == "prompt_tuning":
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
         cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
-    mem = _step(cfg, arch, gpu, backend, k_index)
+    mem = _step(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
     tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
-                                     arch, gpu, backend, k_index)
+                                     arch, gpu, backend)
     return with_fields(mem, tensors=tensors, replay_dynamic=dynamic)
 
 
@@ -150,14 +148,13 @@ def _arch_token(arch: Architecture) -> int:
     return token
 
 
-def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str,
-                  k_index: int) -> tuple[Replay, int]:
-    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend, k_index)
+def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> tuple[Replay, int]:
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
             _GRID.clear()
-        at = _step(cfg, arch, gpu, backend, k_index)
+        at = _step(cfg, arch, gpu, backend)
         got = _GRID[key] = at.tensors, at.replay_dynamic
     return got
 
@@ -184,7 +181,7 @@ def clear_caches() -> None:
     _replayed.cache_clear()
 
 
-def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str, k_index: int) -> StepMemory:
+def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
     key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend)
     base = _BASE.get(key)
     if base is None:

@@ -47,7 +47,7 @@ def _one(cfg: RunConfig, seq: int, batch: int) -> Any:
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
     try:
-        return step._step(replace(cfg, max_seq_length=seq, per_device_train_batch_size=batch), arch, gpu, "cuda", 1)
+        return step._step(replace(cfg, max_seq_length=seq, per_device_train_batch_size=batch), arch, gpu, "cuda")
     except SizingError as err:
         return err.code
 
