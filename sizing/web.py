@@ -17,7 +17,7 @@ from typing import Any
 
 from . import SizingError, estimate, load_config
 from .catalog import gpus, model_records
-from .config import config_to_dict
+from .config import RunConfig, config_to_dict
 from .ladder import ladder
 from .report import compare as compare_report
 from .report import load_report
@@ -150,7 +150,7 @@ def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = Non
     not fit its GPU (else None), and the snippet; or the SizingError as data. With the page's `words`
     ({"lang", "text"}) the answer also holds the results view the page only has to place."""
     def answer() -> dict[str, Any]:
-        cfg = load_config(data)
+        cfg = data if isinstance(data, RunConfig) else load_config(data)
         rows = _fit_table(cfg) if table else None
         est = estimate(cfg).to_dict()
         lad = _ladder(cfg) if table and cfg.gpu and not own_gpu_fits(est) else None
@@ -182,12 +182,16 @@ def _words_key(text: str) -> str:
     return json.dumps(_words(text), sort_keys=True)
 
 
-def _key(data: Any, table: bool, words: str | None) -> tuple[str, bool, str] | None:
-    """What an answer depends on, or None when the configuration does not load (never remembered)."""
+def _loaded(data: Any) -> RunConfig | None:
+    """The configuration, or None when it does not load (compute() then reports why; never remembered)."""
     try:
-        cfg = load_config(data)
+        return load_config(data)
     except (SizingError, RecursionError, MemoryError, OverflowError, TypeError, ValueError, KeyError):
         return None
+
+
+def _key(cfg: RunConfig, table: bool, words: str | None) -> tuple[str, bool, str]:
+    """What an answer depends on."""
     whole = [config_to_dict(cfg), cfg.extra]  # extra too: a key never merges two configurations
     return json.dumps(whole, sort_keys=True, default=repr), table, _words_key(words) if words else ""
 
@@ -200,18 +204,21 @@ def compute_json(text: str, table: bool = True, words: str | None = None) -> str
         result = {"ok": False, "error": {"code": "bad_json", "field": "model_config", "message": str(err)[:200],
                                          "params": {}}}
         return json.dumps(result)
-    key = _key(data, table, words) if _REMEMBERED else None
-    if key is not None and key in _REMEMBERED:
-        return _REMEMBERED[key]
+    cfg = _loaded(data) if _REMEMBERED else None
+    if cfg is not None:
+        answer = _REMEMBERED.get(_key(cfg, table, words))
+        if answer is not None:
+            return answer
+        data = cfg  # loaded once: compute() takes the RunConfig as it is
     return json.dumps(compute(data, table, _words(words) if words else None), allow_nan=False)
 
 
 def remember(text: str, table: bool = True, words: str | None = None) -> str:
     """compute_json(), kept: the same configuration, table flag and words get this answer from then on."""
     answer = compute_json(text, table, words)
-    key = _key(json.loads(text), table, words)
-    if key is not None:
-        _REMEMBERED[key] = answer
+    cfg = _loaded(json.loads(text))
+    if cfg is not None:
+        _REMEMBERED[_key(cfg, table, words)] = answer
     return answer
 
 
