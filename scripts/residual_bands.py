@@ -84,7 +84,7 @@ def build_groups(residuals: Iterable[Residual]) -> dict[str, dict[str, float | i
     for r in residuals:
         if r.tier not in TIERS or not r.ratio > 0:
             continue
-        keys = tuple(reversed(regime_keys(r.method, r.tier, "", r.multi)))  # broadest first
+        keys = tuple(reversed(regime_keys(r.method, r.tier, r.multi)))  # broadest first
         for i, key in enumerate(keys):
             rows.setdefault(key, {}).setdefault(r.source, []).append(r.ratio)
             chains[key] = keys[: i + 1]

@@ -28,8 +28,8 @@ def residuals(scored: Iterable[Scored]) -> list[Residual]:
 def row_range(s: Scored, groups: Mapping[str, Mapping[str, Any]]) -> tuple[float, float]:
     """The row's printed range (GiB) rebuilt from `groups`, tier by tier as sizing/estimate.py builds it."""
     multi = s.gpus > 1
-    a_lo, a_hi = widen(*band(s.method, "allocated", s.framework, multi, groups)[:2], s.gaps)
-    r_lo, r_hi = widen(*band(s.method, "reserved", s.framework, multi, groups)[:2], s.gaps)
+    a_lo, a_hi = widen(*band(s.method, "allocated", multi, groups)[:2], s.gaps)
+    r_lo, r_hi = widen(*band(s.method, "reserved", multi, groups)[:2], s.gaps)
     if s.metric == "allocated":
         return s.alloc_gib * a_lo, s.alloc_gib * a_hi
     if s.metric == "device":

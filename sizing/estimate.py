@@ -90,9 +90,9 @@ def _bands(cfg: RunConfig, arch: Architecture,
            given: Mapping[str, Any] | None) -> tuple[dict[str, tuple[float, float]], str, list[dict[str, Any]]]:
     """Measured/estimated ratio bands per tier for the run's regime, the confidence label and its reasons."""
     multi, why = cfg.num_gpus > 1, gaps(cfg, arch, given)
-    out = {tier: uncertainty.widen(*uncertainty.band(cfg.method, tier, cfg.framework, multi)[:2], why)
+    out = {tier: uncertainty.widen(*uncertainty.band(cfg.method, tier, multi)[:2], why)
            for tier in ("allocated", "reserved")}
-    key, grp = uncertainty.group(cfg.method, "reserved", cfg.framework, multi)
+    key, grp = uncertainty.group(cfg.method, "reserved", multi)
     conf, codes = uncertainty.confidence(grp, why)
     err = float(grp["error"]) if grp is not None and "error" in grp else None
     reasons = [{"code": c, "message": uncertainty.reason_text(c, "en", err), "params": {"regime": key, "error": err}}

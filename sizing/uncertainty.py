@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 _DATA = Path(__file__).parent / "data" / "residuals.json"
-# Width labels: half of (high - low) as a share of the estimate (label(); kept for callers).
-LABELS = ((0.06, "high"), (0.15, "medium"))
 # The printed label: the regime's typical error (residuals.json "error": the median |error| with every source
 # weighing the same, pooled like the band), high up to issue 11's median target of 4 %, medium up to twice it;
 # "high" also needs HIGH_SOURCES sources: fewer cannot show that a new harness errs as little.
@@ -68,31 +66,30 @@ def _groups() -> dict[str, dict[str, Any]]:
     return groups
 
 
-def regime_keys(method: str, tier: str, framework: str, multi: bool) -> tuple[str, ...]:
+def regime_keys(method: str, tier: str, multi: bool) -> tuple[str, ...]:
     """The keys of a run's regime from the most specific to the broadest.
 
-    framework is no level: on the public rows nearly every per-framework group is one source, and pooling
-    them measured worse out of sample (scripts/validate.py); the argument stays for callers."""
-    del framework
+    The framework is no level: on the public rows nearly every per-framework group is one source, and pooling
+    them measured worse out of sample (scripts/validate.py)."""
     gm = "multi" if multi else "single"
     return (f"{method}/{tier}/{gm}", f"{tier}/{gm}", tier)
 
 
-def group(method: str, tier: str, framework: str, multi: bool,
+def group(method: str, tier: str, multi: bool,
           groups: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[str, Mapping[str, Any] | None]:
     """The most specific group with rows for the regime (and its key), or ("", None)."""
     table = _groups() if groups is None else groups
-    for key in regime_keys(method, tier, framework, multi):
+    for key in regime_keys(method, tier, multi):
         g = table.get(key)
         if g is not None:
             return key, g
     return "", None
 
 
-def band(method: str, tier: str, framework: str, multi: bool,
+def band(method: str, tier: str, multi: bool,
          groups: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[float, float, str]:
     """(low, high) ratio of measured to estimated for the regime, and the key it comes from."""
-    key, g = group(method, tier, framework, multi, groups)
+    key, g = group(method, tier, multi, groups)
     if g is None:
         return UNMEASURED["low"], UNMEASURED["high"], ""
     return float(g["low"]), float(g["high"]), key
@@ -103,15 +100,6 @@ def widen(low: float, high: float, gaps: tuple[str, ...]) -> tuple[float, float]
     if any(g in GAPS for g in gaps):
         return min(low, UNMEASURED["low"]), max(high, UNMEASURED["high"])
     return low, high
-
-
-def label(low: float, high: float) -> str:
-    """high / medium / low from the band's half-width."""
-    half = (high - low) / 2
-    for limit, name in LABELS:
-        if half <= limit:
-            return name
-    return "low"
 
 
 def _worst(*names: str) -> str:

@@ -83,7 +83,7 @@ def test_a_regime_of_one_source_or_two_rows_prints_its_parents_band() -> None:
             Residual("W2", "W", "full", "reserved", False, 1.25)]
     groups = build_groups(rows)
     assert MIN_ROWS > 2 and MIN_SOURCES > 1 and "qlora/reserved/single" not in groups
-    lo, hi, key = band("qlora", "reserved", "custom", False, groups)
+    lo, hi, key = band("qlora", "reserved", False, groups)
     assert key == "reserved/single" and (lo, hi) == (groups[key]["low"], groups[key]["high"])
     assert hi - lo > 0.1
 
@@ -147,7 +147,7 @@ def test_the_estimate_says_why_its_label_is_not_higher() -> None:
     assert unc["confidence"] in ("high", "medium", "low")
     if unc["confidence"] != "high":
         assert unc["reasons"] and all(r["code"] in REASONS and r["message"] for r in unc["reasons"])
-    lo, hi, key = band("qlora", "reserved", "custom", True)
+    lo, hi, key = band("qlora", "reserved", True)
     assert key and lo <= 1.0 <= hi
 
 
