@@ -82,16 +82,6 @@ function watched(promise) {
   });
 }
 
-// Whether the server sends this file with a Content-Encoding (asked with HEAD; no answer: no).
-async function encoded(url) {
-  try {
-    const head = await fetch(url, { method: "HEAD" });
-    return head.ok && Boolean(head.headers.get("content-encoding"));
-  } catch (err) {
-    return false;
-  }
-}
-
 async function fetchOk(url) {
   const response = await fetch(url);
   if (!response.ok) throw new BootError("http", `${response.status} ${url}`);
@@ -143,54 +133,83 @@ function unpackHeap(packed) {
 const REREAD_ZIP = `import sys as _sys, zipimport as _zi
 [f.invalidate_caches() for f in list(_sys.path_importer_cache.values()) if isinstance(f, _zi.zipimporter)]
 del _sys, _zi`;
+// After the wheel is unpacked: the path finders list their folders again (an import tried before found none).
+const REREAD_DIRS = `import sys as _sys
+[f.invalidate_caches() for f in list(_sys.path_importer_cache.values()) if hasattr(f, "invalidate_caches")]
+del _sys`;
 
 // Milliseconds since the worker started, per boot stage (the benchmark prints them).
 const stages = {};
 const mark = (name) => { stages[name] = Math.round(performance.now()); };
 
+// A GET of `plain` that also answers how the server sends it: its response when the server sends it with a
+// Content-Encoding (the browser decodes it as it arrives and keeps it in its cache as sent), else null (its
+// body cancelled: the caller fetches the -gzip.bin copy and inflates it). One request instead of a HEAD and
+// a GET.
+async function encodedGet(url) {
+  const response = await fetchOk(url);
+  if (response.headers.get("content-encoding")) return response;
+  response.body.cancel().catch(() => {});
+  return null;
+}
+
 async function boot() {
   const t0 = performance.now();
-  // The manifest, the MIME check and pyodide.mjs in parallel (each waits for the one before it only here).
-  const headP = fetch(BASE + "pyodide.asm.wasm", { method: "HEAD" });
+  // The manifest, the wasm and pyodide.mjs in parallel (each waits for the one before it only here).
+  const wasmP = fetch(BASE + "pyodide.asm.wasm");
   const moduleP = import(BASE + "pyodide.mjs");
-  headP.catch(() => {});
+  wasmP.catch(() => {});
   moduleP.catch(() => {});
   const manifest = await (await fetchOk(new URL("runtime.json", HERE))).json();
   mark("manifest");
   if (!manifest.installed) throw new BootError("not_installed", manifest.message || "");
-  const heapEncodedP = manifest.snapshot_plain ? encoded(BASE + manifest.snapshot_plain) : Promise.resolve(false);
+  const snapshotOn = Boolean(manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes);
+  const heapP = snapshotOn && manifest.snapshot_plain ? encodedGet(BASE + manifest.snapshot_plain).catch(() => null)
+    : Promise.resolve(null);
   // A wrong .wasm MIME type makes loadPyodide hang forever: check it first.
-  const head = await headP;
+  const head = await wasmP;
   const type = (head.headers.get("content-type") || "").split(";")[0].trim();
   if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
   if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
-  // A server that compresses (Content-Encoding) gets the plain names: the browser decodes them as they arrive
-  // and keeps them in its cache as sent. Otherwise the -gzip.bin copies, inflated here.
-  const wasmEncoded = Boolean(head.headers.get("content-encoding"));
-  const heapEncoded = await heapEncodedP;
-  mark(`encoded_${wasmEncoded ? 1 : 0}${heapEncoded ? 1 : 0}`);
+  // A server that compresses (Content-Encoding) gets the plain names. Otherwise the -gzip.bin copies, inflated here.
+  const wasmEncoded = Boolean(head.headers.get("content-encoding")) || !manifest.wasm_gzip;
+  let wasmBytesP;
+  if (wasmEncoded) wasmBytesP = head.arrayBuffer();
+  else {
+    head.body.cancel().catch(() => {});
+    wasmBytesP = fetchOk(BASE + manifest.wasm_gzip)
+      .then((r) => new Response(r.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+  }
+  // Compiled while the heap still arrives (Pyodide would start only once it is in: design/pyodide-load.md).
+  const wasmModuleP = wasmBytesP.then((bytes) => { mark("wasm_bytes"); return WebAssembly.compile(bytes); });
+  wasmModuleP.then(() => mark("wasm_compiled"), () => {});
+  const heapResponse = await heapP;
+  mark(`encoded_${wasmEncoded ? 1 : 0}${heapResponse ? 1 : 0}`);
   const wheelP = fetchOk(new URL(manifest.wheel, BASE)).then((r) => r.arrayBuffer());
-  // The memory snapshot (made at build time with sizing.web imported) skips Python's start-up;
-  // fetched here, in parallel with pyodide.mjs. Without it (or if it fails to restore) boot from scratch.
-  const snapshotP = manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes
-    ? fetchOk(BASE + (heapEncoded ? manifest.snapshot_plain : manifest.snapshot))
-      .then((r) => readInto(r, manifest.snapshot_packed_bytes, !heapEncoded))
+  wheelP.catch(() => {});
+  // The memory snapshot (made at build time with sizing.web imported) skips Python's start-up.
+  // Without it (or if it fails to restore) boot from scratch.
+  const snapshotP = snapshotOn
+    ? (heapResponse ? Promise.resolve(heapResponse) : fetchOk(BASE + manifest.snapshot))
+      .then((r) => readInto(r, manifest.snapshot_packed_bytes, !heapResponse))
       .then((packed) => { mark("snapshot_inflated"); return unpackHeap(packed); })
     : null;
   if (snapshotP) snapshotP.then(() => mark("heap"), () => {});
-  if (manifest.wasm_gzip && !wasmEncoded) {
-    // Pyodide fetches pyodide.asm.wasm itself: hand it the gzip copy, inflated as it streams in.
-    const wasmURL = BASE + "pyodide.asm.wasm";
-    const plainFetch = self.fetch.bind(self);
-    self.fetch = async (input, init) => {
-      if (String(input instanceof Request ? input.url : input) !== wasmURL) return plainFetch(input, init);
-      self.fetch = plainFetch;
-      const packed = await plainFetch(BASE + manifest.wasm_gzip).catch(() => null);
-      if (!packed || !packed.ok || !packed.body) return plainFetch(input, init);
-      const body = packed.body.pipeThrough(new DecompressionStream("gzip"));
-      return new Response(body, { headers: { "Content-Type": "application/wasm" } });
-    };
-  }
+  // Pyodide instantiates pyodide.asm.wasm itself (instantiateStreaming of its own fetch): hand it the module
+  // compiled above, and its fetch of the wasm a response that costs nothing (the bytes are here already).
+  const wasmURL = BASE + "pyodide.asm.wasm";
+  const plainFetch = self.fetch.bind(self);
+  self.fetch = (input, init) => {
+    if (String(input instanceof Request ? input.url : input) !== wasmURL) return plainFetch(input, init);
+    self.fetch = plainFetch;
+    return Promise.resolve(new Response(new Uint8Array(0), { headers: { "Content-Type": "application/wasm" } }));
+  };
+  const instantiateStreaming = WebAssembly.instantiateStreaming;
+  WebAssembly.instantiateStreaming = async (source, imports) => {
+    WebAssembly.instantiateStreaming = instantiateStreaming;
+    const module = await wasmModuleP;
+    return { module, instance: await WebAssembly.instantiate(module, imports) };
+  };
   const { loadPyodide } = await moduleP;
   mark("pyodide_mjs");
   const options = { indexURL: BASE, stdout: () => {}, stderr: () => {} };
@@ -210,13 +229,31 @@ async function boot() {
   }
   const restored = py !== null;
   mark(restored ? "restored" : "snapshot_failed");
-  if (!restored) py = await loadPyodide(options);
-  // The snapshot holds the heap, not the file system: put the package files back for anything read lazily.
-  const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
-  py.unpackArchive(new Uint8Array(await wheelP), "wheel", { extractDir: sitePackages });
-  const bridge = py.pyimport("sizing.web");
+  if (!restored) {
+    // the plain boot fetches and instantiates the wasm the ordinary way
+    self.fetch = plainFetch;
+    WebAssembly.instantiateStreaming = instantiateStreaming;
+    py = await loadPyodide(options);
+  }
+  // The snapshot holds the heap, not the file system: the package files go back for anything read lazily,
+  // after the page's first estimate (the heap holds every module that needs) unless the heap is missing.
+  const rt = { py, bridge: null, ms: 0, unpacked: null };
+  rt.unpack = () => {
+    if (!rt.unpacked) {
+      rt.unpacked = wheelP.then((wheel) => {
+        const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
+        py.unpackArchive(new Uint8Array(wheel), "wheel", { extractDir: sitePackages });
+        py.runPython(REREAD_DIRS);
+        mark("wheel");
+      });
+    }
+    return rt.unpacked;
+  };
+  if (!restored) await rt.unpack();
+  rt.bridge = py.pyimport("sizing.web");
   mark("bridge");
-  return { bridge, ms: performance.now() - t0 };
+  rt.ms = performance.now() - t0;
+  return rt;
 }
 
 const runtime = watched(boot()).then(
@@ -246,13 +283,23 @@ function run(bridge, config, table, words) {
   return call(() => bridge.compute_json(config, table, words));
 }
 
+// A bridge call made before the wheel is unpacked that failed inside (an import the heap lacks: code
+// "internal") is made again once it is.
+async function settled(rt, made) {
+  if (rt.unpacked || JSON.parse(made.json).ok || JSON.parse(made.json).error.code !== "internal") return made;
+  await rt.unpack();
+  return null;
+}
+
 // Two answers per configuration: the estimate at once ("estimate"), then with the fit table over every
-// GPU ("full"), skipped when a newer configuration arrived in between.
+// GPU ("full"), skipped when a newer configuration arrived in between. What the boot left for later (the
+// wheel's files) waits until the first estimate is out.
 self.onmessage = async (event) => {
   const msg = event.data || {};
   if (msg.type === "report") {
     const rt = await runtime;
     if (!rt) return;
+    await rt.unpack();
     const { json } = call(() => rt.bridge.report_json(String(msg.text)));
     self.postMessage({ type: "report", id: msg.id, json });
     return;
@@ -263,8 +310,10 @@ self.onmessage = async (event) => {
   if (!rt || msg.id !== newest) return;
   const config = String(msg.config);
   const words = typeof msg.words === "string" ? msg.words : null;
-  const first = run(rt.bridge, config, false, words);
+  let first = run(rt.bridge, config, false, words);
+  if (!(await settled(rt, first))) first = run(rt.bridge, config, false, words);
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, ...first });
+  await rt.unpack();
   await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
   if (msg.id !== newest || !JSON.parse(first.json).ok) {
     if (msg.id === newest) self.postMessage({ type: "result", phase: "full", id: msg.id, ...first });
