@@ -12,9 +12,13 @@ transferred for the load (headers + bodies of every response the page and its wo
 count 0) with the number of requests. "cold" is a fresh browser context (empty HTTP cache), "warm" a
 later visit in the same context (after about:blank: the first visit's page and worker are gone). Then
 the worker's boot stages of the last run (ms after the worker started; the worker itself starts
-`worker_created` ms after navigation). "link" is a shared link (another rank in the query) opened in a
-fresh context: the time until its own numbers with the fit table, not greyed, are on the page; "link peak"
-until its own peak is (the fit table still to come).
+`worker_created` ms after navigation). "link" is a shared link the site does not contain (another rank in
+the query) opened in a fresh context: the time until its own numbers with the fit table, not greyed, are on the
+page; "link peak" until its own peak is (the fit table still to come); "computing" until the page says it is
+computing that configuration with no other configuration's numbers in sight. "site link" is a link one of the
+site's pages contains (the first with a model in it): until its own peak is on the page, prerendered at build
+time (scripts/sitebuild/prerender.py), and "site confirmed" until the runtime has confirmed it with the fit
+table.
 
 Each figure is printed next to the same run's pure-JS floor: the same page with worker.js replaced by a
 trivial worker that answers at once with the build's default estimate (no Pyodide), and as a ratio.
@@ -35,6 +39,7 @@ import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import static_server
 
@@ -58,8 +63,12 @@ CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.b
 OWN = ("() => document.documentElement.dataset.shown !== undefined && document.documentElement.dataset.runtime"
        " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
 # the link's own peak on the page, not greyed (the fit table may still be coming)
-OWN_PEAK = ("() => document.documentElement.dataset.shown !== undefined"
-            " && !document.getElementById('calc-results').classList.contains('calc-stale')")
+OWN_PEAK = ("() => (document.documentElement.dataset.shown !== undefined"
+            " || document.documentElement.dataset.prerendered === '1')"
+            " && !document.getElementById('calc-results').classList.contains('calc-stale')"
+            " && !document.getElementById('calc-results').classList.contains('calc-pending')")
+# "computing your configuration", nothing else's numbers visible
+COMPUTING = "() => document.documentElement.dataset.computing === '1'"
 # The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
 # that a recompute is visible), in the messages worker.js sends.
 FLOOR_JS = """const ANSWERS = %s;
@@ -91,8 +100,8 @@ FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]'
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
 # (measured here: 150-500 ms after the page had answered).
 POLL = 10
-COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "link peak", "link",
-           "bytes", "requests")
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "site link",
+           "site confirmed", "computing", "link peak", "link", "bytes", "requests")
 
 
 def transferred(requests: list[Any]) -> tuple[int, int]:
@@ -145,22 +154,30 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     return first, in_page, ready, peak, time.perf_counter() - t0
 
 
-def link_time(browser: Any, url: str, floor: str | None) -> tuple[float, float]:
-    """Seconds from navigation to a shared link's own peak and to all its own numbers with the fit table (not
-    greyed), in a fresh context."""
+def link_time(browser: Any, url: str, floor: str | None, query: str = "r=48",
+              marks: tuple[str, ...] = (COMPUTING, OWN_PEAK, OWN)) -> tuple[float, ...]:
+    """Seconds from navigation to each of `marks` for a shared link, in a fresh context: by default to the
+    "computing" state, the link's own peak and all its own numbers with the fit table (not greyed)."""
     context = browser.new_context()
     if floor is not None:
         context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
             status=200, content_type="text/javascript", body=floor))
     page = context.new_page()
     start = time.perf_counter()
-    page.goto(url + "?r=48", wait_until="commit")
-    page.wait_for_function(OWN_PEAK, polling=POLL, timeout=120_000)
-    peak = time.perf_counter() - start
-    page.wait_for_function(OWN, polling=POLL, timeout=120_000)
-    took = time.perf_counter() - start
+    page.goto(url + "?" + query, wait_until="commit")
+    times = []
+    for mark in marks:
+        page.wait_for_function(mark, polling=POLL, timeout=120_000)
+        times.append(time.perf_counter() - start)
     context.close()
-    return peak, took
+    return tuple(times)
+
+
+def site_link(site: Path) -> str:
+    """The query of the first calculator link with a model that the built site contains."""
+    from sitebuild import prerender
+
+    return next(urlencode(p) for p in prerender.site_links(site) if "model" in p and len(p) > 1)
 
 
 def main() -> int:
@@ -190,6 +207,8 @@ def main() -> int:
               + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         url = base + ("" if args.lang == "ru" else f"{args.lang}/") + "calculator/"
         floor_js = floor_worker(Path(tmp), args.lang)
+        query = site_link(Path(tmp))
+        print(f"site link: ?{query}")
         rows: dict[str, list[tuple[float, ...]]] = {"cold": [], "warm": [], "floor cold": [], "floor warm": []}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=[
@@ -210,7 +229,8 @@ def main() -> int:
                         context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
                             status=200, content_type="text/javascript", body=floor_js))
                     page = context.new_page()
-                    link = link_time(browser, url, floor)
+                    site = link_time(browser, url, floor, query, (OWN_PEAK, OWN))
+                    link = (*site, *link_time(browser, url, floor))
                     for kind, rank in (("cold", 32 + i), ("warm", 64 + i)):
                         if kind == "warm":  # a returning visitor: the first visit's page (and worker) is gone
                             page.goto("about:blank")
@@ -234,7 +254,7 @@ def main() -> int:
     for kind in ("cold", "warm"):
         ratio = [a / b if b else float("nan") for a, b in zip(medians[kind], medians["floor " + kind], strict=True)]
         print(f"{'x ' + kind:11}" + "".join(f"{r:15.1f}" for r in ratio) + "   (ratio to the pure-JS floor)")
-    print("('link peak' / 'link': a cold shared link's own peak / all its numbers, the same on both rows of a kind)")
+    print("('site link' .. 'link': cold shared links, the same on both rows of a kind)")
     for kind, text in stages.items():
         print(f"boot stages, {kind}, last run: {text}")
     return 0

@@ -30,6 +30,7 @@ from sitebuild import (
     navtree,
     ogimage,
     pagemeta,
+    prerender,
     sitemap,
     sizing_blocks,
     urls,
@@ -215,7 +216,8 @@ def on_post_build(config: MkDocsConfig) -> None:
     site_dir = Path(config.site_dir)
     _write(site_dir / OG_IMAGE, ogimage.image())
     calculator_pages.install_runtime(site_dir, warn=log.info)  # no node_modules: a clear note, not a failure
-    calculator_slots.add_csp(site_dir)
+    # the site's own calculator links, computed now: a visitor who follows one sees its numbers at once
+    calculator_slots.add_csp(site_dir, prerender.write(site_dir))
     if _state.not_found_page is not None:
         _write(site_dir / "404.html", _state.not_found_page.encode("utf-8"))
 

@@ -131,6 +131,22 @@ def _ladder(cfg: Any) -> dict[str, Any]:
     return copy.deepcopy(got)
 
 
+# Estimates already made, by normalised configuration: the page asks twice per change (the peak, then with the
+# fit table) and the build once per language of a prerendered link (scripts/sitebuild/prerender.py).
+_ESTIMATES: dict[str, dict[str, Any]] = {}
+
+
+def _estimate(cfg: Any) -> dict[str, Any]:
+    key = repr(cfg)
+    got = _ESTIMATES.get(key)
+    if got is None:
+        got = estimate(cfg).to_dict()
+        if len(_ESTIMATES) >= _TABLES_MAX:
+            _ESTIMATES.pop(next(iter(_ESTIMATES)))
+        _ESTIMATES[key] = got
+    return copy.deepcopy(got)
+
+
 def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """{"ok": True, **answer()}, or the refusal as data: a SizingError with its code, anything else the
     input can provoke as code "internal"."""
@@ -152,7 +168,7 @@ def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = Non
     def answer() -> dict[str, Any]:
         cfg = data if isinstance(data, RunConfig) else load_config(data)
         rows = _fit_table(cfg) if table else None
-        est = estimate(cfg).to_dict()
+        est = _estimate(cfg)
         lad = _ladder(cfg) if table and cfg.gpu and not own_gpu_fits(est) else None
         out = {"estimate": est, "fit_table": rows, "ladder": lad, "snippet": snippet(config_to_dict(cfg))}
         if words is not None:

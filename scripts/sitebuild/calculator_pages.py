@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -155,7 +155,8 @@ def _script_src(lang: str, name: str, depth: int = 1) -> str:
     return "../" * depth + f"{CALC_DIR}/{name}"
 
 
-def form_html(lang: str) -> str:
+def form_html(lang: str, prerendered: Sequence[str] = ()) -> str:
+    """The form; `prerendered` the hashes of the links whose first answer the build computed (prerender.py)."""
     catalog = bridge().catalog()
     defaults = default_config()
     specs = {name: (kind, choices) for name, kind, choices in FIELDS}
@@ -166,7 +167,8 @@ def form_html(lang: str) -> str:
         parts.append("</fieldset>")
     parts.append("</form>")
     # the page's words: the calculator's own and the labels of the computed tables (components, phases, units)
-    data = json.dumps({"lang": lang, "text": words(lang), "defaults": defaults}, ensure_ascii=False)
+    data = json.dumps({"lang": lang, "text": words(lang), "defaults": defaults, "prerendered": list(prerendered)},
+                      ensure_ascii=False)
     data = data.replace("</", "<\\/")
     return "\n".join([
         f'<div id="calc" class="calc" data-lang="{lang}">',
@@ -186,7 +188,8 @@ def form_html(lang: str) -> str:
         f'{html.escape(T(lang, "to_request"))}</a></p>',
         '<p class="calc-error calc-general" data-testid="error-general" id="calc-error-general" role="alert"></p>',
         f'<noscript><p class="calc-status">{html.escape(T(lang, "noscript"))}</p></noscript>',
-        f'<script type="module" src="{_script_src(lang, "calculator.js")}"></script>',
+        # async: it runs as soon as it is loaded (everything it uses is above it), not after the whole page
+        f'<script type="module" async src="{_script_src(lang, "calculator.js")}"></script>',
         "</div>",
     ])
 

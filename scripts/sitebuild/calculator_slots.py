@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from sitebuild.calculator_pages import (
     results_markdown,
     with_csp,
 )
+from sitebuild.pyodide_runtime import CALC_DIR
 from sitebuild.sizing_blocks import Handler
 
 CALC_PAGE = re.compile(r"(^|/)calculator/(request/)?index\.html$")
@@ -57,18 +58,38 @@ def boot_script(lang: str, depth: int = 1) -> str:
             "catch(e){window.calcBoot={error:e}}</script>")
 
 
-def fill_slots(page: str) -> str:
-    """Replace the calculator slots of a built page with their HTML; the calculator and the request page
-    start their worker from the top of <head>."""
+ASSETS = Path(__file__).resolve().parents[2] / "docs" / CALC_DIR
+IMPORT = re.compile(r'^import [^;]*? from "\./([\w.-]+\.js)";', re.M)
+
+
+def module_graph(name: str) -> list[str]:
+    """A page module and every module it imports, in the order found (docs/assets/calculator/)."""
+    seen = [name]
+    for module in seen:
+        seen += [m for m in IMPORT.findall((ASSETS / module).read_text("utf-8")) if m not in seen]
+    return seen
+
+
+def preloads(lang: str) -> str:
+    """<link rel=modulepreload> for calculator.js and its imports: fetched with the page's first requests, not
+    one import level after another once the parser has reached the end of the form."""
+    return "".join(f'<link rel="modulepreload" href="{script_src(lang, m)}">' for m in module_graph("calculator.js"))
+
+
+def fill_slots(page: str, prerendered: Sequence[str] = ()) -> str:
+    """Replace the calculator slots of a built page with their HTML (the form knows which links the build
+    prerendered); the calculator and the request page start their worker from the top of <head>."""
     slot = re.search(r'<div data-calc-slot="(form|request)" data-lang="([\w-]+)"', page)
-    page = SLOT.sub(lambda m: SLOT_HTML[m.group(1)](m.group(2)), page)
+    fill = lambda m: form_html(m.group(2), prerendered) if m.group(1) == "form" else SLOT_HTML[m.group(1)](m.group(2))  # noqa: E731
+    page = SLOT.sub(fill, page)
     if slot:
         boot = boot_script(slot.group(2), 1 if slot.group(1) == "form" else 2)
+        boot += preloads(slot.group(2)) if slot.group(1) == "form" else ""
         page = re.sub(r"<head>", lambda _: "<head>\n  " + boot, page, count=1)
     return page
 
 
-def add_csp(site_dir: Path) -> list[Path]:
+def add_csp(site_dir: Path, prerendered: Sequence[str] = ()) -> list[Path]:
     """The calculator pages, finished: their slots filled (fill_slots), then the CSP <meta> added."""
     done = []
     for path in sorted(site_dir.rglob("index.html")):
@@ -76,7 +97,7 @@ def add_csp(site_dir: Path) -> list[Path]:
         if CALC_PAGE.search(rel):
             text = path.read_text("utf-8")
             if 'http-equiv="Content-Security-Policy"' not in text:
-                path.write_text(with_csp(fill_slots(text)), "utf-8")
+                path.write_text(with_csp(fill_slots(text, prerendered)), "utf-8")
             done.append(path)
     return done
 

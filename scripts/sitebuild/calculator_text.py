@@ -105,11 +105,14 @@ TEXT: dict[str, dict[str, str]] = {
     "http": {"ru": "сервер не отдал файл калькулятора", "uz": "server kalkulyator faylini bermadi",
              "en": "the server did not serve a calculator file"},
     "retry": {"ru": "Загрузить снова", "uz": "Qayta yuklash", "en": "Load again"},
-    "status_link": {"ru": "Считается ваша конфигурация: калькулятор загружается, серые числа ниже — пока для "
-                    "настроек по умолчанию.", "uz": "Sizning konfiguratsiyangiz hisoblanmoqda: kalkulyator "
-                    "yuklanmoqda, pastdagi kulrang raqamlar hozircha standart sozlamalar uchun.",
-                    "en": "Computing your configuration: the calculator is loading; the grey numbers below are still "
-                    "the default configuration's."},
+    "status_link": {"ru": "Считается ваша конфигурация: калькулятор загружается…",
+                    "uz": "Sizning konfiguratsiyangiz hisoblanmoqda: kalkulyator yuklanmoqda…",
+                    "en": "Computing your configuration: the calculator is loading…"},
+    "status_prerendered": {"ru": "Числа ниже для вашей конфигурации посчитаны при сборке сайта; калькулятор "
+                           "загружается и пересчитает их.", "uz": "Pastdagi raqamlar sizning konfiguratsiyangiz "
+                           "uchun sayt yig‘ilganda hisoblangan; kalkulyator yuklanmoqda va ularni qayta hisoblaydi.",
+                           "en": "The numbers below for your configuration were computed when the site was built; "
+                           "the calculator is loading to confirm them."},
     "status_refused": {"ru": "Для этой конфигурации оценки нет: причина — над числами.", "uz": "Bu konfiguratsiya "
                        "uchun baho yo‘q: sababi raqamlar ustida.",
                        "en": "No estimate for this configuration: the reason is above the numbers."},
@@ -117,6 +120,9 @@ TEXT: dict[str, dict[str, str]] = {
                              "uz": "Pastdagi raqamlar sayt yig‘ilganda standart sozlamalar uchun hisoblangan.",
                              "en": "The numbers below were computed when the site was built, for the default "
                              "configuration."},
+    "status_build_link": {"ru": "Числа ниже посчитаны при сборке сайта для этой конфигурации.",
+                          "uz": "Pastdagi raqamlar sayt yig‘ilganda shu konfiguratsiya uchun hisoblangan.",
+                          "en": "The numbers below were computed when the site was built, for this configuration."},
     "no_worker": {"ru": "браузер не поддерживает модульные Web Worker", "uz": "brauzer modul Web Workerni "
                   "qo‘llamaydi", "en": "this browser has no module Web Workers"},
     "noscript": {"ru": "Калькулятору нужен JavaScript: выше — расчёт для настроек по умолчанию. Любую конфигурацию "

@@ -120,12 +120,24 @@ function main() {
     const results = document.getElementById("calc-results");
     if (results) results.classList.toggle("calc-stale", yes);
   }
-  // What the status says while no answer of the runtime is on the page.
+  // Numbers of another configuration that are not even shown greyed: a link's own are being computed (the
+  // default configuration's would be read as its).
+  function hide(yes) {
+    const results = document.getElementById("calc-results");
+    if (results) results.classList.toggle("calc-pending", yes);
+    if (yes) doc.dataset.computing = "1";
+    else delete doc.dataset.computing;
+  }
+  // What the status says while no answer of the runtime is on the page: the build's numbers of the default
+  // configuration, or of this link (prerendered), or none yet ("computing your configuration").
   function waiting() {
     if (failed) return;
-    const own = toQuery() !== defaultQuery;
-    setStatus("loading", t(own ? "status_link" : "status_static"));
-    stale(own);
+    const query = toQuery();
+    const own = query !== defaultQuery;
+    const pre = own && query === shownQuery && prerendered;
+    setStatus("loading", t(pre ? "status_prerendered" : own ? "status_link" : "status_static"));
+    stale(own && !pre);
+    hide(own && !pre);
   }
 
   function clearErrors() {
@@ -169,6 +181,8 @@ function main() {
   let answered = false; // the runtime has put numbers on the page
   let measured = {}; // from an imported trial report, for the rental request
   let measuredFor = null; // ...while the form still holds the report's configuration (its query)
+  let prerendered = false; // the numbers on the page are the build's answer for a link (prerender.py)
+  let fullShown = false; // the runtime has put a fit table on the page
 
   function fail(reason, detail) {
     failed = true;
@@ -177,10 +191,11 @@ function main() {
     if (progress) progress.hidden = true;
     doc.dataset.runtime = "failed";
     const why = reason in L ? t(reason) : t("error");
-    const built = answered ? "" : " " + t("status_build_numbers");
+    const built = answered ? "" : " " + t(prerendered ? "status_build_link" : "status_build_numbers");
     setStatus("failed", t("status_failed") + why + (reason === "http" && detail ? ` (${detail})` : "") + built);
     status.dataset.detail = `${reason}: ${detail || ""}`; // for the curious, not shown
     stale(toQuery() !== shownQuery);
+    hide(false); // the build's numbers, greyed when they are not the form's
     retry.hidden = false;
     retry.disabled = false;
   }
@@ -208,7 +223,8 @@ function main() {
     doc.dataset.bootStages = JSON.stringify({ worker_created: Math.round(startedAt || -1), ...(msg.stages || {}) });
     if (pending) {
       doc.dataset.runtime = "busy";
-      setStatus("busy", t(toQuery() !== shownQuery ? "status_link" : "status_busy"));
+      const query = toQuery();
+      setStatus("busy", t(query !== shownQuery ? "status_link" : prerendered ? "status_prerendered" : "status_busy"));
     } else {
       doc.dataset.runtime = "ready";
       setStatus(refusal.textContent ? "refused" : "ready", t(refusal.textContent ? "status_refused" : "status_ready"));
@@ -224,12 +240,15 @@ function main() {
     }
     clearErrors();
     if (result.ok) {
-      renderResults(result.view);
-      snippet = result.snippet;
-      current = result.estimate.config; // the complete normalised configuration: what `sizing config` prints
-      shownQuery = latestQuery;
+      show(result, latestQuery);
       answered = true;
-    } else showError(result.error);
+      prerendered = false;
+      delete doc.dataset.prerendered;
+      if (msg.phase === "full") fullShown = true;
+    } else {
+      hide(false);
+      showError(result.error);
+    }
     doc.dataset[msg.phase === "full" ? "computeMs" : "estimateMs"] = String(Math.round(msg.ms));
     doc.dataset.shown = String(msg.id); // the peak on the page is this configuration's
     if (msg.phase !== "full") return; // "ready" once the fit table is there too
@@ -238,6 +257,47 @@ function main() {
     // navigation -> the runtime's first complete answer (the benchmark's figure)
     if (!doc.dataset.readyAt) doc.dataset.readyAt = String(Math.round(performance.now()));
     if (result.ok) setStatus("ready", t("status_ready"));
+  }
+
+  // An answer's numbers on the page. A link's peak comes before its fit table: until the runtime has shown
+  // one, the table kept from the first paint is the default configuration's and stays out of sight.
+  function show(result, query) {
+    renderResults(result.view);
+    snippet = result.snippet;
+    current = result.estimate.config; // the complete normalised configuration: what `sizing config` prints
+    shownQuery = query;
+    hide(false);
+    if (!fullShown && query !== defaultQuery) {
+      for (const part of document.querySelectorAll("#calc-results > .calc-stale")) part.classList.add("calc-pending");
+    }
+  }
+
+  // A link the site itself contains: its first answer, computed when the site was built by the same code
+  // (scripts/sitebuild/prerender.py), shown marked as such until the runtime confirms it.
+  function keyHash(text) { // FNV-1a over UTF-16 code units, as prerender.key_hash
+    let value = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) value = Math.imul(value ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    return value.toString(16).padStart(8, "0");
+  }
+  async function prerender(query) {
+    const hash = keyHash(query);
+    if (query === defaultQuery || !(data.prerendered || []).includes(hash)) return;
+    let answer = null;
+    try {
+      const response = await fetch(new URL(`pre/${data.lang}/${hash}.json`, import.meta.url));
+      const found = response.ok ? await response.json() : {};
+      answer = Object.hasOwn(found, query) ? JSON.parse(found[query]) : null;
+    } catch {
+      return; // the runtime's answer will do
+    }
+    // only while nothing newer is on the page or in the form
+    if (!answer || !answer.ok || failed || answered || toQuery() !== query || shownQuery === query) return;
+    show(answer, query);
+    prerendered = true;
+    doc.dataset.prerendered = "1";
+    stale(false);
+    if (runtimeReady) setStatus("busy", t("status_prerendered"));
+    else waiting();
   }
 
   function attach(w) {
@@ -432,6 +492,7 @@ function main() {
   defaultQuery = toQuery();
   shownQuery = defaultQuery;
   applyQuery(new URLSearchParams(location.search));
+  prerender(toQuery());
   linkRequest();
   form.addEventListener("input", schedule);
   form.addEventListener("change", schedule);

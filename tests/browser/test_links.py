@@ -1,0 +1,112 @@
+"""A shared calculator link: one the site itself contains shows its own numbers at once, computed when the site
+was built (sitebuild/prerender.py) and marked so, then confirmed by the runtime; any other link says its
+configuration is being computed and shows no other configuration's numbers meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from sitebuild import prerender
+from sitebuild.calculator_text import TEXT
+from tests.browser.test_calculator import READY, Watched, expected, shown, wait_ready, want
+
+# A worker that never answers: what the page shows before the runtime is up, for as long as needed.
+SILENT = "self.onmessage = () => {};"
+
+
+def _page(browser: Any, base_url: str, silent: bool) -> tuple[Any, Watched]:
+    context = browser.new_context()
+    if silent:
+        context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
+            status=200, content_type="text/javascript", body=SILENT))
+    page = context.new_page()
+    page.set_default_timeout(READY)
+    return context, Watched(page, base_url)
+
+
+@pytest.fixture
+def pages(browser: Any, base_url: str) -> Iterator[Any]:
+    made: list[tuple[Any, Watched]] = []
+
+    def new(silent: bool = False) -> Watched:
+        made.append(_page(browser, base_url, silent))
+        return made[-1][1]
+
+    yield new
+    for context, watched in made:
+        assert not watched.errors, watched.errors  # no uncaught exception, no console error
+        assert not watched.foreign, watched.foreign
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def site_link(site_server: tuple[Path, str]) -> dict[str, str]:
+    """A link a GPU page or a guide contains (a model, a method, a GPU...), not the form's defaults."""
+    return next(p for p in prerender.site_links(site_server[0], catalog=False) if "model" in p and len(p) > 2)
+
+
+def pending(page: Any) -> bool:
+    return bool(page.evaluate("document.getElementById('calc-results').classList.contains('calc-pending')"))
+
+
+def greyed(page: Any) -> bool:
+    return bool(page.evaluate("document.getElementById('calc-results').classList.contains('calc-stale')"))
+
+
+@pytest.mark.parametrize("lang", ["ru", "uz", "en"])
+def test_a_site_link_shows_its_prerendered_numbers_before_the_runtime(pages: Any, base_url: str, lang: str,
+                                                                      site_link: dict[str, str]) -> None:
+    page = pages(silent=True).page
+    page.goto(base_url + ("" if lang == "ru" else f"{lang}/") + "calculator/?" + urlencode(site_link))
+    page.wait_for_selector("html[data-prerendered='1']", timeout=10_000)
+    state = prerender.form_state(site_link)
+    assert state is not None
+    # CPython's answer for the configuration the page's form holds: the link's own numbers, marked as the build's
+    assert shown(page) == want(expected(prerender.form_config(state)))
+    assert page.get_attribute("html", "data-runtime") == "loading"
+    assert page.text_content("#calc-status") == TEXT["status_prerendered"][lang]
+    assert not greyed(page) and not pending(page) and page.is_visible("[data-testid=peak-allocated]")
+
+
+def test_the_runtime_confirms_a_prerendered_link(pages: Any, base_url: str, site_link: dict[str, str]) -> None:
+    page = pages().page
+    page.goto(base_url + "en/calculator/?" + urlencode(site_link), wait_until="commit")
+    page.wait_for_function("() => document.documentElement.dataset.prerendered === '1'"
+                           " || document.documentElement.dataset.shown !== undefined", polling=10)
+    first = shown(page)
+    assert page.get_attribute("html", "data-prerendered") == "1"  # the build's numbers came first
+    wait_ready(page)
+    assert shown(page) == first and page.get_attribute("html", "data-prerendered") is None
+    assert page.text_content("#calc-status") == TEXT["status_ready"]["en"] and not greyed(page)
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_any_other_link_says_it_is_computing_and_shows_no_default_numbers(pages: Any, base_url: str,
+                                                                          lang: str) -> None:
+    page = pages(silent=True).page
+    page.goto(base_url + ("" if lang == "ru" else f"{lang}/") + "calculator/?" + urlencode({"r": "48"}))
+    page.wait_for_selector("html[data-computing='1']", timeout=10_000)
+    assert page.get_attribute("#calc-status", "data-state") == "loading"
+    assert page.text_content("#calc-status") == TEXT["status_link"][lang]
+    assert pending(page) and page.is_hidden("[data-testid=peak-allocated]")
+    assert page.get_attribute("html", "data-prerendered") is None
+    page.wait_for_timeout(500)  # nothing comes to show the default configuration's numbers as the link's
+    assert pending(page) and page.is_hidden("[data-testid=peak-allocated]")
+
+
+def test_any_other_link_shows_its_own_peak_then_its_table(pages: Any, base_url: str) -> None:
+    page = pages().page
+    page.goto(base_url + "en/calculator/?" + urlencode({"r": "48"}), wait_until="commit")
+    page.wait_for_function("() => document.documentElement.dataset.shown !== undefined", polling=10)
+    # the peak is the link's; the table is not there yet or already the link's, never the default's in sight
+    default_table = page.locator("[data-block=fit]:not(.calc-pending)")
+    if page.get_attribute("html", "data-runtime") != "ready":
+        assert default_table.count() == 0 or not default_table.first.is_visible()
+    wait_ready(page)
+    assert shown(page) == want(expected({**prerender.form_config(prerender.form_state({}) or {}), "r": 48}))
+    assert not pending(page) and not greyed(page) and page.is_visible("[data-block=fit]")
