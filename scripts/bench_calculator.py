@@ -67,8 +67,10 @@ OWN_PEAK = ("() => (document.documentElement.dataset.shown !== undefined"
             " || document.documentElement.dataset.prerendered === '1')"
             " && !document.getElementById('calc-results').classList.contains('calc-stale')"
             " && !document.getElementById('calc-results').classList.contains('calc-pending')")
-# "computing your configuration", nothing else's numbers visible
-COMPUTING = "() => document.documentElement.dataset.computing === '1'"
+# "computing your configuration": the status says so over numbers marked as not the link's (hidden since
+# prerender.py's branch, greyed before: the same mark on both)
+COMPUTING = ("() => document.getElementById('calc-results').classList.contains('calc-stale')"
+             " && ['loading', 'busy'].includes(document.getElementById('calc-status').dataset.state)")
 # The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
 # that a recompute is visible), in the messages worker.js sends.
 FLOOR_JS = """const ANSWERS = %s;

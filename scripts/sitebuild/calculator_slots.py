@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +48,24 @@ def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
 SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
 
 
-def boot_script(lang: str, depth: int = 1) -> str:
+def boot_script(lang: str, depth: int = 1, early: Mapping[str, str] | None = None) -> str:
     """Pyodide boots in the worker while the rest of the page (stylesheets, theme scripts, calculator.js)
     loads: this classic inline script, first in <head> (hashed into the CSP), starts it before anything
-    else and keeps its messages until calculator.js takes the worker over."""
+    else and keeps its messages until calculator.js takes the worker over. With `early` ({hash of a query as
+    a link writes it: hash of its prerendered answer}, prerender.write) it also asks for the answer of an
+    address the site links to, which calculator.js then finds ready (calcBoot.pre)."""
     worker = json.dumps(script_src(lang, "worker.js", depth))
-    return ("<script>try{var w=new Worker(" + worker + ',{type:"module"}),q=[];'
-            "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
-            "catch(e){window.calcBoot={error:e}}</script>")
+    script = ("<script>try{var w=new Worker(" + worker + ',{type:"module"}),q=[];'
+              "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
+              "catch(e){window.calcBoot={error:e}}")
+    if early:
+        pre = json.dumps(script_src(lang, "pre/" + lang + "/", depth))
+        script += ("try{var s=location.search.slice(1),h=2166136261,i;for(i=0;i<s.length;i++)"
+                   "h=Math.imul(h^s.charCodeAt(i),16777619)>>>0;var k=" + json.dumps(dict(early))
+                   + '[("0000000"+h.toString(16)).slice(-8)];if(k)window.calcBoot.pre={hash:k,answer:fetch('
+                   + pre + '+k+".json").then(function(r){return r.ok?r.json():{}}).catch(function(){return{}})}}'
+                   "catch(e){}")
+    return script + "</script>"
 
 
 ASSETS = Path(__file__).resolve().parents[2] / "docs" / CALC_DIR
@@ -76,20 +86,23 @@ def preloads(lang: str) -> str:
     return "".join(f'<link rel="modulepreload" href="{script_src(lang, m)}">' for m in module_graph("calculator.js"))
 
 
-def fill_slots(page: str, prerendered: Sequence[str] = ()) -> str:
+def fill_slots(page: str, prerendered: Mapping[str, str] | None = None) -> str:
     """Replace the calculator slots of a built page with their HTML (the form knows which links the build
-    prerendered); the calculator and the request page start their worker from the top of <head>."""
+    prerendered: prerender.write's mapping); the calculator and the request page start their worker from the
+    top of <head>."""
     slot = re.search(r'<div data-calc-slot="(form|request)" data-lang="([\w-]+)"', page)
-    fill = lambda m: form_html(m.group(2), prerendered) if m.group(1) == "form" else SLOT_HTML[m.group(1)](m.group(2))  # noqa: E731
+    hashes = sorted(set((prerendered or {}).values()))
+    fill = lambda m: form_html(m.group(2), hashes) if m.group(1) == "form" else SLOT_HTML[m.group(1)](m.group(2))  # noqa: E731
     page = SLOT.sub(fill, page)
     if slot:
-        boot = boot_script(slot.group(2), 1 if slot.group(1) == "form" else 2)
-        boot += preloads(slot.group(2)) if slot.group(1) == "form" else ""
+        form = slot.group(1) == "form"
+        boot = boot_script(slot.group(2), 1 if form else 2, prerendered if form else None)
+        boot += preloads(slot.group(2)) if form else ""
         page = re.sub(r"<head>", lambda _: "<head>\n  " + boot, page, count=1)
     return page
 
 
-def add_csp(site_dir: Path, prerendered: Sequence[str] = ()) -> list[Path]:
+def add_csp(site_dir: Path, prerendered: Mapping[str, str] | None = None) -> list[Path]:
     """The calculator pages, finished: their slots filled (fill_slots), then the CSP <meta> added."""
     done = []
     for path in sorted(site_dir.rglob("index.html")):

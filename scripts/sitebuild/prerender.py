@@ -4,7 +4,8 @@ form's defaults) sees that configuration's estimate at once instead of waiting f
 computes it with the same `sizing.web.compute_json` the page's worker runs, in each language's words, keyed
 by the canonical form of the link (the query the page writes back into its address once the form holds the
 link: `form_query`). calculator.js finds the key among `data.prerendered` (FNV-1a hashes in the page),
-fetches `assets/calculator/pre/<lang>/<hash>.json`, shows it marked as precomputed, and the worker confirms.
+fetches `assets/calculator/pre/<lang>/<hash>.json` (asked for from the top of <head> when the address is
+the link as written), shows it marked as precomputed, and the worker confirms.
 """
 
 from __future__ import annotations
@@ -119,18 +120,25 @@ def form_config(state: Mapping[str, str]) -> dict[str, Any]:
     return config
 
 
-def site_links(site_dir: Path, catalog: bool = True) -> list[dict[str, str]]:
-    """The queries of every calculator link in the built pages, then each catalog model at the form's defaults."""
-    found: list[dict[str, str]] = []
+def site_queries(site_dir: Path, catalog: bool = True) -> list[tuple[dict[str, str], tuple[str, ...]]]:
+    """Every calculator link in the built pages, then each catalog model at the form's defaults: its parameters
+    and its query as a link may write it."""
+    found: list[tuple[dict[str, str], tuple[str, ...]]] = []
     for page in sorted(site_dir.rglob("*.html")):
         for href in LINK.findall(page.read_text("utf-8")):
             query = html.unescape(href).split("?", 1)[1]
             params: dict[str, str] = {}
             for name, value in parse_qsl(query, keep_blank_values=True):
                 params.setdefault(name, value)  # URLSearchParams.get: the first one
-            found.append(params)
-    found += [{"model": m["id"]} for m in web.catalog()["models"]] if catalog else []
+            found.append((params, (query,)))
+    for model in web.catalog()["models"] if catalog else []:
+        found.append(({"model": model["id"]}, (f"model={model['id']}", f"model={_urlencode(model['id'])}")))
     return found
+
+
+def site_links(site_dir: Path, catalog: bool = True) -> list[dict[str, str]]:
+    """The parameters of every calculator link in the built pages, then of each catalog model at the defaults."""
+    return [params for params, _ in site_queries(site_dir, catalog)]
 
 
 def _answers(keys: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
@@ -154,15 +162,24 @@ def _digest(keys: Iterable[str]) -> str:
     return h.hexdigest()[:20]
 
 
-def write(site_dir: Path, cache: Path = CACHE, catalog: bool = True) -> list[str]:
+# What a browser keeps as it is in a query (location.search): a raw query with anything else is left to calculator.js.
+RAW = re.compile(r"[\w.~!$&'()*+,;=:@/?%-]*")
+
+
+def write(site_dir: Path, cache: Path = CACHE, catalog: bool = True) -> dict[str, str]:
     """Compute the site's links into site/assets/calculator/pre/<lang>/<hash>.json (cached by what they depend
-    on); the hashes, sorted, for the pages' data."""
+    on). Returns {hash of a link's query as written: hash of its key}, so that the page can ask for the answer
+    from the top of <head> (calculator_slots.boot_script), before its form is even parsed."""
     keys: dict[str, dict[str, Any]] = {}
+    raw: dict[str, str] = {}
     default = form_query(form_state({}) or {})
-    for params in site_links(site_dir, catalog):
+    for params, written in site_queries(site_dir, catalog):
         state = form_state(params)
         if state is not None and (key := form_query(state)) != default:
             keys[key] = form_config(state)
+            for text in written:
+                if RAW.fullmatch(text):
+                    raw[key_hash(text)] = key_hash(key)
     stored = cache / _digest(keys)
     if not stored.is_dir():
         tmp = stored.with_suffix(".tmp")
@@ -182,4 +199,6 @@ def write(site_dir: Path, cache: Path = CACHE, catalog: bool = True) -> list[str
     target = site_dir / CALC_DIR / PRE_DIR
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(stored, target)
-    return sorted({key_hash(k) for k in keys})
+    for key in keys:
+        raw.setdefault(key_hash(key), key_hash(key))  # the page's own address after an edit
+    return dict(sorted(raw.items()))

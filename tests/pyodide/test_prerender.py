@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from sitebuild import calculator_pages, prerender
+from sitebuild import calculator_pages, calculator_slots, prerender
 from sizing import web
 from tests.needs import cannot_run
 
@@ -69,11 +69,14 @@ def test_the_site_links_are_written_with_the_workers_first_answer(tmp_path: Path
     (site / "gpus").mkdir(parents=True)
     link = '<a href="../calculator/?gpu=L4-24GB&amp;r=8">x</a> <a href="../calculator/request/?r=9">y</a>'
     (site / "gpus" / "index.html").write_text(link + ' <a href="calculator/">plain</a>', "utf-8")
-    hashes = prerender.write(site, tmp_path / "cache", catalog=False)
+    early = prerender.write(site, tmp_path / "cache", catalog=False)
     state = prerender.form_state({"gpu": "L4-24GB", "r": "8"})
     assert state is not None
     key = prerender.form_query(state)
+    hashes = sorted(set(early.values()))
     assert hashes == [prerender.key_hash(key)]  # the request page's link is not the calculator's
+    # the link as written, and the page's own address once the form rewrites it, both find the answer
+    assert early == {prerender.key_hash("gpu=L4-24GB&r=8"): hashes[0], hashes[0]: hashes[0]}
     for words in calculator_pages.page_words():
         lang = json.loads(words)["lang"]
         stored = json.loads((site / "assets/calculator/pre" / lang / f"{hashes[0]}.json").read_text("utf-8"))
@@ -81,4 +84,17 @@ def test_the_site_links_are_written_with_the_workers_first_answer(tmp_path: Path
         assert answer == json.loads(web.compute_json(json.dumps(prerender.form_config(state)), False, words))
         assert answer["ok"] and answer["estimate"]["config"]["r"] == 8 and answer["fit_table"] is None
     again = prerender.write(site, tmp_path / "cache", catalog=False)  # from the cache
-    assert again == hashes and len(list((tmp_path / "cache").iterdir())) == 1
+    assert again == early and len(list((tmp_path / "cache").iterdir())) == 1
+
+
+def test_the_head_script_asks_for_the_answer_of_a_link_as_written() -> None:
+    """calculator_slots.boot_script run in Node with a stand-in window: the URL it fetches for each address."""
+    early = {prerender.key_hash("model=Qwen/Qwen2.5-14B&r=32"): "0badc0de"}
+    script = calculator_slots.boot_script("en", 1, early).removeprefix("<script>").removesuffix("</script>")
+    fetched = []
+    for search in ("?model=Qwen/Qwen2.5-14B&r=32", "?model=Qwen/Qwen2.5-14B&r=33", ""):
+        stub = ("globalThis.window = globalThis; globalThis.Worker = function () {}; globalThis.location = {search: "
+                + json.dumps(search) + "}; let asked = null; globalThis.fetch = (u) => { asked = u; "
+                "return Promise.resolve({ok: true, json: () => ({})}); };")
+        fetched.append(node(stub + script + "; console.log(JSON.stringify(asked));").strip())
+    assert fetched == ['"../../assets/calculator/pre/en/0badc0de.json"', "null", "null"]

@@ -284,8 +284,9 @@ function main() {
     if (query === defaultQuery || !(data.prerendered || []).includes(hash)) return;
     let answer = null;
     try {
-      const response = await fetch(new URL(`pre/${data.lang}/${hash}.json`, import.meta.url));
-      const found = response.ok ? await response.json() : {};
+      const early = (window.calcBoot || {}).pre; // asked for from the top of <head> (calculator_slots.boot_script)
+      const found = early && early.hash === hash ? await early.answer
+        : await fetch(new URL(`pre/${data.lang}/${hash}.json`, import.meta.url)).then((r) => (r.ok ? r.json() : {}));
       answer = Object.hasOwn(found, query) ? JSON.parse(found[query]) : null;
     } catch {
       return; // the runtime's answer will do
