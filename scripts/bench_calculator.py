@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -39,7 +40,6 @@ import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import static_server
 
@@ -63,13 +63,13 @@ CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.b
 OWN = ("() => document.documentElement.dataset.shown !== undefined && document.documentElement.dataset.runtime"
        " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
 # the link's own peak on the page, not greyed (the fit table may still be coming)
+RESULTS = "document.getElementById('calc-results')"
 OWN_PEAK = ("() => (document.documentElement.dataset.shown !== undefined"
             " || document.documentElement.dataset.prerendered === '1')"
-            " && !document.getElementById('calc-results').classList.contains('calc-stale')"
-            " && !document.getElementById('calc-results').classList.contains('calc-pending')")
+            f" && !{RESULTS}.classList.contains('calc-stale') && !{RESULTS}.classList.contains('calc-pending')")
 # "computing your configuration": the status says so over numbers marked as not the link's (hidden since
 # prerender.py's branch, greyed before: the same mark on both)
-COMPUTING = ("() => document.getElementById('calc-results').classList.contains('calc-stale')"
+COMPUTING = (f"() => {RESULTS} !== null && {RESULTS}.classList.contains('calc-stale')"
              " && ['loading', 'busy'].includes(document.getElementById('calc-status').dataset.state)")
 # The floor: a worker that answers every compute with a fixed estimate (its peak moved by the request id, so
 # that a recompute is visible), in the messages worker.js sends.
@@ -158,28 +158,29 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
 
 def link_time(browser: Any, url: str, floor: str | None, query: str = "r=48",
               marks: tuple[str, ...] = (COMPUTING, OWN_PEAK, OWN)) -> tuple[float, ...]:
-    """Seconds from navigation to each of `marks` for a shared link, in a fresh context: by default to the
-    "computing" state, the link's own peak and all its own numbers with the fit table (not greyed)."""
+    """Seconds from navigation (the page's own clock) to the first moment each of `marks` held, for a shared link
+    in a fresh context: by default the "computing" state, the link's own peak, and all its own numbers with the
+    fit table (not greyed). A state that came and went between two polls (10 ms) counts as NaN."""
     context = browser.new_context()
     if floor is not None:
         context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
             status=200, content_type="text/javascript", body=floor))
     page = context.new_page()
-    start = time.perf_counter()
     page.goto(url + "?" + query, wait_until="commit")
-    times = []
-    for mark in marks:
-        page.wait_for_function(mark, polling=POLL, timeout=120_000)
-        times.append(time.perf_counter() - start)
+    every = ("() => { const seen = window.__marks || (window.__marks = []); const marks = [" + ", ".join(marks) + "];"
+             " marks.forEach((mark, i) => { if (seen[i] === undefined && mark()) seen[i] = performance.now(); });"
+             " return seen[marks.length - 1] !== undefined; }")
+    page.wait_for_function(every, polling=POLL, timeout=120_000)
+    seen = page.evaluate("() => window.__marks")
     context.close()
-    return tuple(times)
+    return tuple(math.nan if t is None else t / 1000 for t in [*seen, *[None] * (len(marks) - len(seen))])
 
 
 def site_link(site: Path) -> str:
-    """The query of the first calculator link with a model that the built site contains."""
+    """The query, as the page writes it, of the first calculator link with a model that the built site contains."""
     from sitebuild import prerender
 
-    return next(urlencode(p) for p in prerender.site_links(site) if "model" in p and len(p) > 1)
+    return next(written[0] for params, written in prerender.site_queries(site) if "model" in params and len(params) > 1)
 
 
 def main() -> int:
@@ -249,8 +250,11 @@ def main() -> int:
         server.shutdown()
         server.server_close()
     print(f"{'':11}" + "".join(f"{c:>15}" for c in COLUMNS) + f"   (seconds, bytes; median of {args.runs})")
-    medians = {kind: [statistics.median(v[i] for v in values) for i in range(len(COLUMNS))]
-               for kind, values in rows.items()}
+    def median(cells: list[float]) -> float:
+        seen = [c for c in cells if not math.isnan(c)]  # a state no poll caught does not count
+        return statistics.median(seen) if seen else math.nan
+
+    medians = {kind: [median([v[i] for v in values]) for i in range(len(COLUMNS))] for kind, values in rows.items()}
     for kind, cells in medians.items():
         print(f"{kind:11}" + "".join(f"{c:15.3f}" for c in cells[:-2]) + f"{cells[-2]:15,.0f}{cells[-1]:15.0f}")
     for kind in ("cold", "warm"):

@@ -58,7 +58,9 @@ def boot_script(lang: str, depth: int = 1, early: Mapping[str, str] | None = Non
     script = ("<script>try{var w=new Worker(" + worker + ',{type:"module"}),q=[];'
               "w.onmessage=w.onerror=function(e){q.push(e)};window.calcBoot={worker:w,queue:q,at:performance.now()}}"
               "catch(e){window.calcBoot={error:e}}")
-    if early:
+    if early is not None:
+        # a link: no first-paint numbers in sight until calculator.js knows whether they are the link's
+        script += 'try{if(location.search.length>1)document.documentElement.classList.add("calc-link")}catch(e){}'
         pre = json.dumps(script_src(lang, "pre/" + lang + "/", depth))
         script += ("try{var s=location.search.slice(1),h=2166136261,i;for(i=0;i<s.length;i++)"
                    "h=Math.imul(h^s.charCodeAt(i),16777619)>>>0;var k=" + json.dumps(dict(early))
@@ -96,7 +98,7 @@ def fill_slots(page: str, prerendered: Mapping[str, str] | None = None) -> str:
     page = SLOT.sub(fill, page)
     if slot:
         form = slot.group(1) == "form"
-        boot = boot_script(slot.group(2), 1 if form else 2, prerendered if form else None)
+        boot = boot_script(slot.group(2), 1 if form else 2, (prerendered or {}) if form else None)
         boot += preloads(slot.group(2)) if form else ""
         page = re.sub(r"<head>", lambda _: "<head>\n  " + boot, page, count=1)
     return page

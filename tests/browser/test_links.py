@@ -110,3 +110,16 @@ def test_any_other_link_shows_its_own_peak_then_its_table(pages: Any, base_url: 
     wait_ready(page)
     assert shown(page) == want(expected({**prerender.form_config(prerender.form_state({}) or {}), "r": 48}))
     assert not pending(page) and not greyed(page) and page.is_visible("[data-block=fit]")
+
+
+def test_a_link_hides_the_first_paint_numbers_before_the_page_script_runs(pages: Any, base_url: str) -> None:
+    """The top of <head> marks a page opened on a link; until calculator.js has looked at the link (here it
+    never runs: an empty module), the default configuration's first-paint numbers are not in sight."""
+    watched = pages(silent=True)
+    watched.page.context.route("**/assets/calculator/calculator.js", lambda route: route.fulfill(
+        status=200, content_type="text/javascript", body=""))
+    page = watched.page
+    page.goto(base_url + "en/calculator/?" + urlencode({"r": "48"}))
+    assert page.is_hidden("[data-testid=peak-allocated]")
+    page.goto(base_url + "en/calculator/")
+    assert page.is_visible("[data-testid=peak-allocated]")  # no link: the build's numbers are the form's

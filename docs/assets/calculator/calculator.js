@@ -499,6 +499,7 @@ function main() {
   form.addEventListener("change", schedule);
   form.addEventListener("submit", (event) => event.preventDefault());
   compute();
+  doc.classList.remove("calc-link"); // the numbers in sight are the form's, or hidden as not its (waiting)
   // Back on this page, the browser may restore the chosen report file and the catalog search text after
   // this script has run: read the report again, filter the list again (the model stays the URL's).
   const restored = () => {
