@@ -197,18 +197,21 @@ async function boot() {
   if (snapshotP) snapshotP.then(() => mark("heap"), () => {});
   // Pyodide instantiates pyodide.asm.wasm itself (instantiateStreaming of its own fetch): hand it the module
   // compiled above, and its fetch of the wasm a response that costs nothing (the bytes are here already).
+  // Before each loadPyodide: a plain boot after a failed restore uses the same module.
   const wasmURL = BASE + "pyodide.asm.wasm";
   const plainFetch = self.fetch.bind(self);
-  self.fetch = (input, init) => {
-    if (String(input instanceof Request ? input.url : input) !== wasmURL) return plainFetch(input, init);
-    self.fetch = plainFetch;
-    return Promise.resolve(new Response(new Uint8Array(0), { headers: { "Content-Type": "application/wasm" } }));
-  };
   const instantiateStreaming = WebAssembly.instantiateStreaming;
-  WebAssembly.instantiateStreaming = async (source, imports) => {
-    WebAssembly.instantiateStreaming = instantiateStreaming;
-    const module = await wasmModuleP;
-    return { module, instance: await WebAssembly.instantiate(module, imports) };
+  const handWasm = () => {
+    self.fetch = (input, init) => {
+      if (String(input instanceof Request ? input.url : input) !== wasmURL) return plainFetch(input, init);
+      self.fetch = plainFetch;
+      return Promise.resolve(new Response(new Uint8Array(0), { headers: { "Content-Type": "application/wasm" } }));
+    };
+    WebAssembly.instantiateStreaming = async (source, imports) => {
+      WebAssembly.instantiateStreaming = instantiateStreaming;
+      const module = await wasmModuleP;
+      return { module, instance: await WebAssembly.instantiate(module, imports) };
+    };
   };
   const { loadPyodide } = await moduleP;
   mark("pyodide_mjs");
@@ -221,6 +224,7 @@ async function boot() {
       // The heap holds every module the calculator imports; the zip it comes with has only the others, and
       // the heap's copy of the zip's directory describes the full zip: re-read it before any import.
       const stdLibURL = manifest.snapshot_stdlib ? BASE + manifest.snapshot_stdlib : options.stdLibURL;
+      handWasm();
       py = await loadPyodide({ ...options, stdLibURL, _loadSnapshot: snapshotP });
       if (manifest.snapshot_stdlib) py.runPython(REREAD_ZIP);
     } catch (err) {
@@ -230,9 +234,7 @@ async function boot() {
   const restored = py !== null;
   mark(restored ? "restored" : "snapshot_failed");
   if (!restored) {
-    // the plain boot fetches and instantiates the wasm the ordinary way
-    self.fetch = plainFetch;
-    WebAssembly.instantiateStreaming = instantiateStreaming;
+    handWasm();
     py = await loadPyodide(options);
   }
   // The snapshot holds the heap, not the file system: the package files go back for anything read lazily,
