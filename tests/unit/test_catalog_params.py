@@ -9,6 +9,8 @@ from sizing.catalog import models
 _PADDLE = "https://github.com/ZHUI/paddlenlp_model_readme/blob/"
 _P1, _P2 = "ffc26950e6a9f69fb01d7c9b64607770d729e56b", "10d0a05fa8598301f2daaf815381315f6646d593"  # mirror commits
 _HPMLL = "https://github.com/HPMLL/llm-benchmark/blob/0347b4f3ca6ae4773aab83c33cf569d8bd7506d9/models/"
+_L7 = _HPMLL + "Llama-2-7b-hf/pytorch_model.bin.index.json"
+_L13 = _HPMLL + "Llama-2-13b-hf/pytorch_model.bin.index.json"
 
 # Exact counts: a checkpoint index's metadata.total_size in bytes over the bytes of its dtype (bf16 2, fp32 4),
 # less the non-parameter buffers the index also lists (rotary_emb.inv_freq: head_dim / 2 floats per layer).
@@ -18,7 +20,14 @@ EXACT: dict[str, tuple[int, str]] = {
     "Qwen/Qwen1.5-7B": (15_442_649_088 // 2, "https://github.com/huggingface/transformers/blob/f092c38c0bf55916e1c78bcf0f"
                         "800a7f8a54860b/examples/pytorch/torchacc/qwen/Qwen1.5-7B/model.safetensors.index.json"),
     # Code Llama 13B is Llama 2 13B with 16 more vocabulary rows in embed_tokens and lm_head (32016 vs 32000).
-    "codellama/CodeLlama-13b-hf": (LLAMA2_13B + 2 * 16 * 5120, _HPMLL + "Llama-2-13b-hf/pytorch_model.bin.index.json"),
+    "codellama/CodeLlama-13b-hf": (LLAMA2_13B + 2 * 16 * 5120, _L13),
+    # Vicuna v1.5 is a full fine-tune of Llama 2 (its model card): the same tensors as the base checkpoint.
+    "lmsys/vicuna-7b-v1.5": (LLAMA2_7B, _L7),
+    "lmsys/vicuna-13b-v1.5": (LLAMA2_13B, _L13),
+    # WizardCoder-Python-7B: Code Llama Python 7B (Llama 2 7B shapes) with one added token in embed_tokens and lm_head.
+    "WizardLM/WizardCoder-Python-7B-V1.0": (LLAMA2_7B + 2 * 4096, _L7),
+    # The model card's hyperparameter table: n_parameters 20554567680.
+    "EleutherAI/gpt-neox-20b": (20_554_567_680, "https://huggingface.co/EleutherAI/gpt-neox-20b (model card)"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -40,6 +49,13 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
 # Records with no independent count found, each with the reason.
 NO_FIGURE: dict[str, str] = {
     "mistralai/Mistral-Nemo-Base-2407": "the model card says 12B only (2 % from any exact count)",
+    "WizardLM/WizardCoder-15B-V1.0": "the card says 15B only; no n_positions in the scrape (position table uncounted)",
+    "openlm-research/open_llama_3b": "the card says 3B only",
+    "openlm-research/open_llama_3b_v2": "the card says 3B only",
+    # Llama-2 7B / 13B shapes, whose counts are checked through vicuna above; no count published for these weights.
+    "openlm-research/open_llama_7b": "the card says 7B only",
+    "openlm-research/open_llama_7b_v2": "the card says 7B only",
+    "openlm-research/open_llama_13b": "the card says 13B only",
 }
 
 
