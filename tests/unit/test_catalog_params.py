@@ -86,3 +86,17 @@ def test_every_added_record_is_checked_or_explained() -> None:
     tables = [set(EXACT), set(LISTED_GIB), set(NO_FIGURE)]
     assert added == set().union(*tables)
     assert sum(map(len, tables)) == len(added)  # no record in two tables
+
+
+# Families people fine-tune that the engine does not model (no catalog record): refused by name, with the list.
+@pytest.mark.parametrize("model_type", ["gptj", "mpt", "starcoder2", "olmo", "olmo2", "stablelm", "granite",
+                                        "cohere", "internlm2"])
+def test_unmodelled_families_refused_with_the_supported_list(model_type: str) -> None:
+    from sizing import SizingError, estimate
+
+    cfg = {"model_type": model_type, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "intermediate_size": 512, "vocab_size": 1000}
+    with pytest.raises(SizingError) as err:
+        estimate({"model_config": cfg, "method": "lora", "max_seq_length": 128, "per_device_train_batch_size": 1})
+    assert (err.value.code, err.value.field) == ("unsupported_architecture", "model_config.model_type")
+    assert f"'{model_type}' is not supported" in str(err.value) and "llama, mistral" in str(err.value)
