@@ -28,6 +28,8 @@ EXACT: dict[str, tuple[int, str]] = {
     "WizardLM/WizardCoder-Python-7B-V1.0": (LLAMA2_7B + 2 * 4096, _L7),
     # The model card's hyperparameter table: n_parameters 20554567680.
     "EleutherAI/gpt-neox-20b": (20_554_567_680, "https://huggingface.co/EleutherAI/gpt-neox-20b (model card)"),
+    # The model card: "Number of Parameters: 7.61B" (three figures: exact to 0.07 %).
+    "Qwen/Qwen2.5-Coder-7B": (7_610_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-7B/index.md"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -42,6 +44,11 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
     "Qwen/Qwen2-0.5B-Instruct": (942.3 / 1024,
                                  _PADDLE + _P1 + "/Qwen/Qwen2-0.5B/index.md"),
     # The GPTQ checkpoint's architecture is Qwen1.5-32B-Chat's: 16 shards of 3.6 GiB and one of 2.9 GiB.
+    "Qwen/Qwen2.5-Math-7B": (3.7 + 3.6 + 3.6 + 3.3, _PADDLE + _P1 + "/Qwen/Qwen2.5-Math-7B/index.md"),
+    # Mistral 7B Instruct v0.1 / v0.2 have the tensor shapes of the base v0.1 (litgpt's entries differ in context
+    # and rope only): its three shards are 4.6 + 4.7 + 4.2 GiB.
+    "mistralai/Mistral-7B-Instruct-v0.1": (4.6 + 4.7 + 4.2, _PADDLE + _P1 + "/mistralai/Mistral-7B-v0.1/index.md"),
+    "mistralai/Mistral-7B-Instruct-v0.2": (4.6 + 4.7 + 4.2, _PADDLE + _P1 + "/mistralai/Mistral-7B-v0.1/index.md"),
     "Qwen/Qwen1.5-32B-Chat-GPTQ-Int4": (16 * 3.6 + 2.9,
                                         _PADDLE + _P2 + "/Qwen/Qwen1.5-32B-Chat/index.md"),
 }
