@@ -48,6 +48,8 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
     # and rope only): its three shards are 4.6 + 4.7 + 4.2 GiB.
     "mistralai/Mistral-7B-Instruct-v0.1": (4.6 + 4.7 + 4.2, _PADDLE + _P1 + "/mistralai/Mistral-7B-v0.1/index.md"),
     "mistralai/Mistral-7B-Instruct-v0.2": (4.6 + 4.7 + 4.2, _PADDLE + _P1 + "/mistralai/Mistral-7B-v0.1/index.md"),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": (8.1 + 6.9,
+                                                 _PADDLE + _P1 + "/deepseek-ai/DeepSeek-R1-Distill-Llama-8B/index.md"),
 }
 
 # Records with no independent count found, each with the reason.
@@ -57,6 +59,7 @@ NO_FIGURE: dict[str, str] = {
     # this config's intermediate_size 27648 from a narrower MLP, and the GPTQ files' sizes were not found.
     "Qwen/Qwen1.5-32B-Chat-GPTQ-Int4": "no size of the GPTQ files found",
     "WizardLM/WizardCoder-15B-V1.0": "the card says 15B only; no n_positions in the scrape (position table uncounted)",
+    "microsoft/Phi-3-mini-128k-instruct": "the card says 3.8B only (the architecture is the 4k record's)",
     "openlm-research/open_llama_3b": "the card says 3B only",
     "openlm-research/open_llama_3b_v2": "the card says 3B only",
     # Llama-2 7B / 13B shapes, whose counts are checked through vicuna above; no count published for these weights.
