@@ -48,6 +48,11 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
     # and rope only): its three shards are 4.6 + 4.7 + 4.2 GiB.
     "mistralai/Mistral-7B-Instruct-v0.1": (4.6 + 4.7 + 4.2, _PADDLE + _P1 + "/mistralai/Mistral-7B-v0.1/index.md"),
     "mistralai/Mistral-7B-Instruct-v0.2": (4.6 + 4.7 + 4.2, _PADDLE + _P1 + "/mistralai/Mistral-7B-v0.1/index.md"),
+    # Qwen1.5 4B / 14B / 72B and Qwen2-72B-Instruct (records from GenZ's transcription): the shard lists of the mirror.
+    "Qwen/Qwen1.5-4B": (3.7 + 3.6, _PADDLE + _P1 + "/Qwen/Qwen1.5-4B/index.md"),
+    "Qwen/Qwen1.5-14B": (6 * 3.7 + 2.9 + 1.5, _PADDLE + _P1 + "/Qwen/Qwen1.5-14B/index.md"),
+    "Qwen/Qwen1.5-72B": (30 * 3.6 + 7 * 3.4 + 2.3, _PADDLE + _P1 + "/Qwen/Qwen1.5-72B/index.md"),
+    "Qwen/Qwen2-72B-Instruct": (3.5 + 26 * 3.7 + 9 * 3.6 + 3.2, _PADDLE + _P2 + "/Qwen/Qwen2-72B-Instruct/index.md"),
     "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": (8.1 + 6.9,
                                                  _PADDLE + _P1 + "/deepseek-ai/DeepSeek-R1-Distill-Llama-8B/index.md"),
 }
