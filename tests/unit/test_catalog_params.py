@@ -28,6 +28,11 @@ EXACT: dict[str, tuple[int, str]] = {
     "WizardLM/WizardCoder-Python-7B-V1.0": (LLAMA2_7B + 2 * 4096, _L7),
     # The model card's hyperparameter table: n_parameters 20554567680.
     "EleutherAI/gpt-neox-20b": (20_554_567_680, "https://huggingface.co/EleutherAI/gpt-neox-20b (model card)"),
+    # LLaMA (v1), arXiv:2302.13971 Table 2: 6.7B, 13.0B, 32.5B, 65.2B (three figures).
+    "huggyllama/llama-7b": (6_700_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
+    "huggyllama/llama-13b": (13_000_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
+    "huggyllama/llama-30b": (32_500_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
+    "huggyllama/llama-65b": (65_200_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
     # The model card: "Number of Parameters: 7.61B" (three figures: exact to 0.07 %).
     "Qwen/Qwen2.5-Coder-7B": (7_610_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-7B/index.md"),
 }
