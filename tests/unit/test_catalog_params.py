@@ -16,6 +16,11 @@ _L13 = _HPMLL + "Llama-2-13b-hf/pytorch_model.bin.index.json"
 # less the non-parameter buffers the index also lists (rotary_emb.inv_freq: head_dim / 2 floats per layer).
 LLAMA2_7B = 26_953_670_656 // 4 - 32 * 64  # Llama-2-7b-hf/pytorch_model.bin.index.json, float32
 LLAMA2_13B = 52_063_467_520 // 4 - 40 * 64  # Llama-2-13b-hf/pytorch_model.bin.index.json, float32
+# The Pythia model card's "Naming convention and parameter count" table (total params), as copied with the card.
+_PYTHIA = ("https://github.com/Wenxin-Jiang/CS577-NLP/blob/7917f9a43c53ca000e7a2c6e38ffce2cc2433fdf/project/"
+           "model_cards/_train/EleutherAI_pythia-12b-deduped_README.md")
+_PYTHIA_TOTALS = {"70m": 70_426_624, "160m": 162_322_944, "410m": 405_334_016, "1b": 1_011_781_632,
+                  "1.4b": 1_414_647_808, "2.8b": 2_775_208_960, "6.9b": 6_857_302_016, "12b": 11_846_072_320}
 EXACT: dict[str, tuple[int, str]] = {
     "Qwen/Qwen1.5-7B": (15_442_649_088 // 2, "https://github.com/huggingface/transformers/blob/f092c38c0bf55916e1c78bcf0f"
                         "800a7f8a54860b/examples/pytorch/torchacc/qwen/Qwen1.5-7B/model.safetensors.index.json"),
@@ -33,6 +38,7 @@ EXACT: dict[str, tuple[int, str]] = {
     "huggyllama/llama-13b": (13_000_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
     "huggyllama/llama-30b": (32_500_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
     "huggyllama/llama-65b": (65_200_000_000, "https://arxiv.org/abs/2302.13971 (Table 2)"),
+    **{f"EleutherAI/pythia-{k}": (v, _PYTHIA) for k, v in _PYTHIA_TOTALS.items() if k not in ("1b", "6.9b")},
     # The model card: "Number of Parameters: 7.61B" (three figures: exact to 0.07 %).
     "Qwen/Qwen2.5-Coder-7B": (7_610_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-7B/index.md"),
 }
@@ -86,6 +92,17 @@ def _total(model_id: str) -> int:
 @pytest.mark.parametrize("model_id", sorted(EXACT))
 def test_exact_parameter_count(model_id: str) -> None:
     figure, _source = EXACT[model_id]
+    assert abs(_total(model_id) - figure) <= 0.01 * figure
+
+
+# Records that predate this check, against the same kind of figure.
+EARLIER: dict[str, tuple[int, str]] = {"EleutherAI/pythia-1b": (_PYTHIA_TOTALS["1b"], _PYTHIA),
+                                       "EleutherAI/pythia-6.9b": (_PYTHIA_TOTALS["6.9b"], _PYTHIA)}
+
+
+@pytest.mark.parametrize("model_id", sorted(EARLIER))
+def test_earlier_records_parameter_count(model_id: str) -> None:
+    figure, _source = EARLIER[model_id]
     assert abs(_total(model_id) - figure) <= 0.01 * figure
 
 
