@@ -96,8 +96,17 @@ def test_exact_parameter_count(model_id: str) -> None:
 
 
 # Records that predate this check, against the same kind of figure.
-EARLIER: dict[str, tuple[int, str]] = {"EleutherAI/pythia-1b": (_PYTHIA_TOTALS["1b"], _PYTHIA),
-                                       "EleutherAI/pythia-6.9b": (_PYTHIA_TOTALS["6.9b"], _PYTHIA)}
+_TORCHACC = ("https://github.com/huggingface/transformers/blob/5e8e34578ad42f255a6f03fd4e7119b3819b22d8/examples/pytorch/"
+             "torchacc/llama3/")
+EARLIER: dict[str, tuple[int, str]] = {
+    "EleutherAI/pythia-1b": (_PYTHIA_TOTALS["1b"], _PYTHIA),
+    "EleutherAI/pythia-6.9b": (_PYTHIA_TOTALS["6.9b"], _PYTHIA),
+    "meta-llama/Llama-2-7b-hf": (LLAMA2_7B, _L7),
+    "meta-llama/Llama-2-13b-hf": (LLAMA2_13B, _L13),
+    # model.safetensors.index.json total_size of the vendored Hub folders, bfloat16
+    "meta-llama/Meta-Llama-3-8B": (16_060_522_496 // 2, _TORCHACC + "Meta-Llama-3-8B/model.safetensors.index.json"),
+    "meta-llama/Meta-Llama-3-70B": (141_107_412_992 // 2, _TORCHACC + "Meta-Llama-3-70B/model.safetensors.index.json"),
+}
 
 
 @pytest.mark.parametrize("model_id", sorted(EARLIER))
