@@ -98,6 +98,7 @@ def test_exact_parameter_count(model_id: str) -> None:
 # Records that predate this check, against the same kind of figure.
 _TORCHACC = ("https://github.com/huggingface/transformers/blob/5e8e34578ad42f255a6f03fd4e7119b3819b22d8/examples/pytorch/"
              "torchacc/llama3/")
+_LLAMA32_CARD = _PADDLE + "0abc042b9d9525304d4e12e12ec7d7f3aaf48cc2/meta-llama/Llama-3.2-1B/index.md"
 EARLIER: dict[str, tuple[int, str]] = {
     "EleutherAI/pythia-1b": (_PYTHIA_TOTALS["1b"], _PYTHIA),
     "EleutherAI/pythia-6.9b": (_PYTHIA_TOTALS["6.9b"], _PYTHIA),
@@ -106,6 +107,13 @@ EARLIER: dict[str, tuple[int, str]] = {
     # model.safetensors.index.json total_size of the vendored Hub folders, bfloat16
     "meta-llama/Meta-Llama-3-8B": (16_060_522_496 // 2, _TORCHACC + "Meta-Llama-3-8B/model.safetensors.index.json"),
     "meta-llama/Meta-Llama-3-70B": (141_107_412_992 // 2, _TORCHACC + "Meta-Llama-3-70B/model.safetensors.index.json"),
+    # The Llama 3.2 card's parameter table: 1B (1.23B), 3B (3.21B); the mirror's copy of the card.
+    "meta-llama/Llama-3.2-1B": (1_230_000_000, _LLAMA32_CARD),
+    "meta-llama/Llama-3.2-3B": (3_210_000_000, _LLAMA32_CARD),
+}
+EARLIER_GIB: dict[str, tuple[float, str]] = {
+    "Qwen/Qwen2.5-0.5B": (942.3 / 1024, _PADDLE + _P1 + "/Qwen/Qwen2.5-0.5B/index.md"),
+    "Qwen/Qwen2.5-3B": (3.7 + 2.1, _PADDLE + _P1 + "/Qwen/Qwen2.5-3B/index.md"),
 }
 
 
@@ -115,9 +123,9 @@ def test_earlier_records_parameter_count(model_id: str) -> None:
     assert abs(_total(model_id) - figure) <= 0.01 * figure
 
 
-@pytest.mark.parametrize("model_id", sorted(LISTED_GIB))
+@pytest.mark.parametrize("model_id", sorted({**LISTED_GIB, **EARLIER_GIB}))
 def test_bf16_bytes_match_published_file_sizes(model_id: str) -> None:
-    gib, _source = LISTED_GIB[model_id]
+    gib, _source = {**LISTED_GIB, **EARLIER_GIB}[model_id]
     assert abs(2 * _total(model_id) / 2**30 - gib) <= 0.01 * gib
 
 
