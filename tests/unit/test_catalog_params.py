@@ -8,6 +8,7 @@ from sizing.catalog import models
 
 _PADDLE = "https://github.com/ZHUI/paddlenlp_model_readme/blob/"
 _P1, _P2 = "ffc26950e6a9f69fb01d7c9b64607770d729e56b", "10d0a05fa8598301f2daaf815381315f6646d593"  # mirror commits
+_P3 = "0abc042b9d9525304d4e12e12ec7d7f3aaf48cc2"
 _HPMLL = "https://github.com/HPMLL/llm-benchmark/blob/0347b4f3ca6ae4773aab83c33cf569d8bd7506d9/models/"
 _L7 = _HPMLL + "Llama-2-7b-hf/pytorch_model.bin.index.json"
 _L13 = _HPMLL + "Llama-2-13b-hf/pytorch_model.bin.index.json"
@@ -98,7 +99,7 @@ def test_exact_parameter_count(model_id: str) -> None:
 # Records that predate this check, against the same kind of figure.
 _TORCHACC = ("https://github.com/huggingface/transformers/blob/5e8e34578ad42f255a6f03fd4e7119b3819b22d8/examples/pytorch/"
              "torchacc/llama3/")
-_LLAMA32_CARD = _PADDLE + "0abc042b9d9525304d4e12e12ec7d7f3aaf48cc2/meta-llama/Llama-3.2-1B/index.md"
+_LLAMA32_CARD = _PADDLE + _P3 + "/meta-llama/Llama-3.2-1B/index.md"
 EARLIER: dict[str, tuple[int, str]] = {
     "EleutherAI/pythia-1b": (_PYTHIA_TOTALS["1b"], _PYTHIA),
     "EleutherAI/pythia-6.9b": (_PYTHIA_TOTALS["6.9b"], _PYTHIA),
@@ -114,6 +115,10 @@ EARLIER: dict[str, tuple[int, str]] = {
 EARLIER_GIB: dict[str, tuple[float, str]] = {
     "Qwen/Qwen2.5-0.5B": (942.3 / 1024, _PADDLE + _P1 + "/Qwen/Qwen2.5-0.5B/index.md"),
     "Qwen/Qwen2.5-3B": (3.7 + 2.1, _PADDLE + _P1 + "/Qwen/Qwen2.5-3B/index.md"),
+    "Qwen/Qwen2.5-1.5B": (2.9, _PADDLE + _P1 + "/Qwen/Qwen2.5-1.5B/index.md"),
+    "Qwen/Qwen2.5-14B": (3.6 + 6 * 3.7 + 1.6, _PADDLE + _P1 + "/Qwen/Qwen2.5-14B/index.md"),
+    "Qwen/Qwen2.5-32B": (16 * 3.6 + 2.9, _PADDLE + _P1 + "/Qwen/Qwen2.5-32B/index.md"),
+    "mistralai/Mixtral-8x7B-v0.1": (18 * 4.6 + 3.9, _PADDLE + _P3 + "/mistralai/Mixtral-8x7B-v0.1/index.md"),
 }
 
 
