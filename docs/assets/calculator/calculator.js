@@ -239,11 +239,11 @@ function main() {
       result = { ok: false, error: { code: "internal", params: {} } };
     }
     clearErrors();
+    prerendered = false; // the runtime's answer, whatever it says, replaces the build's
+    delete doc.dataset.prerendered;
     if (result.ok) {
       show(result, latestQuery);
       answered = true;
-      prerendered = false;
-      delete doc.dataset.prerendered;
       if (msg.phase === "full") fullShown = true;
     } else {
       hide(false);
