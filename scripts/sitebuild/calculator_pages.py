@@ -188,8 +188,9 @@ def form_html(lang: str, prerendered: Sequence[str] = ()) -> str:
         f'{html.escape(T(lang, "to_request"))}</a></p>',
         '<p class="calc-error calc-general" data-testid="error-general" id="calc-error-general" role="alert"></p>',
         f'<noscript><p class="calc-status">{html.escape(T(lang, "noscript"))}</p></noscript>',
-        # async: it runs as soon as it is loaded (everything it uses is above it), not after the whole page
-        f'<script type="module" async src="{_script_src(lang, "calculator.js")}"></script>',
+        # deferred (not async): it runs before DOMContentLoaded, so the page's state is set by then (its modules are
+        # preloaded from <head>: calculator_slots.preloads)
+        f'<script type="module" src="{_script_src(lang, "calculator.js")}"></script>',
         "</div>",
     ])
 
