@@ -15,7 +15,7 @@ from .config import RunConfig
 from .memory.activations import LayerSaved, layer_saved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
-from .memory.backward import layer_backward as layer_backward_ops
+from .memory.backward_trace import Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
@@ -200,8 +200,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _BASE.clear()
             _SAVED.clear()
             _FIXED.clear()
-        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load
-    reg, arch, tr, w, grad_elem, opt, load = base
+        walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
+        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load, walk
+    reg, arch, tr, w, grad_elem, opt, load, walk = base
     grads = tr.params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
@@ -221,7 +222,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack).
-    lb = layer_backward_ops(arch, reg, tr, cfg.r, seq, n)
+    lb = walk.at(seq, n)
     layer_backward = lb.peak + (layer_tokens + ls.constant if reg.checkpointing else 0)
     # Reentrant checkpointing recomputes the layer under enable_grad and backpropagates from its recomputed
     # output, which lives through that inner backward (measured: test_layer_backward.py).
