@@ -97,12 +97,41 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
 
 
-def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
-    """Memory of every moment of one optimizer step."""
+def _model_input(cfg: RunConfig) -> RunConfig:
     if cfg.is_peft and cfg.peft_type == "prompt_tuning":
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
         cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
+    return cfg
+
+
+def replay_shape(cfg: RunConfig) -> tuple[int, int]:
+    """The (sequence, micro-batch) grid shape whose replay step_memory(cfg) carries: configurations that differ
+    only in their shape and share it share the cache's overhead ratio (solve.Sizer's searches use this)."""
+    cfg = _model_input(cfg)
+    return grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
+
+
+def grid_cell(cfg: RunConfig, name: str, value: int) -> tuple[int, int]:
+    """The values [lo, hi] of `name` (max_seq_length or per_device_train_batch_size) around `value` whose
+    step_memory carries the same grid replay as value's (the cell step_memory's grid shape puts value in)."""
+    prompt = cfg.is_peft and cfg.peft_type == "prompt_tuning"  # step_memory adds the virtual tokens first
+    offset = cfg.num_virtual_tokens if name == "max_seq_length" and prompt else 0
+    x = value + offset
+    g = grid(x)  # grid is non-decreasing, grid(y) >= y and grid(g) == g: the cell ends at g
+    lo, hi = 1, x  # the first y with grid(y) == g, by bisection (grid(x) == g)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if grid(mid) < g:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - offset, g - offset
+
+
+def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
+    """Memory of every moment of one optimizer step."""
+    cfg = _model_input(cfg)
     mem = _step(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
