@@ -144,7 +144,9 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
 # probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
 _GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
-_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name != "extra")
+# Nor the `gpu` field: _step reads the card only through its gpu argument, and of that only the Hopper bit
+# (the cuBLAS workspace), so one fit table's 27 cards share their shape-free parts (perf).
+_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in ("extra", "gpu"))
 _KEY_GETTER = attrgetter(*_KEY_FIELDS)
 
 
@@ -177,8 +179,13 @@ def _arch_token(arch: Architecture) -> int:
     return token
 
 
+def _gpu_key(gpu: Gpu | None) -> bool | None:
+    """What _step reads of the card (overhead's Hopper workspace): the caches' key for it."""
+    return None if gpu is None else gpu.sm >= (9, 0)
+
+
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> tuple[Replay, int]:
-    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend)
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), _gpu_key(gpu), backend)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
@@ -258,7 +265,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     reentrant_output = n * arch.hidden * reg.resid if reg.checkpointing and reg.reentrant else 0
     layer_backward += reentrant_output
     # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
-    hopper = gpu is not None and gpu.sm >= (9, 0)
+    hopper = _gpu_key(gpu) is True
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
     # 0.42 holds) until the next forward returns.
