@@ -76,20 +76,38 @@ class Sizer:
 
     def _settle(self, gpu: Gpu, name: str, guess: int, high: int) -> int:
         """The largest value of field `name` in [0, high] that fits by the replayed reserved, from a guess:
-        _settle's answer, its probes inside the guess's grid cell answered from that cell's boundary, found
-        by interpolating the reserved peak (few probes instead of a gallop of ~20). Exact where the reserved
-        peak does not decrease within a cell, whose replay (the cache's overhead ratio) is one
-        (tests/unit/test_settle_cell.py checks that by brute force and holds this to plain _settle)."""
-        def ok(v: int) -> bool:
-            return v == 0 or self.fits(gpu, **{name: v})
+        _settle's answer, its probes inside a grid cell answered from that cell's boundary once the gallop
+        probes the cell a third time (the guess's cell at once), the boundary found by interpolating the
+        reserved peak (a few probes instead of a gallop's ~20). Exact where the reserved peak does not
+        decrease within a cell, whose replay (the cache's overhead ratio) is one: tests/unit/test_settle_cell.py
+        checks that by brute force and holds this to plain _settle."""
+        usable = usable_bytes(gpu)
+
+        def value(v: int) -> int:
+            return self.required(gpu, **{name: v})
 
         guess = min(max(guess, 0), high)
         if guess < 1 or not runs_on(self.cfg, gpu):
-            return _settle(ok, guess, high)
-        lo, hi = grid_cell(self.cfg, name, guess)
-        lo, hi = max(lo, 1), min(hi, high)
-        last = _boundary(lambda v: self.required(gpu, **{name: v}), usable_bytes(gpu), lo, hi, guess)
-        return _settle(lambda v: v <= last if lo <= v <= hi else ok(v), guess, high)
+            return _settle(lambda v: v == 0 or self.fits(gpu, **{name: v}), guess, high)
+        last: dict[tuple[int, int], int] = {}  # cell -> its largest value that fits (lo - 1: none)
+        probed: dict[tuple[int, int], list[tuple[int, bool]]] = {}
+
+        def ok(v: int) -> bool:
+            if v == 0:
+                return True
+            lo, hi = grid_cell(self.cfg, name, v)
+            cell = lo, hi = max(lo, 1), min(hi, high)
+            if cell not in last:
+                seen = probed.setdefault(cell, [])
+                if len(seen) < 2 and v != guess:
+                    seen.append((v, value(v) <= usable))
+                    return seen[-1][1]
+                a = max([lo - 1, *(x for x, fit in seen if fit)])
+                b = min([hi + 1, *(x for x, fit in seen if not fit)])
+                last[cell] = _boundary(value, usable, a, b, v)
+            return v <= last[cell]
+
+        return _settle(ok, guess, high)
 
     def max_micro_batch(self, gpu: Gpu, exact: bool = True) -> int:
         """Largest per-device micro-batch that fits `gpu` (0: none)."""
@@ -154,15 +172,15 @@ def _settle(ok: Callable[[int], bool], guess: int, high: int) -> int:
     return lo
 
 
-def _boundary(value: Callable[[int], int], limit: int, lo: int, hi: int, guess: int) -> int:
-    """Largest v in [lo, hi] with value(v) <= limit, lo - 1 when none, for a value non-decreasing there:
-    from the guess, extrapolating along the last two values until the limit is bracketed, then
-    interpolating (every guess that does not halve the bracket followed by a bisection)."""
-    a, b = lo - 1, hi + 1  # value(a) <= limit < value(b), a and b virtual until probed
+def _boundary(value: Callable[[int], int], limit: int, a: int, b: int, guess: int) -> int:
+    """Largest v in (a, b) with value(v) <= limit, a when none, for a value non-decreasing on [a, b] with
+    value(a) <= limit < value(b) (ends outside the cell stand for it): from the guess, extrapolating along
+    the last two values until the limit is bracketed, then interpolating (every guess that does not halve
+    the bracket followed by a bisection)."""
     va: int | None = None
     vb: int | None = None
     last: tuple[int, int] | None = None
-    v, step, bisect = min(max(guess, lo), hi), 1, False
+    v, step, bisect = min(max(guess, a + 1), b - 1), 1, False
     while b - a > 1:
         x = value(v)
         width = b - a

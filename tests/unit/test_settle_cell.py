@@ -124,7 +124,7 @@ def test_boundary_is_the_largest_value_within_the_limit() -> None:
         limit = rng.randint(-1, max(values.values()) + 1)
         want = max((v for v, x in values.items() if x <= limit), default=lo - 1)
         for guess in (lo, hi, rng.randint(lo, hi), lo - 5, hi + 5):
-            assert solve._boundary(values.__getitem__, limit, lo, hi, guess) == want
+            assert solve._boundary(values.__getitem__, limit, lo - 1, hi + 1, guess) == want
 
 
 def test_usable_bytes_is_what_fits_compares() -> None:
