@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
-from .memory.activations import LayerSaved, layer_saved
+from .memory.activations import LayerSaved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
-from .memory.backward_trace import Walk
+from .memory.backward_trace import SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
@@ -237,8 +237,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _SAVED.clear()
             _FIXED.clear()
         walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
-        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load, walk
-    reg, arch, tr, w, grad_elem, opt, load, walk = base
+        saved = SavedBySeq(arch, reg, tr, cfg.r)  # and what a layer saves, by sequence length
+        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load, walk, saved
+    reg, arch, tr, w, grad_elem, opt, load, walk, saved = base
     grads = tr.params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
@@ -246,7 +247,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     if ls is None:
         if len(_SAVED) >= 8192:  # a fit table probes a few hundred lengths: the page's memory stays bounded
             _SAVED.clear()
-        ls = _SAVED[key, seq] = layer_saved(arch, reg, tr, cfg.r, seq)
+        ls = _SAVED[key, seq] = saved.at(seq)
     layer_tokens = ls.per_token * n
     if reg.checkpointing:
         body = arch.layers * ls.checkpoint_per_token * n

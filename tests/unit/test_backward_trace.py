@@ -13,7 +13,8 @@ from sizing.config import parse_config
 from sizing.errors import SizingError
 from sizing.memory.adapters import trainable
 from sizing.memory.backward import layer_backward
-from sizing.memory.backward_trace import Inexact, Sym, Walk, layer_trace
+from sizing.memory.activations import layer_saved
+from sizing.memory.backward_trace import Inexact, SavedBySeq, Sym, Walk, layer_trace
 from sizing.memory.regime import resolve
 
 from .conftest import TINY_LLAMA
@@ -68,6 +69,25 @@ def test_trace_equals_the_walk_at_random_shapes(seed: int) -> None:
             assert trace.at(seq, seq * batch) == want, (cfg, seq, batch)
             assert walk.at(seq, seq * batch) == want, (cfg, seq, batch)
     assert traced >= 15  # the trace is what the engine uses, not a rare path
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_saved_by_seq_equals_the_forward_walk(seed: int) -> None:
+    """SavedBySeq (the forward walk on the sequence symbol) against layer_saved at every length asked."""
+    rng = random.Random(100 + seed)
+    traced = 0
+    for _ in range(25):
+        try:
+            cfg = parse_config(_raw(rng))
+            arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+            reg, tr = resolve(cfg, arch, "cuda"), trainable(cfg, arch)
+        except SizingError:
+            continue
+        saved = SavedBySeq(arch, reg, tr, cfg.r)
+        for seq, _batch in _shapes(rng):
+            assert saved.at(seq) == layer_saved(arch, reg, tr, cfg.r, seq), (cfg, seq)
+        traced += saved.sym is not None
+    assert traced >= 15
 
 
 def test_tokens_not_a_multiple_of_seq_and_empty_shapes() -> None:
