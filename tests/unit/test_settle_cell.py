@@ -132,3 +132,18 @@ def test_usable_bytes_is_what_fits_compares() -> None:
     cfg = parse_config({"model_config": dict(TINY_LLAMA), "method": "qlora"})
     sizer, gpu = solve.Sizer(cfg), gpus()["l4-24gb"]
     assert sizer.fits(gpu) == (sizer.required(gpu) <= usable_bytes(gpu))
+
+
+def test_step_reads_of_the_card_only_its_hopper_bit() -> None:
+    """The caches (step._BASE/_GRID, Sizer._mem) share one step between the cards of a generation: a cold
+    _step on every catalog card (as the configuration's gpu too) equals the first card's of its generation."""
+    for raw in ({"model_config": dict(TINY_LLAMA), "method": "qlora", "gradient_checkpointing": True},
+                {"model_config": dict(TINY_LLAMA), "method": "full", "num_gpus": 2, "parallelism": "fsdp"}):
+        cfg = parse_config(raw)
+        arch = solve.Sizer(cfg).arch
+        first: dict[bool, Any] = {}
+        for gpu in gpus().values():
+            step.clear_caches()
+            got = step._step(step.with_fields(cfg, gpu=gpu.id), arch, gpu, "cuda")
+            assert first.setdefault(gpu.sm >= (9, 0), got) == got, gpu.id
+        assert len(first) == 2
