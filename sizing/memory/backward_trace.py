@@ -126,7 +126,14 @@ class LayerTrace:
 
     def __init__(self, moments: list[tuple[Coef, tuple[Coef, ...]]], args: tuple[Architecture, Regime,
                  Trainable, int]) -> None:
-        self.moments, self.args = moments, args
+        # at() runs with every feature >= 1: a moment that a later one exceeds in some coefficient and
+        # matches in the others is below it at every shape, so never the (first) maximum either.
+        def below(m: Coef, k: Coef) -> bool:
+            return m != k and all(a <= b for a, b in zip(m, k, strict=True))
+
+        self.moments = [(m, live) for i, (m, live) in enumerate(moments)
+                        if not any(below(m, k) for k, _ in moments[i + 1:])]
+        self.args = args
 
     def at(self, seq: int, n: int) -> LayerBackward:
         """layer_backward(*args, seq, n), from the trace (shapes with n, seq >= 1; others walk concretely)."""

@@ -11,9 +11,9 @@ import pytest
 from sizing.catalog import resolve_architecture
 from sizing.config import parse_config
 from sizing.errors import SizingError
+from sizing.memory.activations import layer_saved
 from sizing.memory.adapters import trainable
 from sizing.memory.backward import layer_backward
-from sizing.memory.activations import layer_saved
 from sizing.memory.backward_trace import Inexact, SavedBySeq, Sym, Walk, layer_trace
 from sizing.memory.regime import resolve
 
