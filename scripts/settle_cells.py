@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from sizing.catalog import gpus  # noqa: E402
 from sizing.config import parse_config  # noqa: E402
+from sizing.grid import grid_cell  # noqa: E402
 from sizing.solve import Sizer  # noqa: E402
-from sizing.step import grid_cell  # noqa: E402
 
 
 def check(path: str, cards: list[str] | None) -> tuple[int, int, list[str]]:

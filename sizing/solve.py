@@ -9,10 +9,11 @@ from typing import Any
 from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
+from .grid import grid_cell
 from .memory.adapters import trainable
 from .memory.allocator import ALLOC_ROUND, round_up, usable_bytes
 from .memory.regime import resolve
-from .step import StepMemory, grid_cell, reserved_peak, step_memory, with_fields
+from .step import StepMemory, reserved_peak, step_memory, with_fields
 from .throughput import time_estimate
 
 MAX_BATCH = 4096
@@ -26,7 +27,7 @@ class Sizer:
     workspace), so values are cached per generation and shared by every GPU of a fit table.
 
     Replaying the caching allocator costs tens of milliseconds (shared by the shapes of one replay grid
-    step, step.grid), so searches run on a proxy (the allocated peak plus the cache's overhead in
+    step, grid.grid), so searches run on a proxy (the allocated peak plus the cache's overhead in
     proportion to the dynamic bytes, as replayed for the unchanged configuration) and the answer is then
     settled against `fits` (exact=False keeps the proxy's answer)."""
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
+from .grid import grid, virtual_tokens
 from .memory.activations import LayerSaved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
@@ -83,55 +84,17 @@ def with_fields(obj: T, **changes: Any) -> T:
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
-def grid(x: int) -> int:
-    """x rounded up to 4 steps per doubling (m·2^k, m in 4..7): the shapes the allocator is replayed at, so
-    the solvers' probes share replays; tensors are at most 25 % larger than the real ones there."""
-    if x <= 8:
-        return x
-    k = x.bit_length() - 3
-    return -(-x >> k) << k
-
-
 @lru_cache(maxsize=512)
 def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
 
 
-def _model_input(cfg: RunConfig) -> RunConfig:
-    if cfg.is_peft and cfg.peft_type == "prompt_tuning":
-        # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
-        # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
-        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
-    return cfg
-
-
-def replay_shape(cfg: RunConfig) -> tuple[int, int]:
-    """The (sequence, micro-batch) grid shape whose replay step_memory(cfg) carries: configurations that differ
-    only in their shape and share it share the cache's overhead ratio (solve.Sizer's searches use this)."""
-    cfg = _model_input(cfg)
-    return grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
-
-
-def grid_cell(cfg: RunConfig, name: str, value: int) -> tuple[int, int]:
-    """The values [lo, hi] of `name` (max_seq_length or per_device_train_batch_size) around `value` whose
-    step_memory carries the same grid replay as value's (the cell step_memory's grid shape puts value in)."""
-    prompt = cfg.is_peft and cfg.peft_type == "prompt_tuning"  # step_memory adds the virtual tokens first
-    offset = cfg.num_virtual_tokens if name == "max_seq_length" and prompt else 0
-    x = value + offset
-    g = grid(x)  # grid is non-decreasing, grid(y) >= y and grid(g) == g: the cell ends at g
-    lo, hi = 1, x  # the first y with grid(y) == g, by bisection (grid(x) == g)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if grid(mid) < g:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - offset, g - offset
-
-
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
     """Memory of every moment of one optimizer step."""
-    cfg = _model_input(cfg)
+    if virtual_tokens(cfg):
+        # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
+        # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
+        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + virtual_tokens(cfg))
     mem = _step(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sizing import solve, step
+from sizing import grid, solve, step
 from sizing.catalog import gpus
 from sizing.config import parse_config
 from sizing.errors import SizingError
@@ -60,14 +60,14 @@ def test_grid_cell_is_the_set_of_values_with_one_grid_shape() -> None:
     for cfg in cfgs:
         for name in (SEQ, BATCH):
             for value in [1, 2, 8, 9, 15, 16, 17, *(rng.randint(1, 200_000) for _ in range(20))]:
-                lo, hi = step.grid_cell(cfg, name, value)
-                shape = step.replay_shape(step.with_fields(cfg, **{name: value}))
+                lo, hi = grid.grid_cell(cfg, name, value)
+                shape = grid.replay_shape(step.with_fields(cfg, **{name: value}))
                 assert lo <= value <= hi
                 for v in {lo, hi, (lo + hi) // 2}:
-                    assert step.replay_shape(step.with_fields(cfg, **{name: v})) == shape
+                    assert grid.replay_shape(step.with_fields(cfg, **{name: v})) == shape
                 for v in (lo - 1, hi + 1):
                     if v >= 1:
-                        assert step.replay_shape(step.with_fields(cfg, **{name: v})) != shape
+                        assert grid.replay_shape(step.with_fields(cfg, **{name: v})) != shape
 
 
 def test_reserved_peak_never_decreases_within_a_cell() -> None:
@@ -80,7 +80,7 @@ def test_reserved_peak_never_decreases_within_a_cell() -> None:
             for name, top in ((SEQ, 1024), (BATCH, 40)):
                 prev: tuple[tuple[int, int], int] | None = None
                 for v in range(1, top + 1):
-                    cell = step.grid_cell(cfg, name, v)
+                    cell = grid.grid_cell(cfg, name, v)
                     got = sizer.required(gpu, **{name: v})
                     if prev is not None and prev[0] == cell:
                         assert got >= prev[1], (cfg, gpu.id, name, v)
