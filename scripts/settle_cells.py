@@ -25,12 +25,13 @@ from sizing.grid import grid_cell  # noqa: E402
 from sizing.solve import Sizer  # noqa: E402
 
 
-def check(path: str, cards: list[str] | None) -> tuple[int, int, list[str]]:
-    """(cells, values, decreases) over the settle cells of one configuration on the catalog GPUs."""
+def check(path: str, cards: list[str] | None) -> tuple[int, int, list[str], list[str]]:
+    """(cells, values, decreases within a cell, decreases into the next cell) over the settle cells of one
+    configuration on the catalog GPUs (the second: informative, the settle does not rely on it)."""
     cfg = parse_config(json.loads(Path(path).read_text()))
     sizer = Sizer(cfg)
     seen: set[tuple[bool, str, int]] = set()
-    values, bad = 0, []
+    values, bad, across = 0, [], []
     for gpu in gpus().values():
         if cards and gpu.id.lower() not in cards:
             continue
@@ -49,7 +50,10 @@ def check(path: str, cards: list[str] | None) -> tuple[int, int, list[str]]:
                     if prev is not None and got < prev:
                         bad.append(f"{gpu.id} {name}={x}: {got} < {prev}")
                     prev = got
-    return len(seen), values, bad
+                nxt = sizer.required(gpu, **{name: hi + 1})
+                if prev is not None and nxt < prev:
+                    across.append(f"{gpu.id} {name}={hi + 1}: {nxt} < {prev}")
+    return len(seen), values, bad, across
 
 
 def main() -> int:
@@ -59,10 +63,13 @@ def main() -> int:
     args = ap.parse_args()
     failed = False
     for path in args.files:
-        cells, values, bad = check(path, [g.lower() for g in args.gpus] if args.gpus else None)
-        print(f"{Path(path).name}: {cells} cells, {values} values, {len(bad)} decreases")
+        cells, values, bad, across = check(path, [g.lower() for g in args.gpus] if args.gpus else None)
+        print(f"{Path(path).name}: {cells} cells, {values} values, {len(bad)} decreases within a cell, "
+              f"{len(across)} into the next cell")
         for line in bad[:20]:
-            print("  ", line)
+            print("  within:", line)
+        for line in across[:5]:
+            print("  across:", line)
         failed |= bool(bad)
     return 1 if failed else 0
 
