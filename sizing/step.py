@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from operator import attrgetter
@@ -113,15 +112,26 @@ _KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in ("extra",
 _KEY_GETTER = attrgetter(*_KEY_FIELDS)
 
 
+_JSON = object()  # tags a field's JSON text in a key: equal to no field's own value
+
+
 def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
-    """The fields `names` of cfg as a hashable key, by content (with a mapping or list: each as its JSON text)."""
+    """The fields `names` of cfg as a hashable key, by content (an unhashable one, a model_config: its JSON
+    text, tagged)."""
     values: tuple[Any, ...] = names(cfg)
     try:
         hash(values)
         return values
-    except TypeError:  # a model_config: its JSON text, tagged so that it never equals the plain tuple
-        return ("json", *(json.dumps(v, sort_keys=True, default=dict) if isinstance(v, (Mapping, list, tuple))
-                          else v for v in values))
+    except TypeError:
+        return tuple(v if _hashable(v) else (_JSON, json.dumps(v, sort_keys=True, default=dict)) for v in values)
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
 
 # Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
