@@ -108,3 +108,24 @@ def test_symbols_refuse_what_is_not_linear() -> None:
                lambda: n / 2, lambda: int(n), lambda: float(n), lambda: 2 ** n, lambda: abs(n)):
         with pytest.raises(Inexact):
             op()
+
+
+def test_a_trace_that_does_not_reproduce_the_walks_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walk and SavedBySeq check the symbolic result against the two shapes walked before using it."""
+    from sizing.memory import backward_trace
+
+    cfg = parse_config({"model_config": dict(TINY_LLAMA), "method": "qlora", "attn_implementation": "eager"})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    reg, tr = resolve(cfg, arch, "cuda"), trainable(cfg, arch)
+    wrong = backward_trace.LayerTrace([], (arch, reg, tr, cfg.r))  # peak 0 at every shape
+    monkeypatch.setattr(backward_trace, "layer_trace", lambda *args: wrong)
+    walk = Walk(arch, reg, tr, cfg.r)
+    for seq, n in [(128, 256), (512, 512), (1000, 3000), (64, 64)]:
+        assert walk.at(seq, n) == layer_backward(arch, reg, tr, cfg.r, seq, n)
+    assert walk.trace is None
+    monkeypatch.setattr(backward_trace, "layer_saved", lambda *args: layer_saved(*args[:4], 7)
+                        if isinstance(args[4], Sym) else layer_saved(*args))  # a symbol read as seq 7
+    saved = SavedBySeq(arch, reg, tr, cfg.r)
+    for seq in (128, 512, 1000, 64):
+        assert saved.at(seq) == layer_saved(arch, reg, tr, cfg.r, seq)
+    assert saved.sym is None
