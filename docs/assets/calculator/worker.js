@@ -328,7 +328,10 @@ self.onmessage = async (event) => {
 // Once, after the first complete answer and unless the page asks again meanwhile: the estimate of a neighbouring
 // configuration (one rank higher), answered to nobody. In a fresh runtime the engine's first estimate costs 2-3
 // times a later one, for any model (cold caches, wasm code not yet optimised; measured under Node: 1.7 s, then
-// 1.1 s for another model, 0.5 s for a third); the visitor's first edit should not be the one to pay it.
+// 1.1 s for another model, 0.5 s for a third); the visitor's first edit should not be the one to pay it. In
+// Chromium the gain is small: a first edit 4 s after ready, 3 runs each, was 0.36-0.39 s to the new peak
+// (0.97-1.69 s to the table) with it and 0.38-0.47 s (1.09-1.99 s) without for another model; no difference
+// for another rank.
 let warmed = false;
 function warmUp(rt, config, words) {
   if (warmed) return;
