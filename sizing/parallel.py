@@ -25,6 +25,8 @@ class Shares:
     host_bytes: int  # CPU RAM for offloaded parameters and optimizer states
     gathered: int = 0  # unsharded units inside `weights`: allocated and freed layer by layer
     optimizer_fraction: float = 1.0  # the share of the optimizer's step temporaries on this GPU
+    root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded, before its reduce-scatter
+    grads_before_root: int = 0  # the sharded gradients resident on this GPU when the root's are reduced
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Totals:
     layer_unit: int  # one decoder layer's parameters (an FSDP wrapping unit), adapters included
     root_unit: int  # embeddings, final norm and LM head: FSDP's root unit
     layer_grads: int  # one layer's trainable gradients
+    root_grads: int = 0  # the trainable gradients outside the decoder layers (embeddings, head, final norm)
 
 
 def nccl_bytes(num_gpus: int) -> int:
@@ -65,8 +68,11 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
     gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
     share = (t.base + t.adapters - t.root_unit) // n
+    # FSDP's root unit is one flat parameter (FSDP2: one reduce-scatter buffer) whose gradient is reduced once,
+    # after the embedding's backward; ZeRO-3 reduces each parameter's gradient as it is produced.
+    root = t.root_grads if mode == "fsdp" else 0
     if cfg.cpu_offload:
         return Shares(gathered, t.quant_state // n, 0, t.layer_grads, 0, t.layer_grads, nccl,
-                      share + t.optimizer // n + t.gradients // n, gathered, 0.0)
+                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0)
     return Shares(share + gathered, t.quant_state // n, 0, t.gradients // n, t.optimizer // n,
-                  t.layer_grads, nccl, 0, gathered, 1 / n)
+                  t.layer_grads, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n)

@@ -58,6 +58,8 @@ class StepInputs:
     kept_logits: int = 0  # logits the loop keeps referenced (custom loop's `out`), through the next forward
     kept_cache: int = 0  # the KV cache in `out`: beyond the saved k/v once backward frees them
     cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
+    root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded (parallel.Shares)
+    grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -89,10 +91,22 @@ def moments(s: StepInputs) -> list[Moment]:
             # memory-model.md §9.3: the sweep's other end: layer 0 (recomputed under checkpointing) is about to
             # be differentiated with the gradients of every later layer and of the head alive; its own and the
             # embedding's gradients come after it.
+            # under FSDP the head's gradient waits, unsharded, for the root unit's reduce-scatter
+            before = (max(s.grads_before_root - s.layer_gradients, 0) + s.head_gradients if s.root_gradients
+                      else s.gradients - s.embed_gradient - s.layer_gradients)
             out.append(Moment("backward", "first decoder layer (end of backward)", step, {
-                **base, "gradients": (carried or s.gradients - s.embed_gradient - s.layer_gradients) + s.comm_buffers,
+                **base, "gradients": (carried or before) + s.comm_buffers,
                 "activations": s.shared + s.first_layer + s.kept_cache, "logits_and_loss": s.kept_logits,
                 "workspace": s.workspace + s.backward_transient}))
+        if s.root_gradients and not s.grads_freed_in_backward:
+            # FSDP's root unit (embeddings, final norm, LM head) is one flat parameter whose views' gradients
+            # autograd holds until the last of them, the embedding's, arrives; then it concatenates them into the
+            # flat gradient for the reduce-scatter: the pieces and the flat copy are alive at once (measured with
+            # FSDP1 on the CPU, tests/physics/test_fsdp_root_grad.py; FSDP2's foreach_reduce copies into one
+            # reduce-scatter buffer the same way).
+            out.append(Moment("backward", "FSDP root unit's flat gradient (end of backward)", step, {
+                **base, "gradients": (carried or s.grads_before_root) + 2 * s.root_gradients,
+                "activations": s.shared + s.kept_cache, "logits_and_loss": s.kept_logits}))
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,
