@@ -60,6 +60,7 @@ class StepInputs:
     cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
     root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded (parallel.Shares)
     grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
+    comm_static: bool = False  # comm_buffers exist from before the first step (DDP buckets, ZeRO-3's bucket)
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -70,7 +71,9 @@ def moments(s: StepInputs) -> list[Moment]:
     for step in (0, 1):
         opt = s.optimizer if step else 0
         carried = live_grads if s.accumulating else 0  # micro-batches 2..k run with the grads alive
-        base = {**static, "optimizer_states": opt, "gradients": carried, "workspace": s.workspace}
+        # buffers allocated at setup are alive in every moment; the others from backward to the step
+        base = {**static, "optimizer_states": opt, "gradients": carried + (s.comm_buffers if s.comm_static else 0),
+                "workspace": s.workspace}
         # The previous step's outputs are alive until this forward returns; this step's cache is extra
         # where SDPA saved repeat_kv copies instead of the cached k/v.
         own_cache = 0 if s.cache_shared else s.kept_cache
