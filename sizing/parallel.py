@@ -50,6 +50,10 @@ class Totals:
     layer_grads: int  # one layer's trainable gradients
     root_grads: int = 0  # the trainable gradients outside the decoder layers (embeddings, head, final norm)
     grad_elem: int = 2  # bytes per element of the trainable parameters (and so of their gradients)
+    # torchao's NF4Tensor carries its scalers inside the parameter, so FSDP2 shards them with the data; bitsandbytes
+    # keeps absmax & co in a QuantState on the module (Linear4bit.quant_state, put back on the gathered weight by
+    # fix_4bit_weight_quant_state_from_module "for fsdp"), not a parameter or buffer: every GPU holds all of it.
+    quant_state_sharded: bool = False
 
 
 def nccl_bytes(num_gpus: int) -> int:
@@ -80,11 +84,12 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     share = (t.base + t.adapters - t.root_unit) // n
     # FSDP's root unit is one flat parameter (FSDP2: one reduce-scatter buffer) whose gradient is reduced once,
     # after the embedding's backward; ZeRO-3 reduces each parameter's gradient as it is produced.
+    qs = t.quant_state // n if t.quant_state_sharded else t.quant_state
     root = t.root_grads if mode == "fsdp" else 0
     # FSDP stages one unit's gradients for its reduce-scatter; ZeRO-3 copies them into its resident bucket.
     comm, static = (t.layer_grads, False) if mode == "fsdp" else (ZERO_REDUCE_BUCKET * t.grad_elem, True)
     if cfg.cpu_offload:
-        return Shares(gathered, t.quant_state // n, 0, t.layer_grads, 0, comm, nccl,
+        return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
                       share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static)
-    return Shares(share + gathered, t.quant_state // n, 0, t.gradients // n, t.optimizer // n,
+    return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n,
                   comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static)

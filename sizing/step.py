@@ -251,7 +251,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         + arch.hidden * reg.norm_weight,
         layer_grads=(grads // arch.layers),
         root_grads=sum(rows * cols * count for rows, cols, count in tr.tensors if count < arch.layers) * grad_elem,
-        grad_elem=grad_elem)
+        grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4)
     sh = shares(cfg, totals)
     inputs = StepInputs(
         weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
