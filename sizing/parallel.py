@@ -28,7 +28,7 @@ class Shares:
     adapters: int
     gradients: int  # resident after backward, per GPU
     optimizer: int
-    comm_buffers: int  # allocated by PyTorch: DDP gradient buckets, reduce-scatter staging
+    comm_buffers: int  # allocated by PyTorch: DDP buckets, ZeRO reduce buckets, FSDP reduce-scatter staging
     nccl_bytes: int  # outside PyTorch's allocator (device memory only)
     host_bytes: int  # CPU RAM for offloaded parameters and optimizer states
     gathered: int = 0  # unsharded units inside `weights`: allocated and freed layer by layer

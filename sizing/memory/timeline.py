@@ -37,7 +37,7 @@ class StepInputs:
     gradients: int
     head_gradients: int
     optimizer: int  # resident states
-    comm_buffers: int  # DDP buckets / sharded-gradient staging, live from backward to the step
+    comm_buffers: int  # DDP / ZeRO buckets, FSDP staging: from backward to the step, or always if comm_static
     optimizer_temp: int
     body: int  # decoder activations retained at the end of forward
     shared: int  # cos/sin, padding mask
