@@ -82,9 +82,9 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
     gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
     share = (t.base + t.adapters - t.root_unit) // n
+    qs = t.quant_state // n if t.quant_state_sharded else t.quant_state
     # FSDP's root unit is one flat parameter (FSDP2: one reduce-scatter buffer) whose gradient is reduced once,
     # after the embedding's backward; ZeRO-3 reduces each parameter's gradient as it is produced.
-    qs = t.quant_state // n if t.quant_state_sharded else t.quant_state
     root = t.root_grads if mode == "fsdp" else 0
     # FSDP stages one unit's gradients for its reduce-scatter; ZeRO-3 copies them into its resident bucket.
     comm, static = (t.layer_grads, False) if mode == "fsdp" else (ZERO_REDUCE_BUCKET * t.grad_elem, True)
