@@ -5,8 +5,8 @@ where the required bytes do not decrease within that cell (one replay, one overh
 configuration and catalog GPU this walks every value of the cells holding the fit table's largest micro-batch
 and longest sequence (and the next cell up) and prints the cells and values checked and any decrease.
 
-    python scripts/settle_cells.py                     # the example files
-    python scripts/settle_cells.py CONFIG.json --gpus h100-sxm-80gb l4-24gb
+    PYTHONPATH=. python scripts/settle_cells.py                     # the example files
+    PYTHONPATH=. python scripts/settle_cells.py CONFIG.json --gpus h100-sxm-80gb l4-24gb
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sizing.catalog import gpus
+from sizing.config import parse_config
+from sizing.grid import grid_cell
+from sizing.solve import Sizer
 
-from sizing.catalog import gpus  # noqa: E402
-from sizing.config import parse_config  # noqa: E402
-from sizing.grid import grid_cell  # noqa: E402
-from sizing.solve import Sizer  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def check(path: str, cards: list[str] | None) -> tuple[int, int, list[str], list[str]]:
