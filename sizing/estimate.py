@@ -16,7 +16,7 @@ from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_byte
 from .memory.overhead import CUDA_CONTEXT
 from .memory.regime import Regime
 from .memory.timeline import COMPONENTS, Moment
-from .solve import Sizer, fit_row
+from .solve import Sizer, fit_row, runs_on
 from .step import outside as outside_moments
 from .step import reserved_peak, step_memory
 from .throughput import time_estimate
@@ -128,14 +128,13 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
             pk = o.moment
         ms = [*ms, o.moment]
     # On the named card the allocator releases its cached segments at the wall instead of reserving more
-    # (card.on_card): a run that fits there shows that card's max_memory_reserved; one that does not, the
-    # ample card's (what it would take). detail keeps the ample card's either way, for a user renting larger.
+    # (card.on_card): a run that fits there (the verdict, solve.Sizer.required) shows that card's
+    # max_memory_reserved; one that does not, the ample card's (what it would take). detail keeps the ample
+    # card's either way, for a user renting a larger card.
     wall = None
-    if gpu is not None:
+    if gpu is not None and runs_on(cfg, gpu) and reserved_peak(mem, cfg.expandable_segments, True) <= usable_bytes(gpu):
         wall = usable_bytes(gpu) // ALLOC_ROUND * ALLOC_ROUND
-        on, least = on_card(mem, cfg.expandable_segments, usable_bytes(gpu))
-        reserved = on if least <= usable_bytes(gpu) else ample
-        wall = wall if least <= usable_bytes(gpu) else None
+        reserved = on_card(mem, cfg.expandable_segments, usable_bytes(gpu))[0]
     detail = {**detail, "ample_reserved_bytes": ample}
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside

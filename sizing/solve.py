@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .card import on_card
 from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
@@ -37,7 +36,6 @@ class Sizer:
         self._cache: dict[tuple[Any, ...], int] = {}
         self._mem: dict[tuple[Any, ...], StepMemory] = {}
         self._ratio: dict[bool, float] = {}
-        self._card: dict[tuple[Any, ...], tuple[int, int]] = {}
 
     def _memory(self, gpu: Gpu, change: dict[str, Any]) -> StepMemory:
         key = (gpu.sm >= (9, 0), *sorted(change.items()))
@@ -52,21 +50,11 @@ class Sizer:
         return self._peak(gpu, change, False)
 
     def required(self, gpu: Gpu, **change: Any) -> int:
-        """What `gpu` must hold with the fields in `change` replaced, the fit verdict (fits: <= usable_bytes):
-        the replayed reserved peak less the cached whole segments the allocator releases on a failed cudaMalloc,
-        replayed against the card's wall when an ample card would reserve more than it has (card.on_card)."""
-        return self.on_card(gpu, **change)[1]
-
-    def on_card(self, gpu: Gpu, **change: Any) -> tuple[int, int]:
-        """(max_memory_reserved on `gpu`, what `gpu` must hold) with the fields in `change` replaced."""
-        usable = usable_bytes(gpu)
-        if self._peak(gpu, change, False) <= usable:  # never at the wall: the ample replay is the card's
-            return self._peak(gpu, change, False), self._peak(gpu, change, True)
-        key = ("card", usable, gpu.sm >= (9, 0), *sorted(change.items()))
-        got = self._card.get(key)
-        if got is None:
-            got = self._card[key] = on_card(self._memory(gpu, change), self.cfg.expandable_segments, usable)
-        return got
+        """What `gpu` must hold with the fields in `change` replaced: the replayed reserved peak less the cached
+        whole segments the allocator releases on a failed cudaMalloc (the fit verdict). Exact up to the first
+        cudaMalloc that meets the card's wall; after it, the card's own replay (card.on_card) can differ, but
+        replaying at every solver probe costs a replay each (its verdict is not monotone at the boundary either)."""
+        return self._peak(gpu, change, True)
 
     def _peak(self, gpu: Gpu, change: dict[str, Any], needed: bool) -> int:
         key = (needed, gpu.sm >= (9, 0), *sorted(change.items()))
@@ -81,7 +69,7 @@ class Sizer:
         if hopper not in self._ratio:
             base = self._memory(gpu, {})
             dynamic = max(base.peak.total - base.static_bytes, 1)
-            self._ratio[hopper] = (self._peak(gpu, {}, True) - base.peak.total) / dynamic  # an ample card's
+            self._ratio[hopper] = (self.required(gpu) - base.peak.total) / dynamic
         mem = self._memory(gpu, change)
         return round_up(mem.peak.total + int(self._ratio[hopper] * max(mem.peak.total - mem.static_bytes, 0)))
 

@@ -140,3 +140,25 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, 
     # figure is what is reported); reserved only grows, so the reserved peaks add.
     return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools),
             sum(p.peak_needed for p in pools))
+
+
+# Capped replays already run, per step record: (low, capacity, result). A run at capacity c whose reserved peaked
+# at p is the run at every capacity in [p, c]: each cudaMalloc that passed c passes the smaller one too, and every
+# one that fit came to at most p, so the same mallocs fail, release the same segments and retry the same way
+# (for a run out of memory: up to the same failing retry). The solvers' probes of one record land in few spans.
+SPANS: dict[tuple[Replay, bool], list[tuple[int, int, tuple[int, int, int]]]] = {}
+
+
+def capped(r: Replay, expandable: bool, capacity: int) -> tuple[int, int, int]:
+    """replay(r, expandable, capacity), each span of capacities replayed once."""
+    spans = SPANS.get((r, expandable))
+    if spans is None:
+        if len(SPANS) >= 512:
+            SPANS.clear()
+        spans = SPANS[r, expandable] = []
+    for low, high, got in spans:
+        if low <= capacity <= high:
+            return got
+    got = replay(r, expandable, capacity)
+    spans.append((min(got[1], capacity), capacity, got))
+    return got
