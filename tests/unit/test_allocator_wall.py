@@ -12,7 +12,9 @@ import pytest
 from sizing import estimate
 from sizing.card import on_card
 from sizing.catalog import find_gpu, resolve_architecture
+from sizing.cli import format_estimate
 from sizing.config import parse_config
+from sizing.estimate import Estimate
 from sizing.memory.allocator import CachingAllocator, usable_bytes
 from sizing.memory.replay import replay
 from sizing.memory.wall import CappedAllocator, OutOfMemory, Wall
@@ -172,6 +174,7 @@ def test_the_named_card_reports_its_own_reserved_and_keeps_the_ample_value() -> 
     assert on.fits[0]["fits"] and on.reserved_bytes <= usable  # ... the step still runs there, below its wall
     assert on.detail["ample_reserved_bytes"] == Sizer(parse_config(run)).reserved(find_gpu("RTX-4090-24GB"))
     assert on.range_bytes["reserved"][1] <= usable
+    assert f"an ample card reserves {ample_gib(on)} GiB" in format_estimate(on)
     assert on.device_bytes - on.reserved_bytes == ample.device_bytes - ample.reserved_bytes
     cfg = parse_config(run)
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
@@ -182,3 +185,40 @@ def test_the_named_card_reports_its_own_reserved_and_keeps_the_ample_value() -> 
     assert not small.fits[0]["fits"]
     assert small.reserved_bytes == small.detail["ample_reserved_bytes"]
     json.dumps(on.to_dict())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_capped_run_is_the_run_at_every_capacity_between_its_peak_and_its_capacity(seed: int) -> None:
+    # replay.capped reuses a run at capacity c whose reserved peaked at p for every capacity in [p, c]: checked
+    # against fresh replays on random traces through the plain simulator (the argument is about the algorithm,
+    # not the engine's records): each malloc over c is over the smaller capacity too, each one under it was <= p.
+    capacity, ops = _trace(1000 + seed)
+
+    def run(cap: int) -> tuple[int, int, int | None]:
+        sim = ref.RefAllocator(cap)
+        live: list[object] = []
+        for op, arg in ops:
+            if op == "free":
+                sim.free(live.pop(arg))
+                continue
+            try:
+                live.append(sim.malloc(arg))
+            except ref.RefOOM as oom:
+                return sim.peak_reserved, sim.peak_needed, oom.needed
+        return sim.peak_reserved, sim.peak_needed, None
+
+    first = run(capacity)
+    rng = random.Random(seed)
+    for cap in {first[0], capacity, *(rng.randint(first[0], capacity) for _ in range(6))}:
+        assert run(cap) == first
+
+
+def test_a_card_above_the_ample_peak_shows_the_ample_reserved() -> None:
+    run = {**_r143(), "per_device_train_batch_size": 2}
+    on = estimate(run)
+    assert on.fits[0]["fits"] and on.reserved_bytes == on.detail["ample_reserved_bytes"]
+    assert "ample card" not in format_estimate(on)
+
+
+def ample_gib(est: Estimate) -> str:
+    return f"{est.detail['ample_reserved_bytes'] / 2**30:.2f}"
