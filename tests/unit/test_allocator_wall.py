@@ -222,3 +222,17 @@ def test_a_card_above_the_ample_peak_shows_the_ample_reserved() -> None:
 
 def ample_gib(est: Estimate) -> str:
     return f"{est.detail['ample_reserved_bytes'] / 2**30:.2f}"
+
+
+def test_the_page_names_the_larger_cards_reserved_in_its_language() -> None:
+    from sizing import web
+    from sizing.view import results_view
+
+    answer = web.compute(_r143())
+    for lang in ("ru", "uz", "en"):
+        words = {"ample": f"<{lang}>", "gib": "GiB"}
+        block = next(b for b in results_view(answer, words, lang)["blocks"] if b["key"] == "uncertainty")
+        assert f"<{lang}> " in block["parts"][0]["text"]
+    answer = web.compute({**_r143(), "per_device_train_batch_size": 2})  # below the wall: no such note
+    block = next(b for b in results_view(answer, {"ample": "<x>"}, "en")["blocks"] if b["key"] == "uncertainty")
+    assert "<x>" not in block["parts"][0]["text"]
