@@ -236,3 +236,19 @@ def test_the_page_names_the_larger_cards_reserved_in_its_language() -> None:
     answer = web.compute({**_r143(), "per_device_train_batch_size": 2})  # below the wall: no such note
     block = next(b for b in results_view(answer, {"ample": "<x>"}, "en")["blocks"] if b["key"] == "uncertainty")
     assert "<x>" not in block["parts"][0]["text"]
+
+
+def test_on_every_catalog_card_the_shown_reserved_is_between_allocated_and_the_card() -> None:
+    from sizing.catalog import gpus
+
+    seen = 0
+    for run in (_r143(), {**_r143(), "per_device_train_batch_size": 8}, {**_r143(), "max_seq_length": 4096}):
+        for gpu in gpus().values():
+            est = estimate({**run, "gpu": gpu.id, "bf16": False})
+            if est.reserved_bytes == est.detail["ample_reserved_bytes"]:
+                continue
+            seen += 1  # reserved stopped at the wall: only for a run that fits, and never past the card
+            assert est.fits[0]["fits"]
+            assert est.allocated_bytes <= est.reserved_bytes <= usable_bytes(gpu)
+            assert est.range_bytes["reserved"][0] <= est.range_bytes["reserved"][1] <= usable_bytes(gpu)
+    assert seen
