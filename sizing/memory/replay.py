@@ -145,7 +145,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, 
 # Capped replays already run, per step record: (low, capacity, result). A run at capacity c whose reserved peaked
 # at p is the run at every capacity in [p, c]: each cudaMalloc that passed c passes the smaller one too, and every
 # one that fit came to at most p, so the same mallocs fail, release the same segments and retry the same way
-# (for a run out of memory: up to the same failing retry). The solvers' probes of one record land in few spans.
+# (for a run out of memory: up to the same failing retry). A page recomputing one estimate replays it once.
 SPANS: dict[tuple[Replay, bool], list[tuple[int, int, tuple[int, int, int]]]] = {}
 
 
