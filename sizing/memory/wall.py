@@ -17,7 +17,7 @@ from .allocator import SMALL_BUFFER, CachingAllocator, _Block
 #   release_block lowers: on a small card it saturates at the wall instead of reaching the ample card's value.
 # Not modelled: garbage_collection_threshold (acts only with set_per_process_memory_fraction < 1), max_split_size
 #   (not a configuration field), and expandable segments' unmap_block (free pages returned from the middle of a
-#   segment): an expandable pool releases nothing here, as in CachingAllocator's needed figure.
+#   segment): an expandable large pool releases nothing here (its small pool does), as in the needed figure.
 
 
 class OutOfMemory(Exception):
