@@ -170,12 +170,13 @@ def shape_match(cfg: Mapping[str, Any]) -> tuple[str, str] | None:
     shape = _shape(cfg)
     if None in shape[:3]:
         return None
-    found = {(model_type_of(rec.config), rec.id) for rec in model_records() if _shape(rec.config) == shape}
+    found = [(model_type_of(rec.config), rec.id) for rec in model_records() if _shape(rec.config) == shape]
     families = {mt for mt, _ in found if mt}
     if len(families) != 1:
         return None
     family = families.pop()
-    return family, min(rid for mt, rid in found if mt == family)
+    # The first such record in file order: base releases come before the fine-tunes added later.
+    return family, next(rid for mt, rid in found if mt == family)
 
 
 def resolve_architecture(model: str | None, model_config: Any) -> tuple[Architecture, str]:
