@@ -252,3 +252,18 @@ def test_on_every_catalog_card_the_shown_reserved_is_between_allocated_and_the_c
             assert est.allocated_bytes <= est.reserved_bytes <= usable_bytes(gpu)
             assert est.range_bytes["reserved"][0] <= est.range_bytes["reserved"][1] <= usable_bytes(gpu)
     assert seen
+
+
+def test_the_span_cache_answers_as_a_fresh_capped_replay() -> None:
+    from sizing.memory import replay as rp
+
+    cfg = parse_config(_r143())
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    r = step_memory(cfg, arch, find_gpu(cfg.gpu)).tensors
+    ample = replay(r, False)
+    rp.SPANS.clear()
+    rng = random.Random(7)
+    caps = [rng.randint(ample[0], ample[1]) for _ in range(5)] + [ample[1] - 2 * MiB]
+    for cap in caps + caps[::-1]:
+        assert rp.capped(r, False, cap) == replay(r, False, cap)
+    assert sum(len(s) for s in rp.SPANS.values()) <= len(caps)
