@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from operator import attrgetter
@@ -12,10 +11,11 @@ from typing import Any, TypeVar
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
-from .memory.activations import LayerSaved, layer_saved
+from .grid import grid, virtual_tokens
+from .memory.activations import LayerSaved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
-from .memory.backward import layer_backward as layer_backward_ops
+from .memory.backward_trace import SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import NF4Load, nf4_load
 from .memory.loss import head
@@ -83,15 +83,6 @@ def with_fields(obj: T, **changes: Any) -> T:
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
-def grid(x: int) -> int:
-    """x rounded up to 4 steps per doubling (m·2^k, m in 4..7): the shapes the allocator is replayed at, so
-    the solvers' probes share replays; tensors are at most 25 % larger than the real ones there."""
-    if x <= 8:
-        return x
-    k = x.bit_length() - 3
-    return -(-x >> k) << k
-
-
 @lru_cache(maxsize=512)
 def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
@@ -99,10 +90,10 @@ def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
 
 def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
     """Memory of every moment of one optimizer step."""
-    if cfg.is_peft and cfg.peft_type == "prompt_tuning":
+    if virtual_tokens(cfg):
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
-        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + cfg.num_virtual_tokens)
+        cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + virtual_tokens(cfg))
     mem = _step(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
@@ -115,19 +106,32 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
 # probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
 _GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
-_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name != "extra")
+# Nor the `gpu` field: _step reads the card only through its gpu argument, and of that only the Hopper bit
+# (the cuBLAS workspace), so one fit table's 27 cards share their shape-free parts (perf).
+_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in ("extra", "gpu"))
 _KEY_GETTER = attrgetter(*_KEY_FIELDS)
 
 
+_JSON = object()  # tags a field's JSON text in a key: equal to no field's own value
+
+
 def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
-    """The fields `names` of cfg as a hashable key, by content (with a mapping or list: each as its JSON text)."""
+    """The fields `names` of cfg as a hashable key, by content (an unhashable one, a model_config: its JSON
+    text, tagged)."""
     values: tuple[Any, ...] = names(cfg)
     try:
         hash(values)
         return values
-    except TypeError:  # a model_config: its JSON text, tagged so that it never equals the plain tuple
-        return ("json", *(json.dumps(v, sort_keys=True, default=dict) if isinstance(v, (Mapping, list, tuple))
-                          else v for v in values))
+    except TypeError:
+        return tuple(v if _hashable(v) else (_JSON, json.dumps(v, sort_keys=True, default=dict)) for v in values)
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
 
 # Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
@@ -148,8 +152,13 @@ def _arch_token(arch: Architecture) -> int:
     return token
 
 
+def _gpu_key(gpu: Gpu | None) -> bool | None:
+    """What _step reads of the card (overhead's Hopper workspace): the caches' key for it."""
+    return None if gpu is None else gpu.sm >= (9, 0)
+
+
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> tuple[Replay, int]:
-    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), gpu.id if gpu is not None else None, backend)
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), _gpu_key(gpu), backend)
     got = _GRID.get(key)
     if got is None:
         if len(_GRID) >= 4096:
@@ -201,8 +210,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _BASE.clear()
             _SAVED.clear()
             _FIXED.clear()
-        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load
-    reg, arch, tr, w, grad_elem, opt, load = base
+        walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
+        saved = SavedBySeq(arch, reg, tr, cfg.r)  # and what a layer saves, by sequence length
+        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load, walk, saved
+    reg, arch, tr, w, grad_elem, opt, load, walk, saved = base
     grads = tr.params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
@@ -210,7 +221,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     if ls is None:
         if len(_SAVED) >= 8192:  # a fit table probes a few hundred lengths: the page's memory stays bounded
             _SAVED.clear()
-        ls = _SAVED[key, seq] = layer_saved(arch, reg, tr, cfg.r, seq)
+        ls = _SAVED[key, seq] = saved.at(seq)
     layer_tokens = ls.per_token * n
     if reg.checkpointing:
         body = arch.layers * ls.checkpoint_per_token * n
@@ -222,14 +233,14 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack).
-    lb = layer_backward_ops(arch, reg, tr, cfg.r, seq, n)
+    lb = walk.at(seq, n)
     layer_backward = lb.peak + (layer_tokens + ls.constant if reg.checkpointing else 0)
     # Reentrant checkpointing recomputes the layer under enable_grad and backpropagates from its recomputed
     # output, which lives through that inner backward (measured: test_layer_backward.py).
     reentrant_output = n * arch.hidden * reg.resid if reg.checkpointing and reg.reentrant else 0
     layer_backward += reentrant_output
     # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
-    hopper = gpu is not None and gpu.sm >= (9, 0)
+    hopper = _gpu_key(gpu) is True
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
     # 0.42 holds) until the next forward returns.

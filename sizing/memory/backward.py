@@ -131,7 +131,7 @@ class _Layer(Ops):
     def attention(self, g: int, ab: int, qb: int) -> int:
         """Attention's backward from the o_proj output gradient g (not freed); returns the gradient of its
         input (the norm's output)."""
-        s, arch, reg, n, seq = self.s, self.arch, self.reg, self.n, self.seq
+        s, arch, reg, n = self.s, self.arch, self.reg, self.n
         q, kv, nh = arch.q_width, arch.kv_width, arch.heads
         o = self.walker.by_source(ATTN_OUT)
         # o_proj's input is SDPA's saved output unless eager attention (or a profile's copy) gives it its own
@@ -139,7 +139,7 @@ class _Layer(Ops):
         ga = self.linears(o, {lin.name: lambda: s.alloc(0) for lin in o}, ab, own)
         expanded = reg.padded or (reg.profile.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager":
-            scores = n * nh * seq
+            scores = self.ns * nh  # n * seq * heads
             cont = s.alloc(n * q * ab)  # transpose(1, 2).contiguous() backward
             s.free(ga)
             gp = s.alloc(scores * ab)  # grad of the probabilities: grad_out @ v^T
@@ -201,7 +201,14 @@ def layer_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: 
     """One middle decoder layer's backward, op by op: its high-water mark above its saved tensors
     (the incoming gradient and the layer's weight gradients included) and the allocation events."""
     la = _Layer(arch, reg, tr, r, seq, tokens)
-    s, n, h, resid, c = la.s, tokens, arch.hidden, reg.resid, reg.compute
+    walk(la)
+    return LayerBackward(la.s.peak, la.s.events())
+
+
+def walk(la: _Layer) -> None:
+    """Run one middle decoder layer's backward on la's simulator (memory/backward_trace.py runs it on symbols)."""
+    s, n, h, arch, reg = la.s, la.n, la.arch.hidden, la.arch, la.reg
+    resid, c = reg.resid, reg.compute
     w = la.walker
     g0 = s.alloc(n * h * resid, replay=False)  # the gradient of the layer's output
     attn_in = w.norm_out(resid)
@@ -214,7 +221,7 @@ def layer_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: 
         ga = la.attention(g0, ab, qb)
         gx = la.norm(la.accumulate(gm, ga, n * h * c), h, resid)
         la.accumulate(g0, gx, n * h * resid)
-        return LayerBackward(s.peak, s.events())
+        return
     g_mlp = la.norm(s.alloc(0), h, gb) if arch.post_norms else g0
     gx2 = la.norm(la.mlp(g_mlp, mlp_in, gb), h, resid)
     if g_mlp != g0:
@@ -225,7 +232,6 @@ def layer_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: 
     if g_attn != g1:
         s.free(g_attn)
     la.accumulate(g1, gx, n * h * resid)  # the layer input's gradient: freed by the next layer's backward
-    return LayerBackward(s.peak, s.events())
 
 
 def _const(h: int) -> Callable[[], int]:

@@ -48,10 +48,15 @@ class Sim:
 class Ops:
     """One decoder layer's backward ops on a Sim (n tokens)."""
 
-    def __init__(self, arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: int, n: int) -> None:
+    def __init__(self, arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: int, n: int,
+                 sim: Sim | None = None, ns: int | None = None, rows: int | None = None) -> None:
         self.arch, self.reg, self.r, self.seq, self.n = arch, reg, r, seq, n
         self.walker = LayerWalker(arch, reg, tr, r, seq)
-        self.s = Sim()
+        self.s = Sim() if sim is None else sim
+        # The walk's only shape-dependent sizes besides n: n * seq (attention scores) and the flash kernel's
+        # padded rows (batch * seq rounded up to 128); a trace passes them as symbols (memory/backward_trace.py).
+        self.ns = n * seq if ns is None else ns
+        self.rows = rows
 
     def accumulate(self, a: int, b: int, size: int) -> int:
         out = self.s.alloc(size)  # out-of-place sum of two gradients of one tensor
@@ -118,9 +123,10 @@ class Ops:
         fp32 softmax_d [B, nh, S_128] and dq_accum [B, S_128, nh, d_32|64], and with fewer kv heads the
         dk/dv of every query head before they are summed into the groups; all freed when it returns.
         (The CPU kernel's buffers are internal to it: the physics tests cannot see them.)"""
-        arch, s, seq = self.arch, self.s, self.seq
-        batch, nh, d = -(-self.n // seq), arch.heads, arch.head_dim
-        rows = batch * -(-seq // 128) * 128
+        arch, s, rows = self.arch, self.s, self.rows
+        if rows is None:
+            rows = -(-self.n // self.seq) * (-(-self.seq // 128) * 128)  # batch * seq rounded up to 128
+        nh, d = arch.heads, arch.head_dim
         d_acc = -(-d // (32 if d <= 128 else 64)) * (32 if d <= 128 else 64)
         out = [s.alloc(4 * nh * rows), s.alloc(4 * rows * nh * d_acc)]
         if arch.kv_heads < nh:

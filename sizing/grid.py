@@ -1,0 +1,40 @@
+# The replay grid: the shapes the caching allocator is replayed at, and the cells of values sharing one.
+from __future__ import annotations
+
+from .config import RunConfig
+
+
+def grid(x: int) -> int:
+    """x rounded up to 4 steps per doubling (m·2^k, m in 4..7): the shapes the allocator is replayed at, so
+    the solvers' probes share replays; tensors are at most 25 % larger than the real ones there."""
+    if x <= 8:
+        return x
+    k = x.bit_length() - 3
+    return -(-x >> k) << k
+
+
+def virtual_tokens(cfg: RunConfig) -> int:
+    """Tokens prompt tuning puts before the input's (step.step_memory adds them to the sequence)."""
+    return cfg.num_virtual_tokens if cfg.is_peft and cfg.peft_type == "prompt_tuning" else 0
+
+
+def replay_shape(cfg: RunConfig) -> tuple[int, int]:
+    """The (sequence, micro-batch) grid shape whose replay step_memory(cfg) carries: configurations that differ
+    only in their shape and share it share the cache's overhead ratio (solve.Sizer's searches use this)."""
+    return grid(cfg.max_seq_length + virtual_tokens(cfg)), grid(cfg.per_device_train_batch_size)
+
+
+def grid_cell(cfg: RunConfig, name: str, value: int) -> tuple[int, int]:
+    """The values [lo, hi] of `name` (max_seq_length or per_device_train_batch_size) around `value` whose
+    step_memory carries the same grid replay as value's (the cell step_memory's grid shape puts value in)."""
+    offset = virtual_tokens(cfg) if name == "max_seq_length" else 0
+    x = value + offset
+    g = grid(x)  # grid is non-decreasing, grid(y) >= y and grid(g) == g: the cell ends at g
+    lo, hi = 1, x  # the first y with grid(y) == g, by bisection (grid(x) == g)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if grid(mid) < g:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - offset, g - offset
