@@ -11,6 +11,14 @@ from .config import RunConfig
 NCCL_BYTES = {2: 342_000_000, 4: 392_000_000}
 # FSDP keeps the unit being computed and prefetches the next one (forward and backward prefetch).
 UNITS_IN_FLIGHT = 2
+# DeepSpeed ZeRO's gradient bucket: reduce_bucket_size defaults to 5e8 elements (runtime/zero/config.py,
+# `reduce_bucket_size = Field(pp_int(5e8))`, v0.7.7 to v0.16) and contiguous_gradients to True. Stage 3 allocates
+# one bucket of that many elements, in the first trainable parameter's dtype, when its optimizer is built and keeps
+# it for the run (stage3.py `__ipg_bucket_flat_buffer`, deleted only by destroy()); stages 1-2 allocate it at every
+# backward and drop it at the end of it (stage_1_and_2.py backward() `buf_0`; a second one only with overlap_comm,
+# which defaults to off below stage 3). Accelerate's DeepSpeed plugin (no JSON file) leaves the key unset, so the
+# default holds; a JSON config with "auto" under the HF Trainer gets hidden_size**2 instead.
+ZERO_REDUCE_BUCKET = 500_000_000
 
 
 @dataclass(frozen=True)
@@ -20,11 +28,14 @@ class Shares:
     adapters: int
     gradients: int  # resident after backward, per GPU
     optimizer: int
-    comm_buffers: int  # allocated by PyTorch: DDP gradient buckets, reduce-scatter staging
+    comm_buffers: int  # allocated by PyTorch: DDP buckets, ZeRO reduce buckets, FSDP reduce-scatter staging
     nccl_bytes: int  # outside PyTorch's allocator (device memory only)
     host_bytes: int  # CPU RAM for offloaded parameters and optimizer states
     gathered: int = 0  # unsharded units inside `weights`: allocated and freed layer by layer
     optimizer_fraction: float = 1.0  # the share of the optimizer's step temporaries on this GPU
+    root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded, before its reduce-scatter
+    grads_before_root: int = 0  # the sharded gradients resident on this GPU when the root's are reduced
+    comm_static: bool = False  # comm_buffers are allocated once, before the first step (DDP, ZeRO-3)
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,12 @@ class Totals:
     layer_unit: int  # one decoder layer's parameters (an FSDP wrapping unit), adapters included
     root_unit: int  # embeddings, final norm and LM head: FSDP's root unit
     layer_grads: int  # one layer's trainable gradients
+    root_grads: int = 0  # the trainable gradients outside the decoder layers (embeddings, head, final norm)
+    grad_elem: int = 2  # bytes per element of the trainable parameters (and so of their gradients)
+    # torchao's NF4Tensor carries its scalers inside the parameter, so FSDP2 shards them with the data; bitsandbytes
+    # keeps absmax & co in a QuantState on the module (Linear4bit.quant_state, put back on the gathered weight by
+    # fix_4bit_weight_quant_state_from_module "for fsdp"), not a parameter or buffer: every GPU holds all of it.
+    quant_state_sharded: bool = False
 
 
 def nccl_bytes(num_gpus: int) -> int:
@@ -55,18 +72,24 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
         # DDP copies every gradient into flat all-reduce buckets (gradient_as_bucket_view=False).
         host = t.optimizer if cfg.cpu_offload else 0
         return Shares(t.base, t.quant_state, t.adapters, t.gradients, 0 if cfg.cpu_offload else t.optimizer,
-                      t.gradients, nccl, host)
+                      t.gradients, nccl, host, comm_static=True)
     if mode == "zero2":
         opt = 0 if cfg.cpu_offload else t.optimizer // n
-        # ZeRO-2 reduces into partitioned gradient buffers; one bucket of full gradients is staged.
-        return Shares(t.base, t.quant_state, t.adapters, t.gradients // n, opt, t.layer_grads, nccl,
+        # ZeRO-2 reduces into partitioned gradient buffers through one reduce bucket, alive during backward.
+        return Shares(t.base, t.quant_state, t.adapters, t.gradients // n, opt, ZERO_REDUCE_BUCKET * t.grad_elem, nccl,
                       t.optimizer if cfg.cpu_offload else 0, optimizer_fraction=1 / n)
     # FSDP FULL_SHARD / ZeRO-3: parameters, gradients and states sharded; gathered units in flight;
     # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
     gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
     share = (t.base + t.adapters - t.root_unit) // n
+    qs = t.quant_state // n if t.quant_state_sharded else t.quant_state
+    # FSDP's root unit is one flat parameter (FSDP2: one reduce-scatter buffer) whose gradient is reduced once,
+    # after the embedding's backward; ZeRO-3 reduces each parameter's gradient as it is produced.
+    root = t.root_grads if mode == "fsdp" else 0
+    # FSDP stages one unit's gradients for its reduce-scatter; ZeRO-3 copies them into its resident bucket.
+    comm, static = (t.layer_grads, False) if mode == "fsdp" else (ZERO_REDUCE_BUCKET * t.grad_elem, True)
     if cfg.cpu_offload:
-        return Shares(gathered, t.quant_state // n, 0, t.layer_grads, 0, t.layer_grads, nccl,
-                      share + t.optimizer // n + t.gradients // n, gathered, 0.0)
-    return Shares(share + gathered, t.quant_state // n, 0, t.gradients // n, t.optimizer // n,
-                  t.layer_grads, nccl, 0, gathered, 1 / n)
+        return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
+                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static)
+    return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n,
+                  comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static)

@@ -261,7 +261,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         layer_unit=w.linear_bytes_per_layer + arch.norm_params_per_layer * reg.norm_weight + layer_adapter,
         root_unit=arch.embedding_params * reg.embed + arch.lm_head_params * reg.lm_head_weight
         + arch.hidden * reg.norm_weight,
-        layer_grads=(grads // arch.layers))
+        layer_grads=(grads // arch.layers),
+        root_grads=sum(rows * cols * count for rows, cols, count in tr.tensors if count < arch.layers) * grad_elem,
+        grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4)
     sh = shares(cfg, totals)
     inputs = StepInputs(
         weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
@@ -281,7 +283,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         # this GPU's share of the embedding's and of one layer's gradients (sharded runs hold a part)
         embed_gradient=int(arch.embedding_params * grad_elem * sh.gradients / max(grads, 1)) if reg.full else 0,
         layer_gradients=sh.gradients // arch.layers,
-        cache_shared=not reg.padded and reg.attention != "eager")  # else SDPA/eager saved repeat_kv copies
+        cache_shared=not reg.padded and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
+        root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
@@ -320,7 +323,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         head_saved=(hd.body_side, hd.loss_saved), loss_forward=hd.forward_extra,
         loss_backward=(hd.backward_extra // 2, hd.backward_extra - hd.backward_extra // 2),
         head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
-        comm_static=cfg.parallelism in ("none", "ddp"),
+        comm_static=sh.comm_static,
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating, **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)

@@ -37,7 +37,7 @@ class StepInputs:
     gradients: int
     head_gradients: int
     optimizer: int  # resident states
-    comm_buffers: int  # DDP buckets / sharded-gradient staging, live from backward to the step
+    comm_buffers: int  # DDP / ZeRO buckets, FSDP staging: from backward to the step, or always if comm_static
     optimizer_temp: int
     body: int  # decoder activations retained at the end of forward
     shared: int  # cos/sin, padding mask
@@ -58,6 +58,9 @@ class StepInputs:
     kept_logits: int = 0  # logits the loop keeps referenced (custom loop's `out`), through the next forward
     kept_cache: int = 0  # the KV cache in `out`: beyond the saved k/v once backward frees them
     cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
+    root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded (parallel.Shares)
+    grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
+    comm_static: bool = False  # comm_buffers exist from before the first step (DDP buckets, ZeRO-3's bucket)
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -68,7 +71,9 @@ def moments(s: StepInputs) -> list[Moment]:
     for step in (0, 1):
         opt = s.optimizer if step else 0
         carried = live_grads if s.accumulating else 0  # micro-batches 2..k run with the grads alive
-        base = {**static, "optimizer_states": opt, "gradients": carried, "workspace": s.workspace}
+        # buffers allocated at setup are alive in every moment; the others from backward to the step
+        base = {**static, "optimizer_states": opt, "gradients": carried + (s.comm_buffers if s.comm_static else 0),
+                "workspace": s.workspace}
         # The previous step's outputs are alive until this forward returns; this step's cache is extra
         # where SDPA saved repeat_kv copies instead of the cached k/v.
         own_cache = 0 if s.cache_shared else s.kept_cache
@@ -89,10 +94,22 @@ def moments(s: StepInputs) -> list[Moment]:
             # memory-model.md §9.3: the sweep's other end: layer 0 (recomputed under checkpointing) is about to
             # be differentiated with the gradients of every later layer and of the head alive; its own and the
             # embedding's gradients come after it.
+            # under FSDP the head's gradient waits, unsharded, for the root unit's reduce-scatter
+            before = (max(s.grads_before_root - s.layer_gradients, 0) + s.head_gradients if s.root_gradients
+                      else s.gradients - s.embed_gradient - s.layer_gradients)
             out.append(Moment("backward", "first decoder layer (end of backward)", step, {
-                **base, "gradients": (carried or s.gradients - s.embed_gradient - s.layer_gradients) + s.comm_buffers,
+                **base, "gradients": (carried or before) + s.comm_buffers,
                 "activations": s.shared + s.first_layer + s.kept_cache, "logits_and_loss": s.kept_logits,
                 "workspace": s.workspace + s.backward_transient}))
+        if s.root_gradients and not s.grads_freed_in_backward:
+            # FSDP's root unit (embeddings, final norm, LM head) is one flat parameter whose views' gradients
+            # autograd holds until the last of them, the embedding's, arrives; then it concatenates them into the
+            # flat gradient for the reduce-scatter: the pieces and the flat copy are alive at once (measured with
+            # FSDP1 on the CPU, tests/physics/test_fsdp_root_grad.py; FSDP2's foreach_reduce copies into one
+            # reduce-scatter buffer the same way).
+            out.append(Moment("backward", "FSDP root unit's flat gradient (end of backward)", step, {
+                **base, "gradients": (carried or s.grads_before_root) + 2 * s.root_gradients,
+                "activations": s.shared + s.kept_cache, "logits_and_loss": s.kept_logits}))
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,

@@ -1,0 +1,75 @@
+"""Communication buffers that exist before the first step (sizing/parallel.py, memory/timeline.py comm_static),
+measured on the CPU: DDP's Reducer allocates its flat gradient buckets when DDP is constructed, so they are alive
+in the first forward already, not only from backward on.
+
+One gloo process (DDP builds its Reducer for any world size) wraps a model with frozen and trainable parameters
+and traces, through a TorchDispatchMode, what the construction allocates and keeps: the buckets, one element per
+trainable parameter element (gradient_as_bucket_view=False, the default).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
+
+from sizing.config import RunConfig
+from sizing.parallel import Totals, shares
+
+PROBE = textwrap.dedent('''
+    import json, os, socket, sys, weakref
+    import torch, torch.distributed as dist, torch.nn as nn
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Live(TorchDispatchMode):
+        def __init__(self):
+            super().__init__(); self.live = {}
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            # an output that shares an input's storage (a parameter's detach or view) is not an allocation
+            held = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    st = t.untyped_storage()
+                    if st.nbytes() and id(st) not in self.live and id(st) not in held:
+                        k = id(st)
+                        self.live[k] = (st.nbytes(), weakref.ref(st, lambda _r, k=k: self.live.pop(k, None)))
+            return out
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
+    os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(512, 512), nn.Linear(512, 1024), nn.Linear(1024, 256))
+    m[1].weight.requires_grad_(False)  # a frozen base weight: no bucket space
+    tr = Live()
+    with tr:
+        ddp = nn.parallel.DistributedDataParallel(m)
+    kept = sum(n for n, _ in tr.live.values())
+    trainable = sum(p.numel() * p.element_size() for p in m.parameters() if p.requires_grad)
+    with open(sys.argv[1], "w") as fh:
+        json.dump({"kept": kept, "trainable": trainable}, fh)
+    dist.destroy_process_group()
+''')
+
+
+def test_ddp_buckets_exist_from_construction(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(out.read_text())
+    # the engine: DDP's comm buffers are the trainable gradients' bytes, allocated once before the first step
+    t = Totals(base=0, quant_state=0, adapters=0, gradients=got["trainable"], optimizer=0, layer_unit=0, root_unit=0,
+               layer_grads=0)
+    sh = shares(RunConfig(num_gpus=2, parallelism="ddp"), t)
+    assert sh.comm_static
+    assert got["kept"] == sh.comm_buffers

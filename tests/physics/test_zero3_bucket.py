@@ -1,0 +1,93 @@
+"""DeepSpeed ZeRO-3's reduce bucket (sizing/parallel.py ZERO_REDUCE_BUCKET), measured on the CPU. Opt-in: DeepSpeed is
+not in requirements-physics.txt; set SIZING_DEEPSPEED=1 with `deepspeed` importable (measured with 0.19.8, its CPU
+accelerator and gloo: pip install --no-deps --no-build-isolation deepspeed hjson py-cpuinfo msgpack ninja einops
+nvidia-ml-py next to the physics stack).
+
+Two gloo processes build a tiny Llama (fp32, everything trainable) and hand it to deepspeed.initialize with ZeRO
+stage 3 and no other setting, as accelerate's DeepSpeed plugin does. What initialize allocates and keeps must hold
+one flat buffer of reduce_bucket_size elements in the trainable dtype: the engine's ZeRO-3 comm buffer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
+
+from harness import MODEL_CONFIGS
+
+from sizing.config import RunConfig
+from sizing.parallel import Totals, shares
+
+OPT_IN = pytest.mark.skipif(os.environ.get("SIZING_DEEPSPEED") != "1",
+                            reason="DeepSpeed on the CPU: set SIZING_DEEPSPEED=1 (not a pinned dependency)")
+
+PROBE = textwrap.dedent('''
+    import json, os, sys, weakref
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    import transformers
+
+    class Live(TorchDispatchMode):
+        """Storages made by dispatched ops and still alive (views of an input's storage excluded)."""
+        def __init__(self):
+            super().__init__(); self.live = {}
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            held = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    st = t.untyped_storage(); k, n = id(st), st.nbytes()
+                    if n and k not in self.live and k not in held:
+                        self.live[k] = (n, weakref.ref(st, lambda _r, k=k: self.live.pop(k, None)))
+            return out
+
+    def main(rank, world, out, port, conf):
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE=str(world),
+                          LOCAL_RANK=str(rank))
+        import deepspeed
+        deepspeed.init_distributed(dist_backend="gloo")
+        d = dict(conf); mt = d.pop("model_type")
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(mt, **d),
+                                                              torch_dtype=torch.float32)
+        ds_cfg = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3},
+                  "zero_force_ds_cpu_optimizer": False}
+        tr = Live()
+        with tr:
+            deepspeed.initialize(model=model, optimizer=torch.optim.AdamW(model.parameters()), config=ds_cfg)
+        if rank == 1:
+            with open(out, "w") as fh:
+                json.dump(sorted((n for n, _ in tr.live.values()), reverse=True), fh)
+
+    if __name__ == "__main__":
+        import socket
+        with socket.socket() as s:  # a free port, chosen once by the parent for both ranks
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port, json.loads(sys.argv[2])), nprocs=2)
+''')
+
+
+@OPT_IN
+def test_zero3_keeps_one_reduce_bucket(tmp_path):
+    pytest.importorskip("deepspeed", reason="SIZING_DEEPSPEED=1 needs deepspeed importable")
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    out = tmp_path / "kept.json"
+    proc = subprocess.run([sys.executable, str(script), str(out), json.dumps(MODEL_CONFIGS["llama"])],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    kept = json.loads(out.read_text())
+    t = Totals(base=0, quant_state=0, adapters=0, gradients=0, optimizer=0, layer_unit=0, root_unit=0, layer_grads=0,
+               grad_elem=4)
+    sh = shares(RunConfig(num_gpus=2, parallelism="zero3"), t)
+    assert sh.comm_static
+    assert kept[0] == sh.comm_buffers  # 2,000,000,000 bytes: 5e8 fp32 elements, far above this model's 7M parameters
