@@ -21,7 +21,7 @@ from typing import Any
 
 from sizing import SizingError, estimate
 from sizing.catalog import find_gpu
-from sizing.estimate import gaps, usable_bytes
+from sizing.estimate import ALLOC_ROUND, gaps, usable_bytes
 from validate_range import attach_loso, range_report
 from validate_rows import RowRefused, row_case, usable
 from validate_time import speed_lines
@@ -76,6 +76,7 @@ class Scored:
     gaps: tuple[str, ...] = ()
     loso_low_gib: float = 0.0  # the range built without the row's own source (leave-one-source-out)
     loso_high_gib: float = 0.0
+    wall_gib: float | None = None  # a run that fits the named card: reserved's high stops at its usable memory
 
     @property
     def error_pct(self) -> float:
@@ -156,7 +157,9 @@ def _scored(rid: str, source: str, cfg: dict[str, Any], metric: str, measured: f
     return Scored(rid, source, str(cfg.get("method", "lora")), "allocated" if metric == "active" else metric,
                   int(cfg.get("num_gpus", 1)), measured, value / GiB, oom, str(est.config.framework),
                   low / GiB, high / GiB, est.confidence, est.allocated_bytes / GiB, est.reserved_bytes / GiB,
-                  ((dev_lo - res_lo) / GiB, (dev_hi - res_hi) / GiB), gaps(est.config, est.arch))
+                  ((dev_lo - res_lo) / GiB, (dev_hi - res_hi) / GiB), gaps(est.config, est.arch),
+                  wall_gib=usable_bytes(find_gpu(est.config.gpu)) // ALLOC_ROUND * ALLOC_ROUND / GiB
+                  if est.fits and est.fits[0]["fits"] and est.config.gpu else None)
 
 
 def score(cases: list[dict[str, Any]], rows: dict[str, dict[str, str]],

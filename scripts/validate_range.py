@@ -32,11 +32,15 @@ def row_range(s: Scored, groups: Mapping[str, Mapping[str, Any]]) -> tuple[float
     r_lo, r_hi = widen(*band(s.method, "reserved", multi, groups)[:2], s.gaps)
     if s.metric == "allocated":
         return s.alloc_gib * a_lo, s.alloc_gib * a_hi
+    res_lo, res_hi = s.reserved_gib * r_lo, s.reserved_gib * r_hi
+    if s.wall_gib is not None:  # as estimate.py: a run that fits never reserves more than the card has
+        res_hi = max(min(res_hi, s.wall_gib), s.reserved_gib)
+        res_lo = min(res_lo, res_hi)
     if s.metric == "device":
-        return s.reserved_gib * r_lo + s.device_extra_gib[0], s.reserved_gib * r_hi + s.device_extra_gib[1]
+        return res_lo + s.device_extra_gib[0], res_hi + s.device_extra_gib[1]
     if s.metric == "unstated":  # either of torch's counters
-        return s.alloc_gib * a_lo, s.reserved_gib * r_hi
-    return s.reserved_gib * r_lo, s.reserved_gib * r_hi
+        return s.alloc_gib * a_lo, res_hi
+    return res_lo, res_hi
 
 
 def attach_loso(scored: list[Scored]) -> None:

@@ -93,6 +93,8 @@ def format_estimate(est: Estimate) -> str:
         f"   range {_gib(lo['allocated'][0])}-{_gib(lo['allocated'][1])}",
         f"  reserved  (torch.cuda.max_memory_reserved)   {_gib(est.reserved_bytes):>8} GiB"
         f"   range {_gib(lo['reserved'][0])}-{_gib(lo['reserved'][1])}",
+        *([f"            at the card's wall; an ample card reserves {_gib(est.detail['ample_reserved_bytes'])} GiB"]
+          if est.detail.get("ample_reserved_bytes", est.reserved_bytes) != est.reserved_bytes else []),
         f"  device    (nvidia-smi, with CUDA context)     {_gib(est.device_bytes):>8} GiB"
         f"   range {_gib(lo['device'][0])}-{_gib(lo['device'][1])}",
         f"  confidence: {est.confidence}" + "".join(f"; {r['message']}" for r in est.confidence_reasons),

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import uncertainty
 from .arch import Architecture, model_type_of
+from .card import on_card
 from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
 from .errors import SizingError
@@ -15,7 +16,7 @@ from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_byte
 from .memory.overhead import CUDA_CONTEXT
 from .memory.regime import Regime
 from .memory.timeline import COMPONENTS, Moment
-from .solve import Sizer, fit_row
+from .solve import Sizer, fit_row, runs_on
 from .step import outside as outside_moments
 from .step import reserved_peak, step_memory
 from .throughput import time_estimate
@@ -119,19 +120,31 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     allocated = pk.total
     paged = detail["paged_optimizer_bytes"]
 
-    reserved = reserved_peak(mem, cfg.expandable_segments)
+    ample = reserved = reserved_peak(mem, cfg.expandable_segments)
     for o in outside_moments(mem, cfg.expandable_segments):
         # A moment outside the step (memory/timeline.Outside) that reserves the most is the run's peak moment.
         allocated = max(allocated, o.moment.total)
-        if round_up(o.reserved) >= reserved:
+        if round_up(o.reserved) >= ample:
             pk = o.moment
         ms = [*ms, o.moment]
+    # On the named card the allocator releases its cached segments at the wall instead of reserving more
+    # (card.on_card): a run that fits there (the verdict, solve.Sizer.required) shows that card's
+    # max_memory_reserved; one that does not, the ample card's (what it would take). detail keeps the ample
+    # card's either way, for a user renting a larger card.
+    wall = None
+    if gpu is not None and runs_on(cfg, gpu) and reserved_peak(mem, cfg.expandable_segments, True) <= usable_bytes(gpu):
+        wall = usable_bytes(gpu) // ALLOC_ROUND * ALLOC_ROUND
+        reserved = on_card(mem, cfg.expandable_segments, usable_bytes(gpu))[0]
+    detail = {**detail, "ample_reserved_bytes": ample}
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
     # The range: what the published rows of this regime measured relative to the estimate
     # (sizing/data/residuals.json); the device tier adds the CUDA context's own spread to reserved's.
     alloc_lo, alloc_hi = int(allocated * bands["allocated"][0]), int(allocated * bands["allocated"][1])
     res_lo, res_hi = int(reserved * bands["reserved"][0]), round_up(int(reserved * bands["reserved"][1]))
+    if wall is not None:  # a run that fits never reserves more than the card has
+        res_hi = max(min(res_hi, wall), reserved)
+        res_lo = min(res_lo, res_hi)
     ranges = {"allocated": (alloc_lo, alloc_hi), "reserved": (res_lo, res_hi),
               "device": (res_lo + CUDA_CONTEXT[0] + outside, res_hi + CUDA_CONTEXT[2] + outside)}
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,

@@ -46,12 +46,15 @@ class Sizer:
         return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:
-        """max_memory_reserved on an ample card with the fields in `change` replaced (= estimate().reserved_bytes)."""
+        """max_memory_reserved on an ample card with the fields in `change` replaced (= estimate().reserved_bytes
+        without a GPU): what a larger card would reserve."""
         return self._peak(gpu, change, False)
 
     def required(self, gpu: Gpu, **change: Any) -> int:
         """What `gpu` must hold with the fields in `change` replaced: the replayed reserved peak less the cached
-        whole segments the allocator releases on a failed cudaMalloc (the fit verdict)."""
+        whole segments the allocator releases on a failed cudaMalloc (the fit verdict). Exact up to the first
+        cudaMalloc that meets the card's wall; after it, the card's own replay (card.on_card) can differ, but
+        replaying at every solver probe costs a replay each (its verdict is not monotone at the boundary either)."""
         return self._peak(gpu, change, True)
 
     def _peak(self, gpu: Gpu, change: dict[str, Any], needed: bool) -> int:

@@ -109,6 +109,9 @@ def _uncertainty(est: Mapping[str, Any], w: Words, lang: str) -> View:
     why = [reason_text(str(r["code"]), lang, r.get("params", {}).get("error"))
            for r in unc.get("reasons", []) if r.get("code") in REASONS]
     text += "".join(f"; {x}" for x in why)
+    ample = est.get("detail", {}).get("ample_reserved_bytes")
+    if isinstance(ample, int) and ample != int(est["peak"]["reserved_bytes"]):  # reserved stopped at the card's wall
+        text += f"; {w.get('ample', 'a larger card reserves')} {fmt_gib(ample, lang)} {w.get('gib', 'GiB')}"
     return {"key": "uncertainty", "kind": "text", "class": "calc-uncertainty",
             "attrs": {"data-testid": "uncertainty", "data-confidence": conf, "data-low": low, "data-high": high},
             "parts": [{"text": text, "attrs": {}}]}

@@ -373,6 +373,9 @@ TEXT: dict[str, dict[str, str]] = {
     "conf_high": {"ru": "высокая", "uz": "yuqori", "en": "high"},
     "conf_medium": {"ru": "средняя", "uz": "o‘rtacha", "en": "medium"},
     "conf_low": {"ru": "низкая", "uz": "past", "en": "low"},
+    # reserved stopped at the named card's memory (sizing/card.py): what a larger card would reserve
+    "ample": {"ru": "на карте с большей памятью зарезервировалось бы", "uz": "xotirasi kattaroq kartada zaxiralanardi",
+              "en": "a card with more memory would reserve"},
     # warnings from sizing, by code ({gpu_name}, {num_gpus}, {percent}; {gib} is the `bytes` parameter in GiB)
     "w_does_not_fit": {
         "ru": "Не помещается в {gpu_name}: не хватает {gib} ГиБ. В таблице ниже — карты побольше, наименьшее число "

@@ -17,7 +17,10 @@ LARGE_BUFFER = 20 << 20  # kLargeBuffer: requests of 1-10 MiB get a 20 MiB segme
 MIN_LARGE_ALLOC = 10 << 20  # kMinLargeAlloc
 ROUND_LARGE = 2 << 20  # kRoundLarge: larger segments are rounded up to 2 MiB
 ALLOC_ROUND = ROUND_LARGE
-PAGE = 2 << 20  # expandable segments map physical memory in 2 MiB pages (kSegmentSize on CUDA)
+# Expandable segments map the large pool's physical memory in 20 MiB pages (kLargeBuffer; the small pool's
+# are 2 MiB): CUDACachingAllocator.cpp v2.13.0, "2 MiB pages for small segments, 20 MiB pages for large
+# segments" (SegmentRange) and find_expandable_block's `pool->is_small ? kSmallBuffer : kLargeBuffer`.
+PAGE = LARGE_BUFFER
 
 
 def round_size(size: int) -> int:

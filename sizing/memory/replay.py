@@ -2,10 +2,12 @@
 # so reserved memory follows from allocation order and block sizes instead of a ratio (allocator.py).
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .allocator import CachingAllocator, _Block
 from .fsdp_init import fsdp1_init
+from .wall import CappedAllocator, OutOfMemory, Wall
 
 STEPS = 3  # step 0 allocates the optimizer states lazily; steps 1 and 2 run in the layout it leaves
 
@@ -39,14 +41,27 @@ class Replay:
     init_sync: bool = True  # the wrap broadcasts rank 0's weights (sync_module_states)
 
 
-def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
+def replay(r: Replay, expandable: bool, capacity: int | None = None) -> tuple[int, int, int]:
     """(peak allocated, peak reserved, peak needed) of STEPS steps of `r` through the caching allocator;
-    needed: reserved less the cached whole segments the allocator frees and retries with on a full card."""
-    a = CachingAllocator(expandable)
+    needed: reserved less the cached whole segments the allocator frees and retries with on a full card.
+    With a capacity: the same on a card of that many usable bytes (memory/wall.py), reserved as that card's
+    max_memory_reserved; needed > capacity when the step runs out of memory there (the replay stops)."""
+    if capacity is None:
+        return _replay(r, lambda: CachingAllocator(expandable))
+    wall = Wall(capacity)
+    try:
+        allocated = _replay(r, lambda: CappedAllocator(wall, expandable))[0]
+    except OutOfMemory as oom:
+        return 0, wall.peak_reserved, oom.needed
+    return allocated, wall.peak_reserved, wall.peak_needed
+
+
+def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, int]:
+    a = pool()
     # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
-    ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
+    ag, rs = (pool(), pool()) if r.gathered_unit else (a, a)
     if r.init_units:  # what the FSDP wrap leaves cached on the default stream (memory/fsdp_init.py)
         fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
@@ -125,3 +140,25 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     # figure is what is reported); reserved only grows, so the reserved peaks add.
     return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools),
             sum(p.peak_needed for p in pools))
+
+
+# Capped replays already run, per step record: (low, capacity, result). A run at capacity c whose reserved peaked
+# at p is the run at every capacity in [p, c]: each cudaMalloc that passed c passes the smaller one too, and every
+# one that fit came to at most p, so the same mallocs fail, release the same segments and retry the same way
+# (for a run out of memory: up to the same failing retry). A page recomputing one estimate replays it once.
+SPANS: dict[tuple[Replay, bool], list[tuple[int, int, tuple[int, int, int]]]] = {}
+
+
+def capped(r: Replay, expandable: bool, capacity: int) -> tuple[int, int, int]:
+    """replay(r, expandable, capacity), each span of capacities replayed once."""
+    spans = SPANS.get((r, expandable))
+    if spans is None:
+        if len(SPANS) >= 512:
+            SPANS.clear()
+        spans = SPANS[r, expandable] = []
+    for low, high, got in spans:
+        if low <= capacity <= high:
+            return got
+    got = replay(r, expandable, capacity)
+    spans.append((min(got[1], capacity), capacity, got))
+    return got

@@ -38,12 +38,17 @@ def test_freed_neighbours_coalesce_and_are_reused() -> None:
 
 
 def test_expandable_segments_grow_a_free_tail_instead_of_a_new_segment() -> None:
+    # Expandable: the large pool maps 20 MiB pages (kLargeBuffer, CUDACachingAllocator.cpp SegmentRange).
     fixed, grown = CachingAllocator(), CachingAllocator(expandable=True)
     for a in (fixed, grown):
-        a.free(a.malloc(11 * MiB))  # a 12 MiB block, cached
+        a.free(a.malloc(11 * MiB))  # fixed: a 12 MiB segment; expandable: one 20 MiB page, all free again
         a.malloc(13 * MiB)
     assert fixed.reserved == 12 * MiB + 14 * MiB  # a second segment
-    assert grown.reserved == 14 * MiB  # the free tail mapped 2 MiB further
+    assert grown.reserved == 20 * MiB  # 13 MiB fits the page already mapped
+    grown.malloc(10 * MiB)  # the page's free 7 MiB tail is extended by one more page: 7 + 20 >= 10
+    assert grown.reserved == 40 * MiB
+    grown.malloc(17 * MiB)  # 17 MiB left at the end: it fits
+    assert grown.reserved == 40 * MiB
 
 
 def test_reserved_covers_allocated_with_either_segment_kind() -> None:
