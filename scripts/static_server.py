@@ -115,6 +115,11 @@ class Handler(SimpleHTTPRequestHandler):
     def copyfile(self, source: Any, outputfile: Any) -> None:
         shutil.copyfileobj(source, outputfile, 1 << 20)
 
+    def handle(self) -> None:
+        # A visitor who leaves mid-download resets the connection: nothing to report (no traceback on the console).
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            super().handle()
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from functools import partial
 from http.server import ThreadingHTTPServer
@@ -105,3 +109,33 @@ def test_accept_encoding_parsing() -> None:
 def test_serve_sh_runs_this_server() -> None:
     text = (Path(__file__).resolve().parents[2] / "scripts" / "serve.sh").read_text("utf-8")
     assert "scripts/static_server.py" in text and "http.server" not in text
+
+
+def test_a_visitor_who_leaves_mid_download_prints_no_traceback(tmp_path: Path) -> None:
+    # serve.sh's console: a reset connection (a tab closed while the heap downloads) is not an error to print.
+    (tmp_path / "big.bin").write_bytes(bytes(range(256)) * 200_000)  # 51 MB: still sending when the client resets
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(Path(static_server.__file__)), str(tmp_path), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(50):  # until it listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        for _ in range(3):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.recv(1000)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST on close
+            s.close()
+        time.sleep(0.5)
+        status, _, body = get(port, "/big.bin")  # and it still serves
+        assert status == 200 and len(body) == 51_200_000
+    finally:
+        proc.terminate()
+        err = proc.communicate(timeout=10)[1].decode()
+    assert "Traceback" not in err, err
