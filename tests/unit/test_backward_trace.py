@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -48,17 +49,22 @@ def _shapes(rng: random.Random) -> list[tuple[int, int]]:
     return fixed + [(rng.randint(1, 70000), rng.randint(1, 64)) for _ in range(12)]
 
 
+def _resolved(rng: random.Random, tries: int = 25) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """Random configurations the engine accepts, resolved: (cfg, arch, regime, trainable)."""
+    for _ in range(tries):
+        try:
+            cfg = parse_config(_raw(rng))
+            arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+            yield cfg, arch, resolve(cfg, arch, "cuda"), trainable(cfg, arch)
+        except SizingError:
+            continue
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_trace_equals_the_walk_at_random_shapes(seed: int) -> None:
     rng = random.Random(seed)
     traced = 0
-    for _ in range(25):
-        try:
-            cfg = parse_config(_raw(rng))
-            arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-            reg, tr = resolve(cfg, arch, "cuda"), trainable(cfg, arch)
-        except SizingError:
-            continue
+    for cfg, arch, reg, tr in _resolved(rng):
         trace = layer_trace(arch, reg, tr, cfg.r)
         walk = Walk(arch, reg, tr, cfg.r)
         if trace is None:
@@ -76,13 +82,7 @@ def test_saved_by_seq_equals_the_forward_walk(seed: int) -> None:
     """SavedBySeq (the forward walk on the sequence symbol) against layer_saved at every length asked."""
     rng = random.Random(100 + seed)
     traced = 0
-    for _ in range(25):
-        try:
-            cfg = parse_config(_raw(rng))
-            arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-            reg, tr = resolve(cfg, arch, "cuda"), trainable(cfg, arch)
-        except SizingError:
-            continue
+    for cfg, arch, reg, tr in _resolved(rng):
         saved = SavedBySeq(arch, reg, tr, cfg.r)
         for seq, _batch in _shapes(rng):
             assert saved.at(seq) == layer_saved(arch, reg, tr, cfg.r, seq), (cfg, seq)
