@@ -22,7 +22,7 @@ from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
-from .memory.replay import SPANS, Replay, replay
+from .memory.replay import PREFIX, SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
@@ -189,6 +189,7 @@ def clear_caches() -> None:
     _ARCH_TOKEN.clear()
     _replayed.cache_clear()
     SPANS.clear()
+    PREFIX.clear()
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
