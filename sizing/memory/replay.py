@@ -153,10 +153,11 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 ag.free(unit)
         if not states_done:
             # torch optimizers create their states lazily in the first step()
+            # (kept to the end: run() of their plan, no block per small state)
             if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
-                a.malloc_all(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1))
+                a.run(plan(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1)))
             elif r.states_per_grad:
-                a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
+                a.run(plan(int(g.size * r.states_per_grad) for g in grads))
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
             a.malloc_free_all(int(g.size * r.temp_per_grad) for g in grads)

@@ -113,7 +113,7 @@ def _micro_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
     key = (cfg.max_seq_length, cfg.per_device_train_batch_size, cfg.r, id(arch), reg, tr, kernel)
     got = _OPS.get(key)
     if got is None or got[0] is not arch:
-        if len(_OPS) >= 256:
+        if len(_OPS) >= 64:
             _OPS.clear()
         ops = tuple(micro_batch_ops(cfg, arch, reg, tr, kernel))
         got = _OPS[key] = arch, ops, _plan(ops)
