@@ -56,7 +56,7 @@ class CachingAllocator:
         # distinct sizes, and the blocks of each size in the order they were cached (best fit takes the
         # first of its size). Its hot paths below inline these lists' updates (perf: a replay is ~6k calls).
         self._sizes: list[int] = []
-        self._bucket: dict[int, dict[_Block, None]] = {}  # an ordered set per size
+        self._bucket: dict[int, list[_Block]] = {}  # per size, in cache order (a list: no call to take the first)
         self._tail: _Block | None = None  # expandable: the pool's last block
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
@@ -70,7 +70,7 @@ class CachingAllocator:
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole -= size
         bucket = self._bucket[size]
-        del bucket[b]
+        bucket.remove(b)  # by identity (eq=False); a size's list holds a few blocks
         if not bucket:
             del self._bucket[size]
             sizes = self._sizes
@@ -89,8 +89,8 @@ class CachingAllocator:
         buckets = self._bucket
         bucket = buckets.get(size)
         if bucket:  # a block of exactly that size (half of a replay's requests): the best fit, nothing to split
-            b = next(iter(bucket))
-            del bucket[b]
+            b = bucket[0]
+            del bucket[0]
             if not bucket:
                 del buckets[size]
                 sizes = self._sizes
@@ -107,8 +107,8 @@ class CachingAllocator:
         if i < len(sizes):
             have = sizes[i]
             bucket = buckets[have]
-            b = next(iter(bucket))
-            del bucket[b]
+            b = bucket[0]
+            del bucket[0]
             if not bucket:
                 del buckets[have]
                 del sizes[i]
@@ -126,11 +126,12 @@ class CachingAllocator:
             b.next, b.size = tail, size
             if self._tail is b:
                 self._tail = tail
-            got = self._bucket.get(rest)  # _add_free(tail): a split-off tail is never a whole segment
+            got = buckets.get(rest)  # _add_free(tail): a split-off tail is never a whole segment
             if got is None:
-                got = self._bucket[rest] = {}
+                buckets[rest] = [tail]
                 insort(sizes, rest)
-            got[tail] = None
+            else:
+                got.append(tail)
         self.allocated += b.size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
@@ -271,9 +272,10 @@ class CachingAllocator:
             self.cached_whole += size
         bucket = self._bucket.get(size)
         if bucket is None:
-            bucket = self._bucket[size] = {}
+            self._bucket[size] = [b]
             insort(self._sizes, size)
-        bucket[b] = None
+        else:
+            bucket.append(b)
 
     def counters(self) -> tuple[int, ...]:
         """The counters the allocator's future depends on (its peaks only take maxima of them)."""

@@ -62,6 +62,6 @@ def copy_state(a: CachingAllocator) -> CachingAllocator:
                 prev.next = copy
             prev, blk = copy, blk.next
     new._sizes = list(a._sizes)
-    new._bucket = {size: {twin[b]: None for b in bucket} for size, bucket in a._bucket.items()}
+    new._bucket = {size: [twin[b] for b in bucket] for size, bucket in a._bucket.items()}
     new._tail = twin[a._tail] if a._tail is not None else None
     return new
