@@ -1,18 +1,14 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
-import copy
-import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any
 
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
 from .grid import grid, virtual_tokens
-from .memory.activations import LayerSaved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
 from .memory.backward_trace import SavedBySeq, Walk
@@ -26,6 +22,20 @@ from .memory.replay import SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
+from .step_keys import (
+    _BASE,
+    _BASE_GETTER,
+    _FIXED,
+    _KEY_GETTER,
+    _SAVED,
+    CLEARS,
+    _arch_token,
+    _cfg_key,
+    _gpu_key,
+    with_fields,
+)
+
+__all__ = ["StepMemory", "clear_caches", "outside", "reserved_peak", "step_memory", "with_fields"]
 
 
 @dataclass(frozen=True)
@@ -36,14 +46,14 @@ class StepMemory:
     moments: list[Moment]
     peak: Moment
     detail: dict[str, int]
-    tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
+    tensors: Replay  # the step's tensors at the replay's shape: the run's own, or a solver probe's grid shape
     replay_dynamic: int  # dynamic bytes at that shape
     load: NF4Load | None = None  # the framework builds and quantizes the model on the GPU before the step
 
     def cache_overhead(self, expandable: bool, needed: bool = False) -> int:
         """Bytes the caching allocator reserves above the allocated peak (needed: the least of them a full card
-        must hold, cached whole segments released): the replayed overhead at the replay's shape, in proportion
-        to this shape's dynamic bytes."""
+        must hold, cached whole segments released): the replayed overhead at the replay's shape (the run's own:
+        exactly that; a probe's grid shape: in proportion to this shape's dynamic bytes)."""
         allocated, reserved, least = _replayed(self.tensors, expandable)
         ratio = max((least if needed else reserved) - allocated, 0) / max(self.replay_dynamic, 1)
         return int(ratio * max(self.peak.total - self.static_bytes, 0))
@@ -62,41 +72,23 @@ def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
     return (nf4_load(mem.load, expandable),) if mem.load is not None else ()
 
 
-T = TypeVar("T")
-
-
-def with_fields(obj: T, **changes: Any) -> T:
-    """dataclasses.replace(obj, **changes) for a dataclass without __post_init__: a shallow copy with those
-    fields set (perf: replace passes every field through __init__; a fit table makes thousands)."""
-    cls = type(obj)
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or not names.issuperset(changes):
-        return replace(obj, **changes)  # type: ignore[type-var]
-    new = copy.copy(obj)
-    for name, value in changes.items():
-        object.__setattr__(new, name, value)
-    return new
-
-
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
-
-
 @lru_cache(maxsize=512)
 def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
 
 
-def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
-    """Memory of every moment of one optimizer step."""
+def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
+                grid_shape: bool = False) -> StepMemory:
+    """Memory of every moment of one optimizer step, its allocator replayed at the run's own shape; grid_shape
+    (the solvers' probes): at the shape rounded up to the replay grid (grid.grid), whose replay every probe of one
+    grid cell shares, its overhead scaled to this shape's dynamic bytes."""
     if virtual_tokens(cfg):
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
         cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + virtual_tokens(cfg))
     mem = _step(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
-    if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
+    if not grid_shape or shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
     tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
                                      arch, gpu, backend)
@@ -106,55 +98,6 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
 # probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
 _GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
-# Nor the `gpu` field: _step reads the card only through its gpu argument, and of that only the Hopper bit
-# (the cuBLAS workspace), so one fit table's 27 cards share their shape-free parts (perf).
-_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in ("extra", "gpu"))
-_KEY_GETTER = attrgetter(*_KEY_FIELDS)
-
-
-_JSON = object()  # tags a field's JSON text in a key: equal to no field's own value
-
-
-def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
-    """The fields `names` of cfg as a hashable key, by content (an unhashable one, a model_config: its JSON
-    text, tagged)."""
-    values: tuple[Any, ...] = names(cfg)
-    try:
-        hash(values)
-        return values
-    except TypeError:
-        return tuple(v if _hashable(v) else (_JSON, json.dumps(v, sort_keys=True, default=dict)) for v in values)
-
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return True
-
-
-# Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
-# every field (its linears) at each lookup, a fit table makes thousands. By identity first; the object is
-# kept alive by the table, so its id is never another object's.
-_ARCH_BY_ID: dict[int, tuple[Architecture, int]] = {}
-_ARCH_TOKEN: dict[Architecture, int] = {}
-
-
-def _arch_token(arch: Architecture) -> int:
-    got = _ARCH_BY_ID.get(id(arch))
-    if got is not None and got[0] is arch:
-        return got[1]
-    if len(_ARCH_BY_ID) >= 4096 or len(_ARCH_TOKEN) >= 4096:
-        clear_caches()  # every key holding a token goes with them
-    token = _ARCH_TOKEN.setdefault(arch, len(_ARCH_TOKEN))
-    _ARCH_BY_ID[id(arch)] = arch, token
-    return token
-
-
-def _gpu_key(gpu: Gpu | None) -> bool | None:
-    """What _step reads of the card (overhead's Hopper workspace): the caches' key for it."""
-    return None if gpu is None else gpu.sm >= (9, 0)
 
 
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> tuple[Replay, int]:
@@ -168,27 +111,13 @@ def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: 
     return got
 
 
-# What _step derives from the configuration without its shape (regime, trainable tensors, weights, optimizer
-# states), by every field but the shape's two and extra, and each sequence length's layer_saved: a fit table's
-# hundreds of probes change only the shape (perf: resolve and layer_saved were two thirds of a _step).
-# tests/unit/test_step_cache.py holds the cached _step to a cold one across shapes.
-_SHAPE_FIELDS = ("max_seq_length", "per_device_train_batch_size")
-_BASE_GETTER = attrgetter(*(name for name in _KEY_FIELDS if name not in _SHAPE_FIELDS))
-_BASE: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_SAVED: dict[tuple[Any, ...], LayerSaved] = {}
-_FIXED: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+CLEARS += [_GRID.clear, _replayed.cache_clear, SPANS.clear]
 
 
 def clear_caches() -> None:
     """Forget every cached shape-free part, grid replay record and replay (a cold engine)."""
-    _BASE.clear()
-    _SAVED.clear()
-    _FIXED.clear()
-    _GRID.clear()
-    _ARCH_BY_ID.clear()
-    _ARCH_TOKEN.clear()
-    _replayed.cache_clear()
-    SPANS.clear()
+    for clear in CLEARS:
+        clear()
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
