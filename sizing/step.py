@@ -55,8 +55,10 @@ class StepMemory:
         must hold, cached whole segments released): the replayed overhead at the replay's shape (the run's own:
         exactly that; a probe's grid shape: in proportion to this shape's dynamic bytes)."""
         allocated, reserved, least = _replayed(self.tensors, expandable)
-        ratio = max((least if needed else reserved) - allocated, 0) / max(self.replay_dynamic, 1)
-        return int(ratio * max(self.peak.total - self.static_bytes, 0))
+        over, dynamic = max((least if needed else reserved) - allocated, 0), max(self.peak.total - self.static_bytes, 0)
+        if dynamic and dynamic == self.replay_dynamic:
+            return over  # the replay ran at this shape
+        return int(over / max(self.replay_dynamic, 1) * dynamic)
 
     @property
     def static_bytes(self) -> int:
