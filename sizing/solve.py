@@ -236,16 +236,17 @@ def fit_row(sizer: Sizer, gpu: Gpu, confirm: bool = True) -> dict[str, Any]:
             "max_seq_length": sizer.max_seq_length(gpu, confirm=confirm)}
 
 
-def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
+def fit_table(cfg: RunConfig, confirm: bool = True) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
-    time (and cost when a price is given) on that many GPUs. The configuration's own GPU's largest micro-batch
-    and longest sequence are confirmed by their own replays (its estimate's fit entry), the other cards' are
-    the grid replay's (a confirmation costs a few replays per card: several times the table)."""
+    time (and cost when a price is given) on that many GPUs. Each card's largest micro-batch and longest sequence
+    are confirmed by their own replays (fit_row; about five replays a card, most of the table's time);
+    confirm=False: as the probes' grid replay has them, except on the configuration's own GPU."""
     sizer = Sizer(cfg)
+    own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
         count, mode = sizer.fewest_gpus(gpu)
-        row: dict[str, Any] = {**fit_row(sizer, gpu), "name": gpu.name, "fewest_gpus": count,
+        row: dict[str, Any] = {**fit_row(sizer, gpu, confirm or gpu.id == own), "name": gpu.name, "fewest_gpus": count,
                                "fewest_gpus_parallelism": mode, "time": None}
         if count:
             run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")
