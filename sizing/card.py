@@ -21,7 +21,8 @@ def on_card(mem: StepMemory, expandable: bool, capacity: int) -> tuple[int, int]
     if step[0] > capacity and (total > capacity or not dynamic):
         step = min(round_up(total), wall), max(step[1], capacity + 1)  # the allocated peak alone is over the card
     elif step[0] > capacity:
-        # The replay runs at the grid shape (step.grid) and its overhead is scaled by the dynamic bytes
+        # The replay ran at the run's own shape (the estimate: the line below is the identity) or, for a solver's
+        # probe, at the grid shape (step.grid) with its overhead scaled by the dynamic bytes
         # (StepMemory.cache_overhead): x at the grid shape is total + (x - allocated) * dynamic / replay_dynamic
         # here, so the card's capacity maps back to the grid shape through the same line.
         allocated, _, _ = _replayed(mem.tensors, expandable)
