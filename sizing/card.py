@@ -31,7 +31,8 @@ def on_card(mem: StepMemory, expandable: bool, capacity: int) -> tuple[int, int]
         _, got, least = capped(mem.tensors, expandable, cap)
 
         def scale(x: int) -> int:
-            return round_up(total + int(max(x - allocated, 0) / grid_dynamic * dynamic))
+            over = max(x - allocated, 0)
+            return round_up(total + (over if grid_dynamic == dynamic else int(over / grid_dynamic * dynamic)))
 
         step = min(scale(got), wall), (min(scale(least), capacity) if least <= cap else max(scale(least), capacity + 1))
     # A moment outside the step (a model load) over the card saturates at the wall too (not replayed against it:
