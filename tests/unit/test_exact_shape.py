@@ -115,3 +115,28 @@ def _plain(cfg: RunConfig) -> dict[str, Any]:
     from sizing.config import config_to_dict
 
     return config_to_dict(cfg)
+
+
+def test_crossing_answers_a_value_that_fits_whose_next_does_not() -> None:
+    """search._crossing on random staircases, monotone or with drops (the allocator's cliffs): its answer fits and
+    the next value does not (oracle: the values themselves); on a monotone one it is the largest that fits."""
+    from sizing.search import _crossing
+
+    rng = random.Random(3)
+    for _ in range(400):
+        high = rng.randint(1, 3000)
+        steps = [rng.choice([0, 0, 0, 1, 2, 50]) * rng.randint(1, 1000) for _ in range(high)]
+        monotone = rng.random() < 0.5
+        if not monotone:  # a few cliffs down
+            for i in rng.sample(range(high), min(3, high)):
+                steps[i] = -rng.randint(1, 20_000)
+        values = [1000]
+        for s in steps[1:]:
+            values.append(values[-1] + s)
+        limit = rng.randint(min(values) - 10, max(values) + 10)
+        got = _crossing(lambda v: values[v - 1], limit, rng.randint(1, high), high, rng.choice([0.0, 1.0, 300.0, 1e6]))
+        assert 0 <= got <= high
+        assert got == 0 or values[got - 1] <= limit
+        assert got == high or values[got] > limit
+        if monotone:
+            assert got == max((v for v in range(1, high + 1) if values[v - 1] <= limit), default=0)
