@@ -134,7 +134,8 @@ def test_crossing_answers_a_value_that_fits_whose_next_does_not() -> None:
         for s in steps[1:]:
             values.append(values[-1] + s)
         limit = rng.randint(min(values) - 10, max(values) + 10)
-        got = _crossing(lambda v: values[v - 1], limit, rng.randint(1, high), high, rng.choice([0.0, 1.0, 300.0, 1e6]))
+        slope = rng.choice([0.0, 1.0, 300.0, 1e6])  # a wrong slope only costs probes
+        got = _crossing(lambda v, vs=values: vs[v - 1], limit, rng.randint(1, high), high, slope)
         assert 0 <= got <= high
         assert got == 0 or values[got - 1] <= limit
         assert got == high or values[got] > limit
