@@ -257,6 +257,30 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+# torchtune recipe configs that set custom_sharded_layers: ['tok_embeddings', 'output'] (git grep of
+# pytorch/torchtune recipes/configs at each tag v0.3.0-v0.6.1), with the first release that does.
+_TORCHTUNE_SHARDED = {"llama3/8b_full": "0.3", "llama3/70b_full": "0.3", "llama3_1/8b_full": "0.3",
+                      "llama3_1/70b_full": "0.3", "llama3/8b_qat_full": "0.5", "llama3_3/70b_full": "0.5",
+                      "llama3_3/70b_full_multinode": "0.6"}
+
+
+def sharded_layers(row: Mapping[str, str], version: str | None) -> dict[str, Any]:
+    """torchtune's embedding and head as FSDP units of their own: the row says custom_sharded_layers, or names a
+    recipe config that sets it at the row's release."""
+    text = " ".join(row.values()).lower()
+    if re.search(r"custom_sharded_layers\W+\[?'?(tok_embeddings|output)", text):
+        return {"fsdp_shard_embeddings": True}
+    for name in re.findall(r"configs/([\w/.]+?)\.yaml", text):
+        first = _TORCHTUNE_SHARDED.get(name)
+        if first and (version is None or _release(version) >= _release(first)):
+            return {"fsdp_shard_embeddings": True}
+    return {}
+
+
+def _release(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", v))
+
+
 def checkpointing(text: str, num_gpus: int) -> bool | None:
     """yes / no; "... if devices>1" follows the GPU count; unstated -> the framework's default."""
     t = text.lower()

@@ -28,6 +28,7 @@ from row_columns import (
     precision,
     quantization,
     sequences,
+    sharded_layers,
     target_modules,
     torchtune_version,
     yes_no,
@@ -38,8 +39,8 @@ from sizing.catalog import gpus, models
 # Column readers re-exported: one import gives the whole mapping.
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
-           "per_device", "precision", "quantization", "row_case", "sequences", "target_modules", "torchtune_version",
-           "usable", "yes_no"]
+           "per_device", "precision", "quantization", "row_case", "sequences", "sharded_layers", "target_modules",
+           "torchtune_version", "usable", "yes_no"]
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
@@ -280,6 +281,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if accum:
         cfg["gradient_accumulation_steps"] = accum
     cfg.update(parallel(row))
+    if fw == "torchtune" and cfg.get("parallelism") == "fsdp":
+        cfg.update(sharded_layers(row, version))
     gc = checkpointing(row.get("gradient_checkpointing", ""), cfg["num_gpus"])
     if gc is None:
         notes.append("gradient_checkpointing not stated: the framework's default")
