@@ -242,7 +242,9 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"num_gpus": n}
     if n == 1 and not re.search(r"offload", s):
         return out
-    if re.search(r"no_shard|'ddp'|\bddp\b", s):
+    if re.search(r"no_shard|fsdp.*'ddp'", s):  # fsdp_qlora's "ddp" is FSDP ShardingStrategy.NO_SHARD
+        out["parallelism"] = "fsdp_no_shard"
+    elif re.search(r"'ddp'|\bddp\b", s):
         out["parallelism"] = "ddp"
     elif re.search(r"zero[- ]?(stage[- ]?)?3", s):
         out["parallelism"] = "zero3"

@@ -93,6 +93,18 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
         host = t.optimizer if cfg.cpu_offload else 0
         return Shares(t.base, t.quant_state, t.adapters, t.gradients, 0 if cfg.cpu_offload else t.optimizer,
                       t.gradients, nccl, host, comm_static=True)
+    if mode == "fsdp_no_shard":
+        # FSDP NO_SHARD (torch v2.2 fsdp/_runtime_utils.py _reduce_grad_no_shard): every unit's flat parameter stays
+        # whole and its flat gradient is all-reduced in place, so there are no DDP buckets; the flat gradient is
+        # concatenated from the views' pieces at the end of each unit's backward (one unit staged, then the root's
+        # pieces and flat copy, as under FULL_SHARD: tests/physics/test_fsdp_root_grad.py).
+        if cfg.cpu_offload:  # CPUOffload(offload_params=True): each unit is copied in for its compute, as sharded
+            gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
+            return Shares(gathered, t.quant_state, 0, t.layer_grads, 0, t.layer_grads, nccl,
+                          t.base + t.adapters + t.optimizer + t.gradients, gathered, 0.0, t.root_grads, 0, False,
+                          t.root_unit)
+        return Shares(t.base, t.quant_state, t.adapters, t.gradients, t.optimizer, t.layer_grads, nccl, 0,
+                      root_gradients=t.root_grads, grads_before_root=t.gradients - t.root_grads)
     if mode == "zero2":
         opt = 0 if cfg.cpu_offload else t.optimizer // n
         # ZeRO-2 reduces into partitioned gradient buffers through one reduce bucket, alive during backward.
