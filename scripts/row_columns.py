@@ -283,6 +283,33 @@ def _release(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v))
 
 
+# LitGPT config_hub/finetune/*.yaml train.global_batch_size at 00af8b0d9 (the README the rows cite; 5895df1 holds the
+# same values for the configs it has); any other config runs the finetune scripts' default TrainArgs(16).
+_LITGPT_GLOBAL_BATCH = {
+    **dict.fromkeys(("falcon-7b/lora", "falcon-7b/qlora", "llama-2-7b/lora", "llama-2-7b/qlora", "llama-3-8b/lora",
+                     "llama-3-8b/qlora", "llama-3.1-8b/lora", "llama-3.1-8b/qlora", "llama-3.2-1b/lora",
+                     "llama-3.2-1b/qlora", "llama-3.2-3b/lora", "llama-3.2-3b/qlora", "mistral-7b-v0.2/lora",
+                     "mistral-7b-v0.2/qlora", "mistral-7b/lora", "mistral-7b/qlora", "phi-2/full", "phi-2/lora",
+                     "phi-2/qlora", "phi-3/full", "phi-3/lora", "phi-3/qlora", "stablelm-base-alpha-3b/full",
+                     "stablelm-base-alpha-3b/lora", "stablelm-base-alpha-3b/qlora", "tiny-llama/lora",
+                     "tiny-llama/qlora"), 8),
+    **dict.fromkeys(("gemma-2b/lora", "gemma-2b/qlora", "gemma-7b/lora", "gemma-7b/qlora", "gemma2-2b/lora",
+                     "gemma2-2b/qlora", "gemma2-9b/lora", "gemma2-9b/qlora"), 6),
+    **dict.fromkeys(("llama-2-7b/full", "llama-3-8b/full", "llama-3.1-8b/full", "llama-3.2-1b/full",
+                     "llama-3.2-3b/full"), 64),
+    "gemma-2b/full": 16, "tiny-llama/full": 32,
+}
+LITGPT_DEFAULT_GLOBAL_BATCH = 16  # litgpt finetune/{full,lora,adapter}.py TrainArgs(global_batch_size=16) at 5895df1
+
+
+def litgpt_accumulation(row: Mapping[str, str], devices: int, micro: int) -> int:
+    """LitGPT's global_batch_size // devices // micro_batch_size (args.py TrainArgs.gradient_accumulation_iters),
+    global_batch_size from the config_hub file the row names."""
+    found = re.findall(r"config_hub/finetune/([\w.-]+/\w+)\.yaml", " ".join(row.values()).lower())
+    glob = next((_LITGPT_GLOBAL_BATCH[n] for n in found if n in _LITGPT_GLOBAL_BATCH), LITGPT_DEFAULT_GLOBAL_BATCH)
+    return max(glob // devices // micro, 1)
+
+
 def checkpointing(text: str, num_gpus: int) -> bool | None:
     """yes / no; "... if devices>1" follows the GPU count; unstated -> the framework's default."""
     t = text.lower()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import RunConfig
+from .frameworks import profile
 
 # NCCL buffers seen by nvidia-smi, not by PyTorch: NVIDIA aiconfigurator misc.nccl_mem uses 342 MB
 # for 2 GPUs and 392 MB for 4-8 (gpus.md §2.1).
@@ -52,6 +53,7 @@ class Shares:
     comm_static: bool = False  # comm_buffers are allocated once, before the first step (DDP, ZeRO-3)
     root_held: int = 0  # the root unit's unsharded parameters inside `gathered` (held through the step)
     own: OwnUnits | None = None  # FSDP: the embedding and the head wrapped as units of their own
+    carried: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
 
 
 @dataclass(frozen=True)
@@ -132,5 +134,8 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     if cfg.cpu_offload:
         return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
                       share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own)
+    # FSDP no_sync (the Trainer's and LitGPT's accumulation): unsharded gradients until the window's last backward
+    no_sync = mode == "fsdp" and cfg.gradient_accumulation_steps > 1 and profile(cfg).fsdp_no_sync
+    carried = t.gradients if no_sync else -1
     return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n,
-                  comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static, root_unit, own)
+                  comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static, root_unit, own, carried)

@@ -64,6 +64,7 @@ class StepInputs:
     grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
     comm_static: bool = False  # comm_buffers exist from before the first step (DDP buckets, ZeRO-3's bucket)
     own_units: OwnUnits | None = None  # FSDP: the embedding and the head as units of their own (parallel.py)
+    carried_grads: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -73,7 +74,8 @@ def moments(s: StepInputs) -> list[Moment]:
     out: list[Moment] = []
     for step in (0, 1):
         opt = s.optimizer if step else 0
-        carried = live_grads if s.accumulating else 0  # micro-batches 2..k run with the grads alive
+        # micro-batches 2..k run with the grads alive (FSDP no_sync: unsharded, parallel.Shares.carried)
+        carried = (s.carried_grads if s.carried_grads >= 0 else live_grads) if s.accumulating else 0
         # buffers allocated at setup are alive in every moment; the others from backward to the step
         base = {**static, "optimizer_states": opt, "gradients": carried + (s.comm_buffers if s.comm_static else 0),
                 "workspace": s.workspace}
