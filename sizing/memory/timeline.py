@@ -105,7 +105,11 @@ def moments(s: StepInputs) -> list[Moment]:
                 **base, "weights": s.weights - own.layer, "gradients": carried + 2 * own.head_grads
                 + own.head_grads // own.world + (s.comm_buffers if s.comm_static else 0),
                 "activations": s.body + s.shared + s.head_body + own_cache, "logits_and_loss": s.kept_logits}))
-        head_grads = carried or (0 if s.grads_freed_in_backward else s.head_gradients)
+        # optimizer-in-backward frees each gradient in its hook, but a tied head and embedding are one parameter
+        # with one AccumulateGrad: the head's gradient waits in its input buffer until the embedding's arrives
+        # (measured: tests/physics/test_tied_optim_in_bwd.py)
+        held = s.grads_freed_in_backward and bool(s.tied_gradient)
+        head_grads = carried or (0 if s.grads_freed_in_backward and not held else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
             **base, "gradients": head_grads + s.comm_buffers,
             "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": s.kept_logits,
@@ -140,6 +144,10 @@ def moments(s: StepInputs) -> list[Moment]:
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,
+                "logits_and_loss": s.kept_logits}))
+        if held:  # the tied sum (its two inputs and the result), stepped and freed by the weight's hook
+            out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
+                **base, "gradients": s.head_gradients + s.tied_gradient, "activations": s.kept_cache,
                 "logits_and_loss": s.kept_logits}))
         if s.grads_freed_in_backward:
             # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.
