@@ -194,11 +194,15 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         + arch.hidden * reg.norm_weight,
         layer_grads=(grads // arch.layers),
         root_grads=sum(rows * cols * count for rows, cols, count in tr.tensors if count < arch.layers) * grad_elem,
-        grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4)
+        grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4,
+        embed_unit=arch.embedding_params * reg.embed, head_unit=arch.lm_head_params * reg.lm_head_weight,
+        embed_grads=arch.embedding_params * grad_elem if reg.full else 0,
+        head_grads=arch.lm_head_params * grad_elem if reg.full else 0)
     sh = shares(cfg, totals)
     inputs = StepInputs(
         weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
-        gradients=sh.gradients, head_gradients=hd.head_grad_bytes, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
+        gradients=sh.gradients, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
+        head_gradients=int(hd.head_grad_bytes * (sh.own.share if sh.own else 1)),
         optimizer_temp=int(opt.step_temporary_bytes * sh.optimizer_fraction), body=body, shared=shared,
         head_body=hd.body_side,
         loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
@@ -215,7 +219,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         embed_gradient=int(arch.embedding_params * grad_elem * sh.gradients / max(grads, 1)) if reg.full else 0,
         layer_gradients=sh.gradients // arch.layers,
         cache_shared=not reg.padded and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
-        root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static)
+        root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
+        own_units=sh.own, carried_grads=sh.carried)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
@@ -225,7 +230,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
     ms = moments(inputs)
-    root = totals.root_unit if sh.gathered else 0
+    root = sh.root_held if sh.gathered else 0
     per_layer_static = (sh.weights - sh.gathered) // arch.layers
     fixed = _FIXED.get(key)  # the shape-free tensor lists (_BASE's key: shares read the same fields)
     if fixed is None:
