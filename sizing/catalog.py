@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cache
@@ -151,6 +152,10 @@ def gpus() -> dict[str, Gpu]:
 
 def find_gpu(gpu_id: str) -> Gpu:
     gpu = gpus().get(gpu_id.lower())
+    if gpu is None and re.search(r"\b(MI\d{2,3}\w*|INSTINCT|RADEON|AMD)\b", gpu_id.upper().replace("-", " ")):
+        # The memory model is CUDA's (caching allocator, context, NCCL); ROCm's HIP allocator is not modelled.
+        raise SizingError("unknown_gpu", f"AMD GPU '{gpu_id}' is not supported: only NVIDIA CUDA GPUs are modelled "
+                          "(see `sizing gpus`)", field="gpu", value=gpu_id)
     if gpu is None:
         raise SizingError("unknown_gpu", f"unknown GPU '{gpu_id}' (see `sizing gpus`)", field="gpu", value=gpu_id)
     return gpu
