@@ -161,7 +161,7 @@ def find_gpu(gpu_id: str) -> Gpu:
     return gpu
 
 
-_SHAPE_KEYS = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
+_SHAPE_KEYS = (("hidden_size", "n_embd", "n_embed", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
                ("num_attention_heads", "n_head"), ("intermediate_size", "n_inner", "ffn_hidden_size"),
                ("vocab_size", "padded_vocab_size"))
 

@@ -9,6 +9,7 @@ from sizing.catalog import models
 _PADDLE = "https://github.com/ZHUI/paddlenlp_model_readme/blob/"
 _P1, _P2 = "ffc26950e6a9f69fb01d7c9b64607770d729e56b", "10d0a05fa8598301f2daaf815381315f6646d593"  # mirror commits
 _P3 = "0abc042b9d9525304d4e12e12ec7d7f3aaf48cc2"
+_KERAS = "https://github.com/keras-team/keras-hub/blob/71453d08f59edc90d276e999319fc51e61cbf82c/keras_hub/src/models/"
 _HPMLL = "https://github.com/HPMLL/llm-benchmark/blob/0347b4f3ca6ae4773aab83c33cf569d8bd7506d9/models/"
 _L7 = _HPMLL + "Llama-2-7b-hf/pytorch_model.bin.index.json"
 _L13 = _HPMLL + "Llama-2-13b-hf/pytorch_model.bin.index.json"
@@ -42,6 +43,28 @@ EXACT: dict[str, tuple[int, str]] = {
     **{f"EleutherAI/pythia-{k}": (v, _PYTHIA) for k, v in _PYTHIA_TOTALS.items() if k not in ("1b", "6.9b")},
     # The model card: "Number of Parameters: 7.61B" (three figures: exact to 0.07 %).
     "Qwen/Qwen2.5-Coder-7B": (7_610_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-7B/index.md"),
+    # keras-hub presets' "params" (a separate implementation's weight count, converted from the Hub checkpoints).
+    # OPT: keras-hub's position table has 2048 rows, transformers' OPTLearnedPositionalEmbedding 2048 + 2.
+    "facebook/opt-125m": (125_237_760 + 2 * 768, _KERAS + "opt/opt_presets.py"),
+    "bigscience/bloom-560m": (559_214_592, _KERAS + "bloom/bloom_presets.py"),
+    "bigscience/bloom-1b1": (1_065_314_304, _KERAS + "bloom/bloom_presets.py"),
+    "bigscience/bloom-1b7": (1_722_408_960, _KERAS + "bloom/bloom_presets.py"),
+    "bigscience/bloom-3b": (3_002_557_440, _KERAS + "bloom/bloom_presets.py"),
+    "Qwen/Qwen3-235B-A22B": (235_093_634_560, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
+    # The 2507 releases change only the context and rope base: the same tensors as the first release.
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": (235_093_634_560, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
+    "Qwen/Qwen3-30B-A3B-Instruct-2507": (30_532_122_624, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
+    "google/codegemma-7b-it": (8_537_680_896, _KERAS + "gemma/gemma_presets.py"),  # code_gemma_instruct_7b_en
+    # Code Llama 7B Python keeps Llama 2's 32000-row vocabulary: keras-hub's llama2_7b_en count.
+    "codellama/CodeLlama-7b-Python-hf": (6_738_415_616, _KERAS + "llama/llama_presets.py"),
+    "codellama/CodeLlama-13b-Python-hf": (LLAMA2_13B, _L13),  # Llama 2 13B shapes, 32000 rows
+    # The OPT paper's Table 1 sizes (two and three figures): 30B, 66B.
+    "facebook/opt-30b": (30_000_000_000, "https://arxiv.org/abs/2205.01068 (Table 1)"),
+    "facebook/opt-66b": (66_000_000_000, "https://arxiv.org/abs/2205.01068 (Table 1)"),
+    # Model cards: Phi-4-mini "3.8B parameters" (tied: an untied head would be 4.45B); Mistral Large 2 "123B".
+    "microsoft/Phi-4-mini-instruct": (3_800_000_000, "https://huggingface.co/microsoft/Phi-4-mini-instruct (card)"),
+    "mistralai/Mistral-Large-Instruct-2407": (123_000_000_000,
+                                              "https://huggingface.co/mistralai/Mistral-Large-Instruct-2407 (card)"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -67,6 +90,10 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
     "Qwen/Qwen2-72B-Instruct": (3.5 + 26 * 3.7 + 9 * 3.6 + 3.2, _PADDLE + _P2 + "/Qwen/Qwen2-72B-Instruct/index.md"),
     "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": (8.1 + 6.9,
                                                  _PADDLE + _P1 + "/deepseek-ai/DeepSeek-R1-Distill-Llama-8B/index.md"),
+    "Qwen/Qwen2.5-Coder-14B": (5 * 4.6 + 4.4, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-14B/index.md"),
+    "Qwen/Qwen2.5-Coder-32B": (4.6 + 12 * 4.5 + 2.0, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-32B/index.md"),
+    # QwQ-32B: litgpt's entry has Qwen2.5-Coder-32B's shapes exactly (same widths, layers, heads, vocabulary).
+    "Qwen/QwQ-32B": (4.6 + 12 * 4.5 + 2.0, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-32B/index.md"),
 }
 
 # Records with no independent count found, each with the reason.
@@ -83,6 +110,10 @@ NO_FIGURE: dict[str, str] = {
     "openlm-research/open_llama_7b": "the card says 7B only",
     "openlm-research/open_llama_7b_v2": "the card says 7B only",
     "openlm-research/open_llama_13b": "the card says 13B only",
+    # OPT 2.7B / 13B: the paper's and keras-hub's nominal sizes (2.7B, 13B) are 1.8 % / 1.1 % from any exact count.
+    "facebook/opt-2.7b": "only nominal sizes published (2.7B)",
+    "facebook/opt-13b": "only nominal sizes published (13B)",
+    "codellama/CodeLlama-70b-hf": "the card says 70B only (1.5 % from the exact count)",
 }
 
 
