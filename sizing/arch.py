@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import SizingError
-from .families import ALIASES, ARCH_CLASSES, BOUNDS, ENCODER_DECODER, FAMILIES, checkpoint_quant
+from .families import ACT_SAVED, ALIASES, ARCH_CLASSES, BOUNDS, ENCODER_DECODER, FAMILIES, checkpoint_quant
 from .shapes import (
     ATTN_IN,
     ATTN_OUT,
@@ -70,7 +70,7 @@ def _family(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _attention(model_type: str, cfg: Mapping[str, Any], fam: Mapping[str, Any], h: int) -> tuple[int, int, int]:
     """(heads, kv heads, head_dim)."""
-    heads = _int(cfg, "num_attention_heads", "n_head", bound="heads")
+    heads = _int(cfg, "num_attention_heads", "n_head", "n_heads", bound="heads")  # n_heads: MPT
     # Falcon-40B style (new_decoder_architecture) has GQA and two norms; copies of its config that
     # predate the flag still carry the kv-head count.
     falcon_new = bool(cfg.get("new_decoder_architecture", "num_key_value_heads" in cfg or "n_head_kv" in cfg))
@@ -120,13 +120,16 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", "gemma3_text"),
                **({"quantization_config": raw["quantization_config"]} if "quantization_config" in raw else {})}
     model_type, fam = _family(cfg)
+    if model_type == "stablelm" and cfg.get("qk_layernorm"):  # StableLM 2 12B: a LayerNorm per head on q and k
+        raise SizingError("unsupported_architecture", "StableLM with qk_layernorm is not supported",
+                          field="model_config.qk_layernorm", model_type=model_type)
     h = _int(cfg, "hidden_size", "n_embd", "n_embed", "d_model", bound="hidden")  # n_embed: BloomConfig's old key
     if model_type == "opt" and cfg.get("word_embed_proj_dim", h) != h:
         # OPT-350m: a narrower embedding with project_in / project_out around the layers, not modelled here.
         raise SizingError("unsupported_architecture", f"OPT with word_embed_proj_dim {cfg['word_embed_proj_dim']} != "
                           f"hidden_size {h} (facebook/opt-350m) is not supported",
                           field="model_config.word_embed_proj_dim", model_type=model_type)
-    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", bound="layers")
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers", bound="layers")
     heads, kv, head_dim = _attention(model_type, cfg, fam, h)
     plain = "plain_mlp" in fam
     ffn_keys = fam.get("ffn_keys", ("moe_intermediate_size", "intermediate_size", "n_inner", "ffn_hidden_size"))
@@ -137,10 +140,13 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     tied = bool(cfg.get("tie_word_embeddings", fam["tie"]))
     q, kvw = heads * head_dim, kv * head_dim
     bias = bool(fam.get("bias")) or bool(cfg.get("attention_bias") or cfg.get("bias") or cfg.get("add_bias_linear"))
-    qkv_bias = bias or bool(fam.get("qkv_bias")) or bool(cfg.get("add_qkv_bias"))
+    if model_type == "starcoder2":
+        bias = bool(cfg.get("use_bias", True))  # Starcoder2Config.use_bias: every linear, default true
+    qkv_bias = bias or bool(fam.get("qkv_bias")) or bool(cfg.get("add_qkv_bias") or cfg.get("use_qkv_bias"))
     if model_type == "qwen":
         bias = not cfg.get("no_bias", True)  # c_proj, w1, w2 carry a bias only with no_bias false
-    mlp_bias = bool(fam.get("bias")) or bool(cfg.get("mlp_bias")) or (bias and model_type in ("qwen", "chatglm"))
+    mlp_bias = (bool(fam.get("bias") or fam.get("mlp_bias")) or bool(cfg.get("mlp_bias"))
+                or (bias and model_type in ("qwen", "chatglm", "starcoder2")))
     lins: list[Linear] = []
     if fam.get("qkv"):
         lins.append(Linear(fam["qkv"], h, q + 2 * kvw, ATTN_IN, qkv_bias))
@@ -156,28 +162,32 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
                               field="model_config.decoder_sparse_step")
     moe_names = ("w1", "w3", "w2") if model_type == "mixtral" else ("gate_proj", "up_proj", "down_proj")
     lins += _mlp(fam, h, inter, mlp_bias, experts, float(experts_per_token), moe_names)
-    if fam.get("parallel"):
+    if fam.get("parallel") or (model_type == "stablelm" and cfg.get("use_parallel_residual")):
         pre_norms = 1
     elif model_type == "falcon":
         pre_norms = 2 if bool(cfg.get("new_decoder_architecture", "num_key_value_heads" in cfg
                                       or "n_head_kv" in cfg)) else 1
     else:
         pre_norms = 2
-    max_pos = cfg.get("max_position_embeddings", cfg.get("n_positions", cfg.get("seq_length")))
+    max_pos = cfg.get("max_position_embeddings", cfg.get("n_positions", cfg.get("seq_length", cfg.get("max_seq_len"))))
     max_pos = max_pos if isinstance(max_pos, int) and not isinstance(max_pos, bool) and max_pos > 0 else None
     positions = fam.get("positions")
     dtype = cfg.get("dtype", cfg.get("torch_dtype"))
     quant = checkpoint_quant(cfg)
+    act = cfg.get("hidden_act", cfg.get("activation_function", fam.get("act")))
+    act_saved = ACT_SAVED.get(str(act), 1) if plain and model_type != "bloom" else 1
     return Architecture(
         model_type=model_type, hidden=h, layers=layers, heads=heads, kv_heads=kv, head_dim=head_dim,
         intermediate=inter, vocab=vocab, tied_embeddings=tied, max_positions=max_pos,
         norm=fam["norm"], pre_norms=pre_norms, post_norms=int(fam.get("post_norms", 0)),
         qk_norm=bool(fam.get("qk_norm")), gated_mlp=not plain, fused_gate_up="fused_mlp" in fam,
-        linears=tuple(lins), norm_bias=fam["norm"] == "layer", lm_head_bias=model_type in ("phi", "phi-msft"),
+        linears=tuple(lins), norm_bias=bool(fam.get("norm_bias", fam["norm"] == "layer")),
+        lm_head_bias=model_type in ("phi", "phi-msft") or bool(fam.get("head_bias")),
         final_logit_softcap=cfg.get("final_logit_softcapping"), attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         eager_only=bool(fam.get("eager")), experts=experts, experts_per_token=experts_per_token,
         default_dtype=dtype if isinstance(dtype, str) else None,
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,
         checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
+        act_saved=act_saved,
     )

@@ -70,6 +70,9 @@ class Architecture:
     position_params: int = 0  # learned absolute position embedding (GPT-BigCode wpe, OPT embed_positions)
     outer_norms: int = 1  # norms outside the layers: the final one (+ BLOOM's word_embeddings_layernorm)
     checkpoint_quant: CheckpointQuant | None = None  # a pre-quantized checkpoint (GPTQ, AWQ, bitsandbytes)
+    # FFN-width tensors the plain MLP's activation saves for backward: 1 for a fused kernel (nn.GELU, ReLU);
+    # transformers' Python formulas keep their intermediates too (families.ACT_SAVED, measured).
+    act_saved: int = 1
 
     @property
     def fused_qkv(self) -> bool:
