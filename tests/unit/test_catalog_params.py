@@ -58,6 +58,16 @@ EXACT: dict[str, tuple[int, str]] = {
     # Code Llama 7B Python keeps Llama 2's 32000-row vocabulary: keras-hub's llama2_7b_en count.
     "codellama/CodeLlama-7b-Python-hf": (6_738_415_616, _KERAS + "llama/llama_presets.py"),
     "codellama/CodeLlama-13b-Python-hf": (LLAMA2_13B, _L13),  # Llama 2 13B shapes, 32000 rows
+    "openai-community/gpt2": (124_439_808, _KERAS + "gpt2/gpt2_presets.py"),  # gpt2_base_en
+    "openai-community/gpt2-medium": (354_823_168, _KERAS + "gpt2/gpt2_presets.py"),
+    "openai-community/gpt2-large": (774_030_080, _KERAS + "gpt2/gpt2_presets.py"),
+    "openai-community/gpt2-xl": (1_557_611_200, _KERAS + "gpt2/gpt2_presets.py"),  # gpt2_extra_large_en
+    # The GPT-J model card's hyperparameter table: n_parameters 6053381344 (the engine: 0.04 % less).
+    "EleutherAI/gpt-j-6b": (6_053_381_344, "https://huggingface.co/EleutherAI/gpt-j-6b (model card)"),
+    # SmolLM's release names (135M, 360M, 1.7B), as the LLaMA paper's sizes above: within 1 %.
+    "HuggingFaceTB/SmolLM-135M": (135_000_000, "https://huggingface.co/blog/smollm"),
+    "HuggingFaceTB/SmolLM-360M": (360_000_000, "https://huggingface.co/blog/smollm"),
+    "HuggingFaceTB/SmolLM-1.7B": (1_700_000_000, "https://huggingface.co/blog/smollm"),
     # The OPT paper's Table 1 sizes (two and three figures): 30B, 66B.
     "facebook/opt-30b": (30_000_000_000, "https://arxiv.org/abs/2205.01068 (Table 1)"),
     "facebook/opt-66b": (66_000_000_000, "https://arxiv.org/abs/2205.01068 (Table 1)"),
@@ -114,6 +124,11 @@ NO_FIGURE: dict[str, str] = {
     "facebook/opt-2.7b": "only nominal sizes published (2.7B)",
     "facebook/opt-13b": "only nominal sizes published (13B)",
     "codellama/CodeLlama-70b-hf": "the card says 70B only (1.5 % from the exact count)",
+    # Two independent transcriptions agree on these configs (mlc-llm's presets and litgpt's entries, or the
+    # StarCoder2 7B shape), but no exact count was found: the names (3B, 1.6B, 7B) are 2-7 % from any count.
+    "stabilityai/stablelm-3b-4e1t": "only the nominal 3B published in the copies found",
+    "stabilityai/stablelm-2-zephyr-1_6b": "only the nominal 1.6B published in the copies found",
+    "bigcode/starcoder2-7b": "only the nominal 7B published in the copies found",
 }
 
 
