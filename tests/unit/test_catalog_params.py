@@ -68,6 +68,10 @@ EXACT: dict[str, tuple[int, str]] = {
     "HuggingFaceTB/SmolLM-135M": (135_000_000, "https://huggingface.co/blog/smollm"),
     "HuggingFaceTB/SmolLM-360M": (360_000_000, "https://huggingface.co/blog/smollm"),
     "HuggingFaceTB/SmolLM-1.7B": (1_700_000_000, "https://huggingface.co/blog/smollm"),
+    # The MPT-7B card's hyperparameter table: n_parameters 6.7B (two figures; the engine: 6.65B).
+    "mosaicml/mpt-7b": (6_700_000_000, "https://huggingface.co/mosaicml/mpt-7b (model card, copied in "
+                        "asgaardlab/model-card-reorganization)"),
+    "mistralai/Ministral-8B-Instruct-2410": (8_000_000_000, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
     # The OPT paper's Table 1 sizes (two and three figures): 30B, 66B.
     "facebook/opt-30b": (30_000_000_000, "https://arxiv.org/abs/2205.01068 (Table 1)"),
     "facebook/opt-66b": (66_000_000_000, "https://arxiv.org/abs/2205.01068 (Table 1)"),
@@ -129,6 +133,7 @@ NO_FIGURE: dict[str, str] = {
     "stabilityai/stablelm-3b-4e1t": "only the nominal 3B published in the copies found",
     "stabilityai/stablelm-2-zephyr-1_6b": "only the nominal 1.6B published in the copies found",
     "bigcode/starcoder2-7b": "only the nominal 7B published in the copies found",
+    "mistralai/Mistral-Small-Instruct-2409": "only the nominal 22B (1.1 % from the count)",
 }
 
 
