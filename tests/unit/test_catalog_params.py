@@ -69,6 +69,8 @@ EXACT: dict[str, tuple[int, str]] = {
     "HuggingFaceTB/SmolLM-360M": (360_000_000, "https://huggingface.co/blog/smollm"),
     "HuggingFaceTB/SmolLM-1.7B": (1_700_000_000, "https://huggingface.co/blog/smollm"),
     # The MPT-7B card's hyperparameter table: n_parameters 6.7B (two figures; the engine: 6.65B).
+    # keras-hub's smollm3_3b_en count (the engine: 2,304 fewer, 0.0001 %).
+    "HuggingFaceTB/SmolLM3-3B": (3_075_100_928, _KERAS + "smollm3/smollm3_presets.py"),
     "mosaicml/mpt-7b": (6_700_000_000, "https://huggingface.co/mosaicml/mpt-7b (model card, copied in "
                         "asgaardlab/model-card-reorganization)"),
     "mistralai/Ministral-8B-Instruct-2410": (8_000_000_000, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
@@ -211,3 +213,62 @@ def test_unmodelled_families_refused_with_the_supported_list(model_type: str) ->
         estimate({"model_config": cfg, "method": "lora", "max_seq_length": 128, "per_device_train_batch_size": 1})
     assert (err.value.code, err.value.field) == ("unsupported_architecture", "model_config.model_type")
     assert f"'{model_type}' is not supported" in str(err.value) and "llama, mistral" in str(err.value)
+
+
+# Real configs of checkpoints people fine-tune whose architecture the engine does not model (shape fields as the
+# cited copies give them): each is refused by name, never sized as a similar model.
+_AIC = ("https://github.com/ai-dynamo/aiconfigurator/blob/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/"
+        "aiconfigurator_core/model_configs/")
+_MLC = "https://github.com/mlc-ai/mlc-llm/blob/79d603f085f50500e9509fa01785ffa7ecfaaa93/python/mlc_llm/model/model_preset.py"
+GPT_OSS_20B = {  # _AIC + "openai--gpt-oss-20b_config.json": MoE, attention sinks, MXFP4 experts
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+    "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+    "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088, "attention_bias": True,
+    "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
+REAL_UNMODELLED = {
+    "gpt_oss": GPT_OSS_20B,
+    # _MLC MODEL_PRESETS['deepseek_v2_lite']: multi-head latent attention (kv_lora_rank), shared + routed experts
+    "deepseek_v2": {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "hidden_size": 2048,
+                    "intermediate_size": 10944, "kv_lora_rank": 512, "n_routed_experts": 64,
+                    "num_attention_heads": 16, "num_hidden_layers": 27, "num_key_value_heads": 16,
+                    "vocab_size": 102400},
+    # _MLC MODEL_PRESETS['olmo2_7b']: norms after attention/MLP and q/k norms over the full width
+    "olmo2": {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_size": 4096,
+              "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
+              "num_key_value_heads": 32, "vocab_size": 100352},
+    # _MLC MODEL_PRESETS['internlm2']: remote code with a grouped wqkv
+    "internlm2": {"architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2", "hidden_size": 4096,
+                  "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+                  "num_key_value_heads": 8, "vocab_size": 92544},
+    # _MLC MODEL_PRESETS['aya-23']: Cohere (parallel block, LayerNorm without bias, logit scale)
+    "cohere": {"architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 4096,
+               "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+               "num_key_value_heads": 8, "vocab_size": 256000},
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(REAL_UNMODELLED))
+def test_real_unmodelled_configs_refused_by_model_type(model_type: str) -> None:
+    from sizing import SizingError, estimate
+
+    for cfg in (REAL_UNMODELLED[model_type], {k: v for k, v in REAL_UNMODELLED[model_type].items()
+                                              if k != "model_type"}):  # the architectures class alone
+        with pytest.raises(SizingError) as err:
+            estimate({"model_config": cfg, "method": "lora", "max_seq_length": 128, "per_device_train_batch_size": 1})
+        assert (err.value.code, err.value.field) == ("unsupported_architecture", "model_config.model_type")
+        assert "is not supported" in str(err.value) and "llama, mistral" in str(err.value)
+
+
+def test_gpt_oss_mxfp4_experts_refused_as_a_format_too() -> None:
+    """gpt-oss's answer: its family is refused first; its MXFP4 experts would be refused as a quantization format
+    (with the formats the weights model knows) even under a family the engine reads."""
+    from sizing import SizingError
+    from sizing.arch import from_hf_config
+
+    disguised = {**GPT_OSS_20B, "model_type": "mixtral"}
+    with pytest.raises(SizingError) as err:
+        from_hf_config(disguised)
+    assert (err.value.code, err.value.field) == ("unsupported_quantization",
+                                                 "model_config.quantization_config.quant_method")
+    assert "mxfp4" in str(err.value) and "gptq" in str(err.value)
