@@ -164,6 +164,35 @@ EARLIER: dict[str, tuple[int, str]] = {
     # The Llama 3.2 card's parameter table: 1B (1.23B), 3B (3.21B); the mirror's copy of the card.
     "meta-llama/Llama-3.2-1B": (1_230_000_000, _LLAMA32_CARD),
     "meta-llama/Llama-3.2-3B": (3_210_000_000, _LLAMA32_CARD),
+    # keras-hub preset counts (catalog branch, second round): exact for all but Gemma 3 4B-27B (+0.004 % or less).
+    **{rid: (n, _KERAS + path) for rid, n, path in [
+        ("google/gemma-2b", 2_506_172_416, "gemma/gemma_presets.py"),
+        ("google/gemma-7b", 8_537_680_896, "gemma/gemma_presets.py"),
+        ("google/gemma-2-2b", 2_614_341_888, "gemma/gemma_presets.py"),
+        ("google/gemma-2-9b", 9_241_705_984, "gemma/gemma_presets.py"),
+        ("google/gemma-2-27b", 27_227_128_320, "gemma/gemma_presets.py"),
+        ("google/gemma-3-1b-it", 999_885_952, "gemma3/gemma3_presets.py"),
+        ("google/gemma-3-4b-it", 3_880_099_328, "gemma3/gemma3_presets.py"),  # gemma3_instruct_4b_text
+        ("google/gemma-3-12b-it", 11_765_788_416, "gemma3/gemma3_presets.py"),
+        ("google/gemma-3-27b-it", 27_009_002_240, "gemma3/gemma3_presets.py"),
+        ("mistralai/Mistral-7B-v0.1", 7_241_732_096, "mistral/mistral_presets.py"),
+        ("mistralai/Mistral-7B-v0.3", 7_248_023_552, "mistral/mistral_presets.py"),
+        ("mistralai/Mistral-7B-Instruct-v0.3", 7_248_023_552, "mistral/mistral_presets.py"),
+        ("microsoft/Phi-3-mini-4k-instruct", 3_821_079_552, "phi3/phi3_presets.py"),
+        ("microsoft/Phi-3-mini-128k-instruct", 3_821_079_552, "phi3/phi3_presets.py"),
+        ("meta-llama/Meta-Llama-3-8B-Instruct", 8_030_261_248, "llama3/llama3_presets.py"),
+        ("meta-llama/Llama-3.1-8B", 8_030_261_248, "llama3/llama3_presets.py"),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", 46_702_792_704, "mixtral/mixtral_presets.py"),
+        ("Qwen/Qwen3-30B-A3B", 30_532_122_624, "qwen3_moe/qwen3_moe_presets.py"),
+        ("Qwen/Qwen3-0.6B", 596_049_920, "qwen3/qwen3_presets.py"),
+        ("Qwen/Qwen3-1.7B", 1_720_574_976, "qwen3/qwen3_presets.py"),
+        ("Qwen/Qwen3-4B", 4_022_468_096, "qwen3/qwen3_presets.py"),
+        ("Qwen/Qwen3-8B", 8_190_735_360, "qwen3/qwen3_presets.py"),
+        ("Qwen/Qwen3-14B", 14_768_307_200, "qwen3/qwen3_presets.py"),
+        ("Qwen/Qwen3-32B", 32_762_123_264, "qwen3/qwen3_presets.py"),
+        ("Qwen/Qwen2.5-72B", 72_706_203_648, "qwen/qwen_presets.py"),  # qwen2.5_instruct_72b_en
+        # OPT-1.3B: keras-hub's 2048-row position table, transformers' 2048 + 2
+        ("facebook/opt-1.3b", 1_315_753_984 + 2 * 2048, "opt/opt_presets.py")]},
 }
 EARLIER_GIB: dict[str, tuple[float, str]] = {
     "Qwen/Qwen2.5-0.5B": (942.3 / 1024, _PADDLE + _P1 + "/Qwen/Qwen2.5-0.5B/index.md"),
