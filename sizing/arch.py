@@ -146,7 +146,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     if model_type == "qwen":
         bias = not cfg.get("no_bias", True)  # c_proj, w1, w2 carry a bias only with no_bias false
     mlp_bias = (bool(fam.get("bias") or fam.get("mlp_bias")) or bool(cfg.get("mlp_bias"))
-                or (bias and model_type in ("qwen", "chatglm", "starcoder2")))
+                or (bias and model_type in ("qwen", "chatglm", "starcoder2", "falcon")))  # FalconMLP: bias=config.bias
     lins: list[Linear] = []
     if fam.get("qkv"):
         lins.append(Linear(fam["qkv"], h, q + 2 * kvw, ATTN_IN, qkv_bias))
@@ -164,9 +164,11 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     lins += _mlp(fam, h, inter, mlp_bias, experts, float(experts_per_token), moe_names)
     if fam.get("parallel") or (model_type == "stablelm" and cfg.get("use_parallel_residual")):
         pre_norms = 1
-    elif model_type == "falcon":
-        pre_norms = 2 if bool(cfg.get("new_decoder_architecture", "num_key_value_heads" in cfg
-                                      or "n_head_kv" in cfg)) else 1
+    elif model_type == "falcon":  # FalconDecoderLayer: ln_attn + ln_mlp, or one input_layernorm (+ post-attention)
+        if cfg.get("new_decoder_architecture", "num_key_value_heads" in cfg or "n_head_kv" in cfg):
+            pre_norms = 1 if cfg.get("num_ln_in_parallel_attn") == 1 else 2  # Falcon2-11B: one
+        else:
+            pre_norms = 1 if cfg.get("parallel_attn", True) else 2  # falcon-rw: sequential, two norms
     else:
         pre_norms = 2
     max_pos = cfg.get("max_position_embeddings", cfg.get("n_positions", cfg.get("seq_length", cfg.get("max_seq_len"))))
@@ -184,7 +186,9 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         linears=tuple(lins), norm_bias=bool(fam.get("norm_bias", fam["norm"] == "layer")),
         lm_head_bias=model_type in ("phi", "phi-msft") or bool(fam.get("head_bias")),
         final_logit_softcap=cfg.get("final_logit_softcapping"), attn_logit_softcap=cfg.get("attn_logit_softcapping"),
-        eager_only=bool(fam.get("eager")), experts=experts, experts_per_token=experts_per_token,
+        # ALiBi Falcon (falcon-rw) runs FalconAttention's own matmul path: SDPA is used only without alibi
+        eager_only=bool(fam.get("eager")) or (model_type == "falcon" and bool(cfg.get("alibi"))),
+        experts=experts, experts_per_token=experts_per_token,
         default_dtype=dtype if isinstance(dtype, str) else None,
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,

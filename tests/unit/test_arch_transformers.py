@@ -68,6 +68,12 @@ NEW_FAMILIES: dict[str, dict[str, object]] = {
     "stablelm_qkv_bias": {"model_type": "stablelm", **_LLAMA_LIKE, "use_qkv_bias": True},
     "stablelm_parallel": {"model_type": "stablelm", **_LLAMA_LIKE, "use_parallel_residual": True},
     "granite": {"model_type": "granite", **_LLAMA_LIKE},
+    # falcon-rw (ALiBi, sequential block with two LayerNorms, biases) and Falcon2-11B (new architecture, one norm)
+    "falcon_rw": {"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "vocab_size": 512, "alibi": True, "parallel_attn": False, "bias": True, "multi_query": False,
+                  "new_decoder_architecture": False},
+    "falcon2": {"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_kv_heads": 2, "vocab_size": 512, "new_decoder_architecture": True, "num_ln_in_parallel_attn": 1},
     "smollm3": {"model_type": "smollm3", **_LLAMA_LIKE, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2},
 }
 
@@ -149,3 +155,10 @@ def test_python_activation_lowers_confidence_outside_litgpt() -> None:
     assert not any(r["code"] == "python_activation" for r in lit["reasons"])
     fused = estimate({**run, "model_config": {**NEW_FAMILIES["gpt2"], "activation_function": "gelu_pytorch_tanh"}})
     assert not any(r["code"] == "python_activation" for r in fused.to_dict()["uncertainty"]["reasons"])
+
+
+def test_alibi_falcon_is_eager_only() -> None:
+    assert from_hf_config(NEW_FAMILIES["falcon_rw"]).eager_only
+    assert not from_hf_config(NEW_FAMILIES["falcon2"]).eager_only
+    assert (from_hf_config(NEW_FAMILIES["falcon_rw"]).pre_norms, from_hf_config(NEW_FAMILIES["falcon2"]).pre_norms) == (
+        2, 1)
