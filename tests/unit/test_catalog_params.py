@@ -71,6 +71,7 @@ EXACT: dict[str, tuple[int, str]] = {
     # The MPT-7B card's hyperparameter table: n_parameters 6.7B (two figures; the engine: 6.65B).
     # keras-hub's smollm3_3b_en count (the engine: 2,304 fewer, 0.0001 %).
     "HuggingFaceTB/SmolLM3-3B": (3_075_100_928, _KERAS + "smollm3/smollm3_presets.py"),
+    "tiiuae/falcon-rw-1b": (1_311_625_216, _KERAS + "falcon/falcon_presets.py"),  # falcon_refinedweb_1b_en
     "mosaicml/mpt-7b": (6_700_000_000, "https://huggingface.co/mosaicml/mpt-7b (model card, copied in "
                         "asgaardlab/model-card-reorganization)"),
     "mistralai/Ministral-8B-Instruct-2410": (8_000_000_000, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
