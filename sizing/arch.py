@@ -187,7 +187,8 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         lm_head_bias=model_type in ("phi", "phi-msft") or bool(fam.get("head_bias")),
         final_logit_softcap=cfg.get("final_logit_softcapping"), attn_logit_softcap=cfg.get("attn_logit_softcapping"),
         # ALiBi Falcon (falcon-rw) runs FalconAttention's own matmul path: SDPA is used only without alibi
-        eager_only=bool(fam.get("eager")) or (model_type == "falcon" and bool(cfg.get("alibi"))),
+        eager_only=bool(fam.get("eager")) or (model_type == "falcon" and bool(cfg.get("alibi")))
+        or (model_type == "internlm2" and cfg.get("attn_implementation", "eager") != "flash_attention_2"),
         experts=experts, experts_per_token=experts_per_token,
         default_dtype=dtype if isinstance(dtype, str) else None,
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),

@@ -78,6 +78,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Granite 3 (models/granite) and SmolLM3 (models/smollm3): Llama layers (Granite adds scalar multipliers,
     # SmolLM3 drops RoPE in some layers: neither adds a tensor that is saved); no PEFT default targets.
     "granite": {"norm": "rms", "tie": False, "targets": ()},
+    # InternLM2 remote code modeling_internlm2.py: wqkv (grouped q/k/v, one Linear), wo, feed_forward w1 (gate),
+    # w3 (up), w2 (down) without bias, RMSNorm, untied output; attention eager unless config.attn_implementation
+    # is flash_attention_2 (the remote code reads that key, not transformers' argument).
+    "internlm2": {"norm": "rms", "tie": False, "qkv": "wqkv", "out": "wo", "gated": ("w1", "w3", "w2"),
+                  "targets": ()},
     "smollm3": {"norm": "rms", "tie": True, "targets": ()},
 }
 ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
@@ -92,7 +97,8 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "YiForCausalLM": "llama", "GPT2LMHeadModel": "gpt2", "GPTJForCausalLM": "gptj",
                 "MptForCausalLM": "mpt", "MPTForCausalLM": "mpt", "Starcoder2ForCausalLM": "starcoder2",
                 "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
-                "SmolLM3ForCausalLM": "smollm3", "T5ForConditionalGeneration": "t5",
+                "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
+                "T5ForConditionalGeneration": "t5",
                 "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}
 # Sequence-to-sequence models: an encoder, a decoder and cross-attention, which this model does not describe.
