@@ -300,3 +300,34 @@ def test_gpt_oss_mxfp4_experts_refused_as_a_format_too() -> None:
     assert (err.value.code, err.value.field) == ("unsupported_quantization",
                                                  "model_config.quantization_config.quant_method")
     assert "mxfp4" in str(err.value) and "gptq" in str(err.value)
+
+
+# Ids of the same weights (mirrors, re-uploads, renamed organisations) or of checkpoints whose cited config has the
+# same fields as a record: each resolves to that record (the catalog branch's second round; sources in the notes).
+ALIAS_OF = {
+    "NousResearch/Llama-2-7b-hf": "meta-llama/Llama-2-7b-hf", "TheBloke/Llama-2-7B-fp16": "meta-llama/Llama-2-7b-hf",
+    "TheBloke/Llama-2-70B-fp16": "meta-llama/Llama-2-70b-hf", "TheBloke/CodeLlama-7B-fp16": "codellama/CodeLlama-7b-hf",
+    "TheBloke/CodeLlama-34B-Python-fp16": "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-70b-Instruct-hf": "codellama/CodeLlama-70b-hf",
+    "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF": "meta-llama/Llama-3.1-70B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "meta-llama/Llama-3.3-70B-Instruct",
+    "unsloth/Mistral-7B-v0.2": "mistralai/Mistral-7B-v0.2", "HuggingFaceH4/zephyr-7b-beta": "mistralai/Mistral-7B-v0.1",
+    "bigscience/bloomz-560m": "bigscience/bloom-560m", "bigscience/bloom-7b1": "bigscience/bloomz-7b1",
+    "gpt2": "openai-community/gpt2", "gpt2-xl": "openai-community/gpt2-xl", "distilgpt2": "distilbert/distilgpt2",
+    "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t", "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "mistralai/Mistral-Large-Instruct-2411": "mistralai/Mistral-Large-Instruct-2407",
+    "microsoft/Phi-4-mini-reasoning": "microsoft/Phi-4-mini-instruct",
+}
+
+
+@pytest.mark.parametrize("alias", sorted(ALIAS_OF))
+def test_alias_resolves_to_its_record(alias: str) -> None:
+    from sizing import estimate
+
+    assert models()[alias.lower()].id == ALIAS_OF[alias]
+    run = {"method": "lora", "r": 8, "target_modules": "all-linear", "max_seq_length": 256,
+           "per_device_train_batch_size": 1}
+    assert (estimate({**run, "model": alias}).allocated_bytes
+            == estimate({**run, "model": ALIAS_OF[alias]}).allocated_bytes)
