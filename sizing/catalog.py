@@ -150,8 +150,20 @@ def gpus() -> dict[str, Gpu]:
     return out
 
 
+@cache
+def _gpus_by_name() -> dict[str, Gpu]:
+    """Catalog GPUs by the name nvidia-smi prints ("NVIDIA A100-SXM4-80GB") and by display name, when unique."""
+    out: dict[str, list[Gpu]] = {}
+    for gpu in gpus().values():
+        for name in {str(gpu.record.get("reported_name", "")), gpu.name}:
+            if name:
+                out.setdefault(name.lower(), []).append(gpu)
+    return {name: found[0] for name, found in out.items() if len(found) == 1}
+
+
 def find_gpu(gpu_id: str) -> Gpu:
-    gpu = gpus().get(gpu_id.lower())
+    """A catalog GPU by id, by the name nvidia-smi reports or by its display name (case-insensitive)."""
+    gpu = gpus().get(gpu_id.lower()) or _gpus_by_name().get(" ".join(gpu_id.split()).lower())
     if gpu is None and re.search(r"\b(MI\d{2,3}\w*|INSTINCT|RADEON|AMD)\b", gpu_id.upper().replace("-", " ")):
         # The memory model is CUDA's (caching allocator, context, NCCL); ROCm's HIP allocator is not modelled.
         raise SizingError("unknown_gpu", f"AMD GPU '{gpu_id}' is not supported: only NVIDIA CUDA GPUs are modelled "

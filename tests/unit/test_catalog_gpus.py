@@ -62,3 +62,17 @@ def test_amd_gpus_are_refused_by_name(gpu_id: str) -> None:
     with pytest.raises(SizingError) as err:
         find_gpu(gpu_id)
     assert err.value.code == "unknown_gpu" and "only NVIDIA CUDA GPUs" in str(err.value)
+
+
+@pytest.mark.parametrize(("name", "gid"), [
+    ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"), ("nvidia h100 80gb hbm3", "H100-SXM-80GB"), ("Tesla T4", "T4-16GB"),
+    ("NVIDIA GeForce RTX 4090", "RTX-4090-24GB"), ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada-48GB"),
+    ("L40S 48GB", "L40S-48GB"), ("a100-sxm-80gb", "A100-SXM-80GB"),
+])
+def test_find_gpu_by_the_name_nvidia_smi_prints(name: str, gid: str) -> None:
+    assert find_gpu(name).id == gid
+
+
+def test_every_reported_name_names_one_card() -> None:
+    names = [str(g.record["reported_name"]).lower() for g in gpus().values()]
+    assert len(names) == len(set(names))
