@@ -67,6 +67,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # MLP, lm_head with a bias, untied.
     "gptj": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc_in", "fc_out"), "out": "out_proj",
              "mlp_bias": True, "head_bias": True, "mha": True, "act": "gelu_new"},
+    # CodeGen (models/codegen): GPT-J's block with one fused qkv_proj (no bias), out_proj, fc_in/fc_out with
+    # bias, ln_1 feeding attention and MLP, lm_head with a bias.
+    "codegen": {"norm": "layer", "tie": False, "parallel": True, "qkv": "qkv_proj", "out": "out_proj", "mha": True,
+                "plain_mlp": ("fc_in", "fc_out"), "mlp_bias": True, "head_bias": True, "act": "gelu_new",
+                "targets": ("qkv_proj",)},
     # MPT (models/mpt): Wqkv, out_proj, up_proj (4 x hidden, hard-coded), down_proj, no biases; LayerNorms whose
     # bias is set to None; ALiBi in its own eager attention; tied lm_head.
     "mpt": {"norm": "layer", "norm_bias": False, "tie": True, "qkv": "Wqkv", "out": "out_proj", "mha": True,
@@ -98,6 +103,7 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "MptForCausalLM": "mpt", "MPTForCausalLM": "mpt", "Starcoder2ForCausalLM": "starcoder2",
                 "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
                 "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
+                "CodeGenForCausalLM": "codegen",
                 "T5ForConditionalGeneration": "t5",
                 "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}

@@ -61,6 +61,7 @@ NEW_FAMILIES: dict[str, dict[str, object]] = {
     "gpt2": {"model_type": "gpt2", **_GPT},
     "gpt2_inner": {"model_type": "gpt2", **_GPT, "n_inner": 96},
     "gptj": {"model_type": "gptj", **_GPT, "rotary_dim": 8},
+    "codegen": {"model_type": "codegen", **_GPT, "rotary_dim": 8},
     "mpt": {"model_type": "mpt", "d_model": 64, "n_layers": 2, "n_heads": 4, "max_seq_len": 128, "vocab_size": 512},
     "starcoder2": {"model_type": "starcoder2", **_LLAMA_LIKE},
     "starcoder2_nobias": {"model_type": "starcoder2", **_LLAMA_LIKE, "use_bias": False},
@@ -88,7 +89,8 @@ def test_new_family_parameters_and_linear_names_match_transformers(name: str) ->
 
 
 @pytest.mark.parametrize(("name", "peft_default"), [("gpt2", ["c_attn"]), ("gptj", ["q_proj", "v_proj"]),
-                                                    ("mpt", ["Wqkv"]), ("stablelm", ["q_proj", "v_proj"])])
+                                                    ("mpt", ["Wqkv"]), ("stablelm", ["q_proj", "v_proj"]),
+                                                    ("codegen", ["qkv_proj"])])
 def test_default_targets_are_peft_defaults(name: str, peft_default: list[str]) -> None:
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
 

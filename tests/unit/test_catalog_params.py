@@ -234,8 +234,8 @@ def test_every_added_record_is_checked_or_explained() -> None:
 
 
 # Families people fine-tune that the engine does not model (no catalog record): refused by name, with the list.
-# (gptj, mpt, starcoder2, stablelm, granite and internlm2 were on this list until the families were added.)
-@pytest.mark.parametrize("model_type", ["olmo", "olmo2", "cohere", "gpt_oss", "deepseek_v2", "nemotron", "codegen"])
+# (gptj, mpt, starcoder2, stablelm, granite, internlm2 and codegen were on this list until the families were added.)
+@pytest.mark.parametrize("model_type", ["olmo", "olmo2", "cohere", "gpt_oss", "deepseek_v2", "nemotron"])
 def test_unmodelled_families_refused_with_the_supported_list(model_type: str) -> None:
     from sizing import SizingError, estimate
 
