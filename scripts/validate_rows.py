@@ -170,8 +170,21 @@ def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:
 def match_gpu(text: str) -> tuple[str | None, str | None]:
     """The catalog GPU a gpu_model text names (its model words and, if stated, memory); with the memory or
     form factor unstated, the largest SXM variant, said in the returned assumption."""
-    tokens = set(re.findall(r"[A-Z0-9]+", text.upper()))
-    stated = re.search(r"(\d+)\s*GB", text.upper())
+    upper = text.upper()
+    # The name nvidia-smi prints ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3") names one card.
+    bare = re.sub(r"^NVIDIA\s+", "", re.sub(r"\s+", " ", upper).strip())
+    for gpu in gpus().values():
+        if bare == re.sub(r"^NVIDIA\s+", "", str(gpu.record.get("reported_name", "")).upper()):
+            return gpu.id, None
+    upper = re.sub(r"(?<![A-Z0-9])\d+\s*[X×]\s*(?=[A-Z])", " ", upper)  # "2xA100", "8x H100": a GPU count
+    tokens = set(re.findall(r"[A-Z0-9]+", upper))
+    for tok in list(tokens):
+        glued = re.match(r"(RTX|GTX|TESLA|GEFORCE)(\w+)$", tok)  # "RTX4090", "TeslaT4"
+        if glued:
+            tokens |= set(glued.groups())
+        if re.fullmatch(r"SXM\d", tok):  # SXM2 / SXM4 / SXM5: the SXM form factor
+            tokens.add("SXM")
+    stated = re.search(r"(\d+)\s*GB", upper)
     found = []
     for gid in gpus():
         words, form, mem = _gpu_family(gpus()[gid].id)
@@ -188,11 +201,14 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
     cands = [f for f in found if f[0] == best_len]
     if stated:
         cands = [f for f in cands if f[3] == int(stated.group(1))] or cands
-    if "PCIE" in tokens:
-        cands = [f for f in cands if f[2] == "PCIE"] or cands
+    for form in ("PCIE", "SXM", "NVL"):
+        if form in tokens:
+            cands = [f for f in cands if f[2] == form] or cands
     if len(cands) == 1:
         return cands[0][1], None
-    pick = max(cands, key=lambda f: (f[3], f[2] == "SXM"))
+    # Unstated form factor: the SXM board (the common rental: "H100" is the SXM5 80GB, not the NVL 94GB),
+    # then the largest memory.
+    pick = max(cands, key=lambda f: (f[2] == "SXM", f[3]))
     return pick[1], f"gpu '{text}' taken as {pick[1]} (largest/SXM variant)"
 
 
