@@ -97,6 +97,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     forward_transient, loss_forward = plan((r.forward_transient,)), plan((r.loss_forward,))
     checkpoint = plan((r.checkpoint,))
     events = [(e > 0, plan((e,))[0] if e > 0 else ~e) for e in r.backward_events]
+    temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
     seen: tuple[object, ...] | None = None  # the previous step's counters and layouts, at its start
     for step in range(STEPS):
@@ -160,7 +161,9 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 a.run(plan(int(g.size * r.states_per_grad) for g in grads))
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
-            a.malloc_free_all(int(g.size * r.temp_per_grad) for g in grads)
+            if temps is None or not r.accumulating:  # accumulated gradients are the same blocks every step
+                temps = plan(int(g.size * r.temp_per_grad) for g in grads)
+            a.run_free(temps)
         if comm is not None:
             rs.free(comm)
         if not r.accumulating:
