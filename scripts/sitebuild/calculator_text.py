@@ -310,9 +310,9 @@ TEXT: dict[str, dict[str, str]] = {
                  "uz": "Maks. mikrobatch va uzunlik: tanlangan kartada — sig‘adigan eng kattasi; boshqalarida — "
                  "allokator qayta hisoblanadigan qatordagi eng kattasi (ikki barobarga 4 qadam: …, 4096, 5120, 6144, "
                  "7168, 8192, …), shuning uchun ular haqiqiy chegaradan 20 % gacha kichik bo‘lishi mumkin.",
-                 "en": "Max micro-batch and length: on the chosen card, the largest that fit; on the others, the largest "
-                 "on the series the allocator is replayed at (4 steps per doubling: …, 4096, 5120, 6144, 7168, 8192, …), "
-                 "so they can be up to 20 % below the true limit."},
+                 "en": "Max micro-batch and length: on the chosen card, the largest that fit; on the others, the "
+                 "largest on the series the allocator is replayed at (4 steps per doubling: …, 4096, 5120, 6144, 7168, "
+                 "8192, …), so they can be up to 20 % below the true limit."},
     # the "it does not fit" ladder (sizing.ladder), shown when the run does not fit its GPU
     "ladder_title": {"ru": "Что изменить, чтобы поместилось", "uz": "Sig‘ishi uchun nimani o‘zgartirish kerak",
                      "en": "What to change so it fits"},
