@@ -143,6 +143,30 @@ NO_FIGURE: dict[str, str] = {
 }
 
 
+# Chat / instruct releases whose litgpt entry is the base's entry expanded for both ids (and whose base record has
+# litgpt's widths, layers and vocabulary): the record repeats the base's config, so the base's check covers it.
+SAME_AS = {
+    "meta-llama/Llama-2-7b-chat-hf": "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-chat-hf":
+    "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-chat-hf": "meta-llama/Llama-2-70b-hf",
+    "meta-llama/Meta-Llama-3-70B-Instruct": "meta-llama/Meta-Llama-3-70B",
+    "codellama/CodeLlama-7b-Instruct-hf": "codellama/CodeLlama-7b-hf", "google/gemma-2b-it": "google/gemma-2b",
+    "google/gemma-7b-it": "google/gemma-7b", "google/gemma-2-2b-it": "google/gemma-2-2b",
+    "google/gemma-2-9b-it": "google/gemma-2-9b", "google/gemma-2-27b-it": "google/gemma-2-27b",
+    "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",
+    "tiiuae/falcon-7b-instruct": "tiiuae/falcon-7b",
+    "HuggingFaceTB/SmolLM2-135M-Instruct": "HuggingFaceTB/SmolLM2-135M",
+    "HuggingFaceTB/SmolLM2-360M-Instruct": "HuggingFaceTB/SmolLM2-360M",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct": "HuggingFaceTB/SmolLM2-1.7B",
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(SAME_AS))
+def test_tuned_release_has_its_base_config(model_id: str) -> None:
+    base = SAME_AS[model_id]
+    assert dict(models()[model_id.lower()].config) == dict(models()[base.lower()].config)
+    assert _total(model_id) == _total(base)
+
+
 def _total(model_id: str) -> int:
     return from_hf_config(models()[model_id.lower()].config).total_params
 
@@ -228,7 +252,7 @@ def test_every_added_record_is_checked_or_explained() -> None:
     from sizing.catalog import model_records
 
     added = {rec.id for rec in model_records()[FIRST_CHECKED:]}
-    tables = [set(EXACT), set(LISTED_GIB), set(NO_FIGURE)]
+    tables = [set(EXACT), set(LISTED_GIB), set(NO_FIGURE), set(SAME_AS)]
     assert added == set().union(*tables)
     assert sum(map(len, tables)) == len(added)  # no record in two tables
 
