@@ -157,6 +157,25 @@ SAME_AS = {
     "HuggingFaceTB/SmolLM2-135M-Instruct": "HuggingFaceTB/SmolLM2-135M",
     "HuggingFaceTB/SmolLM2-360M-Instruct": "HuggingFaceTB/SmolLM2-360M",
     "HuggingFaceTB/SmolLM2-1.7B-Instruct": "HuggingFaceTB/SmolLM2-1.7B",
+    # fine-tunes and sibling releases whose cited configs have the base's fields (notes: which source says so)
+    "bigscience/bloomz-560m": "bigscience/bloom-560m",
+    "bigscience/bloomz-1b1": "bigscience/bloom-1b1",
+    "bigscience/bloomz-1b7": "bigscience/bloom-1b7",
+    "bigscience/bloomz-3b": "bigscience/bloom-3b",
+    "bigscience/bloom-7b1": "bigscience/bloomz-7b1",
+    "HuggingFaceH4/zephyr-7b-beta": "mistralai/Mistral-7B-v0.1",
+    "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF": "meta-llama/Llama-3.1-70B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "meta-llama/Llama-3.3-70B-Instruct",
+    "codellama/CodeLlama-34b-Python-hf": "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-70b-Python-hf": "codellama/CodeLlama-70b-hf",
+    "codellama/CodeLlama-70b-Instruct-hf": "codellama/CodeLlama-70b-hf",
+    "mistralai/Mistral-Large-Instruct-2411": "mistralai/Mistral-Large-Instruct-2407",
+    "microsoft/Phi-4-mini-reasoning": "microsoft/Phi-4-mini-instruct",
+    "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-30B-A3B-Thinking-2507": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+    "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t",
 }
 
 
@@ -326,23 +345,13 @@ def test_gpt_oss_mxfp4_experts_refused_as_a_format_too() -> None:
     assert "mxfp4" in str(err.value) and "gptq" in str(err.value)
 
 
-# Ids of the same weights (mirrors, re-uploads, renamed organisations) or of checkpoints whose cited config has the
-# same fields as a record: each resolves to that record (the catalog branch's second round; sources in the notes).
+# Ids of the same weights (mirrors, re-uploads, renamed organisations): each resolves to the record of those weights.
 ALIAS_OF = {
     "NousResearch/Llama-2-7b-hf": "meta-llama/Llama-2-7b-hf", "TheBloke/Llama-2-7B-fp16": "meta-llama/Llama-2-7b-hf",
     "TheBloke/Llama-2-70B-fp16": "meta-llama/Llama-2-70b-hf", "TheBloke/CodeLlama-7B-fp16": "codellama/CodeLlama-7b-hf",
-    "TheBloke/CodeLlama-34B-Python-fp16": "codellama/CodeLlama-34b-hf",
-    "codellama/CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-hf",
-    "codellama/CodeLlama-70b-Instruct-hf": "codellama/CodeLlama-70b-hf",
-    "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF": "meta-llama/Llama-3.1-70B-Instruct",
-    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "meta-llama/Llama-3.3-70B-Instruct",
-    "unsloth/Mistral-7B-v0.2": "mistralai/Mistral-7B-v0.2", "HuggingFaceH4/zephyr-7b-beta": "mistralai/Mistral-7B-v0.1",
-    "bigscience/bloomz-560m": "bigscience/bloom-560m", "bigscience/bloom-7b1": "bigscience/bloomz-7b1",
+    "TheBloke/CodeLlama-34B-Python-fp16": "codellama/CodeLlama-34b-Python-hf",
+    "unsloth/Mistral-7B-v0.2": "mistralai/Mistral-7B-v0.2",
     "gpt2": "openai-community/gpt2", "gpt2-xl": "openai-community/gpt2-xl", "distilgpt2": "distilbert/distilgpt2",
-    "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t", "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
-    "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
-    "mistralai/Mistral-Large-Instruct-2411": "mistralai/Mistral-Large-Instruct-2407",
-    "microsoft/Phi-4-mini-reasoning": "microsoft/Phi-4-mini-instruct",
 }
 
 
