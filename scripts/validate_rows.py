@@ -20,6 +20,7 @@ from row_columns import (
     first_int,
     first_number,
     framework,
+    litgpt_accumulation,
     lower_col,
     optimizer,
     other_settings,
@@ -28,6 +29,7 @@ from row_columns import (
     precision,
     quantization,
     sequences,
+    sharded_layers,
     target_modules,
     torchtune_version,
     yes_no,
@@ -38,8 +40,8 @@ from sizing.catalog import gpus, models
 # Column readers re-exported: one import gives the whole mapping.
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
-           "per_device", "precision", "quantization", "row_case", "sequences", "target_modules", "torchtune_version",
-           "usable", "yes_no"]
+           "per_device", "precision", "quantization", "row_case", "sequences", "sharded_layers", "target_modules",
+           "torchtune_version", "usable", "yes_no"]
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
@@ -293,9 +295,15 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         raise RowRefused("row_missing_field", "micro_batch_size is not stated")
     cfg["per_device_train_batch_size"] = batch
     accum = first_int(row.get("grad_accum_steps", ""))
+    cfg.update(parallel(row))
     if accum:
         cfg["gradient_accumulation_steps"] = accum
-    cfg.update(parallel(row))
+    elif fw == "litgpt" and "global_batch_size" in lower_col(row, "grad_accum_steps"):
+        # a row that names LitGPT's ratio without its numbers: global_batch_size from the config it names
+        cfg["gradient_accumulation_steps"] = litgpt_accumulation(row, cfg["num_gpus"], batch)
+        notes.append("gradient accumulation from the LitGPT config's global_batch_size")
+    if fw == "torchtune" and cfg.get("parallelism") == "fsdp":
+        cfg.update(sharded_layers(row, version))
     gc = checkpointing(row.get("gradient_checkpointing", ""), cfg["num_gpus"])
     if gc is None:
         notes.append("gradient_checkpointing not stated: the framework's default")
