@@ -131,11 +131,14 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     root = root_grads if mode == "fsdp" else 0
     # FSDP stages one unit's gradients for its reduce-scatter; ZeRO-3 copies them into its resident bucket.
     comm, static = (t.layer_grads, False) if mode == "fsdp" else (ZERO_REDUCE_BUCKET * t.grad_elem, True)
-    if cfg.cpu_offload:
-        return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
-                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own)
-    # FSDP no_sync (the Trainer's and LitGPT's accumulation): unsharded gradients until the window's last backward
+    # FSDP no_sync (the Trainer's and LitGPT's accumulation): unsharded gradients until the window's last backward,
+    # on the GPU even under CPU offload ("they will only be offloaded right after the eventual sync": torch
+    # FullyShardedDataParallel.no_sync docstring, v2.2-v2.13)
     no_sync = mode == "fsdp" and cfg.gradient_accumulation_steps > 1 and profile(cfg).fsdp_no_sync
     carried = t.gradients if no_sync else -1
+    if cfg.cpu_offload:
+        return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
+                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own,
+                      carried)
     return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n,
                   comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static, root_unit, own, carried)
