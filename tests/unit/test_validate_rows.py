@@ -259,8 +259,11 @@ def test_gptq_row_uses_the_catalog_checkpoint() -> None:
         vr.row_case({**row, "model": "mistralai/Mistral-7B-v0.1"})  # no GPTQ checkpoint of that id in the catalog
 
 
-def test_fsdp_shard_grad_op_is_zero2() -> None:
-    assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "zero2"
+def test_fsdp_shard_grad_op_is_its_own_mode() -> None:
+    # SHARD_GRAD_OP keeps every unit gathered from its forward to its backward and has no DeepSpeed bucket
+    # (tests/physics/test_fsdp_shard_grad_op.py); it was mapped to zero2 before that mode existed
+    assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "fsdp_shard_grad_op"
+    assert vr.parallel({"num_gpus": "4", "sharding": "DeepSpeed ZeRO-2"})["parallelism"] == "zero2"
 
 
 def test_model_names_without_organisation_or_as_display_names() -> None:
