@@ -248,7 +248,9 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
         out["parallelism"] = "ddp"
     elif re.search(r"zero[- ]?(stage[- ]?)?3", s):
         out["parallelism"] = "zero3"
-    elif re.search(r"zero[- ]?(stage[- ]?)?2|shard_grad_op", s):  # SHARD_GRAD_OP: ZeRO-2 semantics
+    elif re.search(r"shard_grad_op", s):
+        out["parallelism"] = "fsdp_shard_grad_op"
+    elif re.search(r"zero[- ]?(stage[- ]?)?2", s):
         out["parallelism"] = "zero2"
     elif "fsdp" in s:
         out["parallelism"] = "fsdp"

@@ -21,8 +21,9 @@ FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
 ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
               "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
-# fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets.
-PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard")
+# fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
+# fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
+PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")
 # hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
 # fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
@@ -220,11 +221,11 @@ FIELDS: tuple[Field, ...] = (
                                  "GPUs in the run; memory is per GPU"),
           low=1, high=4096, flag=True, form="int", group=_G),
     Field("parallelism", "str", "none", ("none/ddp/fsdp_no_shard — копии модели, fsdp/zero3 — шардирование всего, "
-                                         "zero2 — градиентов и оптимизатора",
+                                         "zero2/fsdp_shard_grad_op — градиентов и оптимизатора",
                                          "none/ddp/fsdp_no_shard — model nusxalari, fsdp/zero3 — hammasini bo‘lish, "
-                                         "zero2 — gradiyent va optimizatorni bo‘lish",
+                                         "zero2/fsdp_shard_grad_op — gradiyent va optimizatorni bo‘lish",
                                          "none/ddp/fsdp_no_shard replicate the model, fsdp/zero3 shard everything, "
-                                         "zero2 shards gradients and optimizer"),
+                                         "zero2/fsdp_shard_grad_op shard gradients and optimizer"),
           choices=PARALLELISM, flag=True, form="choice", group=_G),
     Field("cpu_offload", "bool", False, ("Выгрузка в память CPU (ZeRO-Offload, FSDP CPU offload)",
                                          "CPU xotirasiga ko‘chirish (ZeRO-Offload, FSDP CPU offload)",

@@ -54,6 +54,7 @@ class Shares:
     root_held: int = 0  # the root unit's unsharded parameters inside `gathered` (held through the step)
     own: OwnUnits | None = None  # FSDP: the embedding and the head wrapped as units of their own
     carried: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
+    kept_gathered: int = 0  # SHARD_GRAD_OP: units gathered in forward beyond `gathered`, kept until their backward
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
                       t.optimizer if cfg.cpu_offload else 0, optimizer_fraction=1 / n)
     # FSDP FULL_SHARD / ZeRO-3: parameters, gradients and states sharded; gathered units in flight;
     # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
+    sgo = mode == "fsdp_shard_grad_op"
+    mode = "fsdp" if sgo else mode
     own = None
     root_unit, root_grads = t.root_unit, t.root_grads
     if mode == "fsdp" and cfg.fsdp_shard_embeddings:
@@ -131,11 +134,18 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     root = root_grads if mode == "fsdp" else 0
     # FSDP stages one unit's gradients for its reduce-scatter; ZeRO-3 copies them into its resident bucket.
     comm, static = (t.layer_grads, False) if mode == "fsdp" else (ZERO_REDUCE_BUCKET * t.grad_elem, True)
-    if cfg.cpu_offload:
-        return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
-                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own)
-    # FSDP no_sync (the Trainer's and LitGPT's accumulation): unsharded gradients until the window's last backward
+    # FSDP no_sync (the Trainer's and LitGPT's accumulation): unsharded gradients until the window's last backward,
+    # on the GPU even under CPU offload ("they will only be offloaded right after the eventual sync": torch
+    # FullyShardedDataParallel.no_sync docstring, v2.2-v2.13)
     no_sync = mode == "fsdp" and cfg.gradient_accumulation_steps > 1 and profile(cfg).fsdp_no_sync
     carried = t.gradients if no_sync else -1
-    return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n,
-                  comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static, root_unit, own, carried)
+    # SHARD_GRAD_OP does not reshard a unit after its forward (torch v2.2 _runtime_utils.py _post_forward_reshard:
+    # free only for FULL_SHARD / HYBRID_SHARD); its backward frees it (_should_free_in_backward): at the end of
+    # forward every decoder unit is gathered (measured: tests/physics/test_fsdp_shard_grad_op.py)
+    kept = max(t.base + t.adapters - root_unit - UNITS_IN_FLIGHT * t.layer_unit, 0) if sgo else 0
+    if cfg.cpu_offload:
+        return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
+                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own,
+                      carried, kept)
+    return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n, comm, nccl, 0, gathered, 1 / n, root,
+                  (t.gradients - root) // n, static, root_unit, own, carried, kept)

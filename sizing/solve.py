@@ -188,7 +188,8 @@ class Sizer:
             return 0, "none"
         if self.fits(gpu, num_gpus=1, parallelism="none", cpu_offload=False):
             return 1, "none"
-        mode = self.cfg.parallelism if self.cfg.parallelism in ("fsdp", "zero2", "zero3") else "fsdp"
+        mode = (self.cfg.parallelism if self.cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_shard_grad_op")
+                else "fsdp")
         usable = usable_bytes(gpu)
         if self.required(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
             return 0, mode

@@ -220,7 +220,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         layer_gradients=sh.gradients // arch.layers,
         cache_shared=not reg.padded and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
-        own_units=sh.own, carried_grads=sh.carried)
+        own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,

@@ -50,7 +50,7 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
     if arch.experts:
         out.append(_w("moe_approximate", "mixture-of-experts activations are approximate; LoRA all-linear does "
                       "not reach fused expert weights in transformers 5"))
-    if cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "zero3"):
+    if cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "zero3", "fsdp_shard_grad_op"):
         out.append(_w("sharding_approximate", "sharded runs: per-GPU weights include two gathered layers and "
                       "FSDP's unsharded root unit (embeddings, LM head) [approximate]", num_gpus=cfg.num_gpus))
     if cfg.torch_compile:

@@ -369,8 +369,9 @@ FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
 ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
               "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
-# fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets.
-PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard")
+# fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
+# fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
+PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")
 # hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
 # fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
@@ -568,11 +569,11 @@ FIELDS: tuple[Field, ...] = (
                                  "GPUs in the run; memory is per GPU"),
           low=1, high=4096, flag=True, form="int", group=_G),
     Field("parallelism", "str", "none", ("none/ddp/fsdp_no_shard — копии модели, fsdp/zero3 — шардирование всего, "
-                                         "zero2 — градиентов и оптимизатора",
+                                         "zero2/fsdp_shard_grad_op — градиентов и оптимизатора",
                                          "none/ddp/fsdp_no_shard — model nusxalari, fsdp/zero3 — hammasini bo‘lish, "
-                                         "zero2 — gradiyent va optimizatorni bo‘lish",
+                                         "zero2/fsdp_shard_grad_op — gradiyent va optimizatorni bo‘lish",
                                          "none/ddp/fsdp_no_shard replicate the model, fsdp/zero3 shard everything, "
-                                         "zero2 shards gradients and optimizer"),
+                                         "zero2/fsdp_shard_grad_op shard gradients and optimizer"),
           choices=PARALLELISM, flag=True, form="choice", group=_G),
     Field("cpu_offload", "bool", False, ("Выгрузка в память CPU (ZeRO-Offload, FSDP CPU offload)",
                                          "CPU xotirasiga ko‘chirish (ZeRO-Offload, FSDP CPU offload)",
@@ -1213,8 +1214,8 @@ def _check_launch(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None:
                       f"(accelerate launch --num_processes {gpus})")
     if parallelism in ("zero2", "zero3") or launched["deepspeed"]:
         raise _refuse("parallelism", "DeepSpeed ZeRO is estimated by sizing, but the trial does not run it")
-    if parallelism == "fsdp_no_shard":
-        raise _refuse("parallelism", "FSDP NO_SHARD is estimated by sizing, but the trial runs FULL_SHARD only")
+    if parallelism in ("fsdp_no_shard", "fsdp_shard_grad_op"):
+        raise _refuse("parallelism", f"{parallelism} is estimated by sizing, but the trial runs FSDP FULL_SHARD only")
     if cfg.get("fsdp_shard_embeddings"):
         raise _refuse("fsdp_shard_embeddings", "the embedding and head as FSDP units of their own are estimated by "
                       "sizing, but the trial wraps decoder layers only")

@@ -56,7 +56,7 @@ def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
     """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
     tensors' full sizes, and their shards; none where the framework empties the cache before training or
     nothing is sharded (Replay.init_units)."""
-    if cfg.parallelism != "fsdp" or cfg.num_gpus < 2 or reg.profile.empties_cache:
+    if cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op") or cfg.num_gpus < 2 or reg.profile.empties_cache:
         return {}
     elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
     per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]

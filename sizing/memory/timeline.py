@@ -65,6 +65,7 @@ class StepInputs:
     comm_static: bool = False  # comm_buffers exist from before the first step (DDP buckets, ZeRO-3's bucket)
     own_units: OwnUnits | None = None  # FSDP: the embedding and the head as units of their own (parallel.py)
     carried_grads: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
+    kept_gathered: int = 0  # SHARD_GRAD_OP: decoder units gathered in forward and kept until their backward
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -89,6 +90,7 @@ def moments(s: StepInputs) -> list[Moment]:
         # (measured: tests/physics/test_fsdp2_own_units.py).
         own = s.own_units
         head_w, embed_w = (own.head - 2 * own.layer, own.embed - own.layer) if own else (0, 0)
+        head_w += s.kept_gathered  # SHARD_GRAD_OP: every decoder unit gathered from its forward to its backward
         out.append(Moment("forward", "cross-entropy on the logits (end of forward)", step, {
             **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_forward_extra + prev,
@@ -102,7 +104,7 @@ def moments(s: StepInputs) -> list[Moment]:
             # (torch 2.4-2.13 _fsdp_collectives.py foreach_reduce), with the last layer prefetched and the body's
             # activations still alive (measured: tests/physics/test_fsdp2_own_units.py)
             out.append(Moment("backward", "LM head's reduce-scatter (FSDP unit of its own)", step, {
-                **base, "weights": s.weights - own.layer, "gradients": carried + 2 * own.head_grads
+                **base, "weights": s.weights - own.layer + s.kept_gathered, "gradients": carried + 2 * own.head_grads
                 + own.head_grads // own.world + (s.comm_buffers if s.comm_static else 0),
                 "activations": s.body + s.shared + s.head_body + own_cache, "logits_and_loss": s.kept_logits}))
         # optimizer-in-backward frees each gradient in its hook, but a tied head and embedding are one parameter
@@ -111,7 +113,7 @@ def moments(s: StepInputs) -> list[Moment]:
         held = s.grads_freed_in_backward and bool(s.tied_gradient)
         head_grads = carried or (0 if s.grads_freed_in_backward and not held else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
-            **base, "gradients": head_grads + s.comm_buffers,
+            **base, "weights": s.weights + s.kept_gathered, "gradients": head_grads + s.comm_buffers,
             "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": s.kept_logits,
             "workspace": s.workspace + s.backward_transient}))
         if s.first_layer and not s.grads_freed_in_backward:

@@ -123,7 +123,7 @@ def _micro_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
 def inventory(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu) -> Inventory:
     """Every kernel of a micro-batch, the once-per-step work and the step's transfers."""
     kernel = attention_kernel(reg, gpu.sm[0])
-    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
+    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_shard_grad_op") else 1
     ops, plan = _micro_ops(cfg, arch, reg, tr, kernel)
     return Inventory(kernel, ops, tuple(step_ops(cfg, arch, reg, tr, shards)),
                      traffic(cfg, arch, reg, tr, gpu.usable_bytes), plan)

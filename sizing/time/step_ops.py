@@ -55,7 +55,7 @@ def step_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, sha
     bytes_pp, passes = optimizer_bytes_per_param(cfg.optim, p, g)
     per_tensor = cfg.optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb")
     kernels = float(tensors) if per_tensor else passes * _launches(tensors, int(params))
-    if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_no_shard")):
+    if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")):
         ops.append(Op("optimizer", "step", 1, 0.0, bytes_pp * params, kernels))
     return ops
 
@@ -80,7 +80,7 @@ def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainabl
     host memory and paged back for every update (bitsandbytes paged optimizers, cudaMallocManaged)."""
     if cfg.optim not in PAGED:
         return 0.0
-    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
+    shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_shard_grad_op") else 1
     params = (arch.total_params if reg.full else tr.params) / shards
     p = reg.weight if reg.full else reg.adapter
     weights = arch.total_params * (reg.weight if not reg.quant else 0.6) / shards
@@ -104,7 +104,8 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     # FSDP / ZeRO-3: all-gather weights for forward and again for backward (per micro-batch), reduce-scatter
     # gradients; ZeRO-2 keeps weights whole and reduce-scatters gradients, all-gathers the updated shards.
     zero2 = cfg.parallelism == "zero2"
-    link = share * trainable * 2 if zero2 else share * (weights * 2 * accum + trainable * accum)
+    gathers = 1 if cfg.parallelism == "fsdp_shard_grad_op" else 2  # SHARD_GRAD_OP keeps forward's gather for backward
+    link = share * trainable * 2 if zero2 else share * (weights * gathers * accum + trainable * accum)
     pcie = cpu = 0.0
     if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
         pcie = (weights * 2 * accum + trainable) / n

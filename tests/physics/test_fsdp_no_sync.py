@@ -73,3 +73,6 @@ def test_fsdp_no_sync_accumulates_unsharded_gradients(tmp_path):
         assert sh.carried == carried, framework  # torchtune reduce-scatters every micro-batch (FSDP2, no no_sync)
         assert sh.gradients == pytest.approx(got["synced"], abs=64)
     assert shares(RunConfig(num_gpus=2, parallelism="fsdp", gradient_accumulation_steps=1), t).carried == -1
+    # under CPU offload too: torch's no_sync docstring says the gradients are offloaded only after the sync
+    off = shares(RunConfig(num_gpus=2, parallelism="fsdp", cpu_offload=True, gradient_accumulation_steps=4), t)
+    assert off.carried == got["inside"]

@@ -259,8 +259,11 @@ def test_gptq_row_uses_the_catalog_checkpoint() -> None:
         vr.row_case({**row, "model": "mistralai/Mistral-7B-v0.1"})  # no GPTQ checkpoint of that id in the catalog
 
 
-def test_fsdp_shard_grad_op_is_zero2() -> None:
-    assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "zero2"
+def test_fsdp_shard_grad_op_is_its_own_mode() -> None:
+    # SHARD_GRAD_OP keeps every unit gathered from its forward to its backward and has no DeepSpeed bucket
+    # (tests/physics/test_fsdp_shard_grad_op.py); it was mapped to zero2 before that mode existed
+    assert vr.parallel({"num_gpus": "4", "sharding": "FSDP SHARD_GRAD_OP"})["parallelism"] == "fsdp_shard_grad_op"
+    assert vr.parallel({"num_gpus": "4", "sharding": "DeepSpeed ZeRO-2"})["parallelism"] == "zero2"
 
 
 def test_model_names_without_organisation_or_as_display_names() -> None:
@@ -309,3 +312,18 @@ def test_benchmark_scores_any_csv_of_the_format(tmp_path: object) -> None:
     assert n_usable == 2  # X1 and X3 (the OOM row is a lower bound, X4 is not usable)
     assert [s.row_id for s in scored] == ["X1", "X2"]
     assert refused == [("X3", "row_missing_field: micro_batch_size is not stated")]
+
+
+def test_fsdp_row_mapping_reads_no_shard_and_sharded_layers() -> None:
+    # fsdp_qlora's "ddp" is FSDP NO_SHARD (train.py l.715); a plain DDP stays DDP
+    no_shard = {**rows()["R133"], "sharding": "FSDP NO_SHARD ('ddp')"}
+    assert vr.row_case(no_shard).config["parallelism"] == "fsdp_no_shard"
+    assert vr.row_case({**rows()["R133"], "sharding": "DDP"}).config["parallelism"] == "ddp"
+    # torchtune's recipe config sets custom_sharded_layers: the row names it (llama3_1/70B_full.yaml from v0.3.0)
+    tt = {**rows()["R116"], "source_locator": "config recipes/configs/llama3_1/70B_full.yaml"}
+    assert vr.row_case(tt).config["fsdp_shard_embeddings"] is True
+    older = {**tt, "framework_version": "torchtune @fef3ed10d (2024-04-16)"}  # 0.1: the config did not set it
+    assert "fsdp_shard_embeddings" not in vr.row_case(older).config
+    said = {**rows()["R116"], "other_memory_settings": "custom_sharded_layers: ['tok_embeddings', 'output']"}
+    assert vr.row_case(said).config["fsdp_shard_embeddings"] is True
+    assert "fsdp_shard_embeddings" not in vr.row_case(rows()["R116"]).config  # 405B QLoRA config: not set
