@@ -17,41 +17,30 @@ export function makeAdapter(form) {
   }
 
   function adapt(keep = new Set()) {
-    const free = (name) => !owned.has(name) && !keep.has(name);
-    const select = field("model");
-    const option = select && select.selectedOptions[0];
-    const length = field("max_seq_length");
-    const method = field("method");
-    const notes = [];
+    const option = field("model") && field("model").selectedOptions[0];
     const max = option && option.dataset.maxSeq ? Number(option.dataset.maxSeq) : Infinity;
     const fixed = option && option.dataset.method ? option.dataset.method : null;
-    // What an earlier model made us change, and nobody touched since, goes back first.
-    for (const [name, change] of Array.from(auto)) {
+    const notes = [];
+    // Each field from the value it had before adapt() changed it (unless touched since), to this model's.
+    function follow(name, target, key) {
       const el = field(name);
-      if (!el || el.value !== change.now) {
-        auto.delete(name);
-        continue;
+      if (!el) return;
+      const change = auto.get(name);
+      const base = change && el.value === change.now ? change.was : el.value;
+      auto.delete(name);
+      if (owned.has(name) || keep.has(name)) return;
+      const value = target(base);
+      if (value === base) {
+        if (el.value !== base) notes.push({ key: "adapt_back", params: { field: name, value: base } });
+      } else {
+        auto.set(name, { was: base, now: value });
+        notes.push({ key, params: { field: name, value, was: base } });
       }
-      const allowed = name === "max_seq_length" ? Number(change.was) <= max : fixed === null || fixed === change.was;
-      if (allowed) {
-        el.value = change.was;
-        auto.delete(name);
-        notes.push({ key: "adapt_back", params: { field: name, value: change.was } });
-      }
+      el.value = value;
     }
-    if (length && free("max_seq_length") && Number(length.value) > max) {
-      const was = auto.has("max_seq_length") ? auto.get("max_seq_length").was : length.value;
-      length.value = String(max);
-      auto.set("max_seq_length", { was, now: length.value });
-      notes.push({ key: "adapt_length", params: { value: max } });
-    }
-    if (method && fixed !== null && free("method") && method.value !== fixed
-        && Array.from(method.options).some((o) => o.value === fixed)) {
-      const was = auto.has("method") ? auto.get("method").was : method.value;
-      method.value = fixed;
-      auto.set("method", { was, now: fixed });
-      notes.push({ key: "adapt_method", params: { value: fixed, was } });
-    }
+    follow("max_seq_length", (v) => (Number(v) > max ? String(max) : v), "adapt_length");
+    const methods = field("method") ? Array.from(field("method").options || [], (o) => o.value) : [];
+    follow("method", (v) => (fixed !== null && methods.includes(fixed) ? fixed : v), "adapt_method");
     return notes;
   }
 

@@ -101,9 +101,8 @@ function main() {
     const notes = adapter.adapt(linkFields);
     linkFields = new Set();
     const value = (name, v) => (name === "max_seq_length" && Number.isFinite(Number(v)) ? fmt.num(Number(v), 0) : v);
-    adapted.textContent = notes.map((n) => fmt.fill(t(n.key), {
-      ...n.params, value: value(n.params.field || "max_seq_length", n.params.value),
-      field: n.params.field ? t("f_" + n.params.field) : "" })).join(" ");
+    adapted.textContent = notes.map(({ key, params }) => fmt.fill(t(key), {
+      ...params, value: value(params.field, params.value), field: t("f_" + params.field) })).join(" ");
   }
 
   // A configuration object (an imported report's): its fields, the defaults for the rest, as URL text.
