@@ -424,6 +424,7 @@ function main() {
     if (runtimeReady) {
       doc.dataset.runtime = "busy";
       setStatus("busy", t("status_busy"));
+      stale(true); // not the form's numbers any more: greyed until its peak comes (its fit table until that comes)
     } else waiting();
     if (timer) clearTimeout(timer);
     timer = setTimeout(compute, 60); // typing: one compute per pause; the worker drops stale ones too
