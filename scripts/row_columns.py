@@ -242,7 +242,9 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"num_gpus": n}
     if n == 1 and not re.search(r"offload", s):
         return out
-    if re.search(r"no_shard|'ddp'|\bddp\b", s):
+    if re.search(r"no_shard|fsdp.*'ddp'", s):  # fsdp_qlora's "ddp" is FSDP ShardingStrategy.NO_SHARD
+        out["parallelism"] = "fsdp_no_shard"
+    elif re.search(r"'ddp'|\bddp\b", s):
         out["parallelism"] = "ddp"
     elif re.search(r"zero[- ]?(stage[- ]?)?3", s):
         out["parallelism"] = "zero3"
@@ -255,6 +257,57 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     if re.search(r"offload", s) and not re.search(r"no (cpu )?offload", s):
         out["cpu_offload"] = True
     return out
+
+
+# torchtune recipe configs that set custom_sharded_layers: ['tok_embeddings', 'output'] (git grep of
+# pytorch/torchtune recipes/configs at each tag v0.3.0-v0.6.1), with the first release that does.
+_TORCHTUNE_SHARDED = {"llama3/8b_full": "0.3", "llama3/70b_full": "0.3", "llama3_1/8b_full": "0.3",
+                      "llama3_1/70b_full": "0.3", "llama3/8b_qat_full": "0.5", "llama3_3/70b_full": "0.5",
+                      "llama3_3/70b_full_multinode": "0.6"}
+
+
+def sharded_layers(row: Mapping[str, str], version: str | None) -> dict[str, Any]:
+    """torchtune's embedding and head as FSDP units of their own: the row says custom_sharded_layers, or names a
+    recipe config that sets it at the row's release."""
+    text = " ".join(row.values()).lower()
+    if re.search(r"custom_sharded_layers\W+\[?'?(tok_embeddings|output)", text):
+        return {"fsdp_shard_embeddings": True}
+    for name in re.findall(r"configs/([\w/.]+?)\.yaml", text):
+        first = _TORCHTUNE_SHARDED.get(name)
+        if first and (version is None or _release(version) >= _release(first)):
+            return {"fsdp_shard_embeddings": True}
+    return {}
+
+
+def _release(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", v))
+
+
+# LitGPT config_hub/finetune/*.yaml train.global_batch_size at 00af8b0d9 (the README the rows cite; 5895df1 holds the
+# same values for the configs it has); any other config runs the finetune scripts' default TrainArgs(16).
+_LITGPT_GLOBAL_BATCH = {
+    **dict.fromkeys(("falcon-7b/lora", "falcon-7b/qlora", "llama-2-7b/lora", "llama-2-7b/qlora", "llama-3-8b/lora",
+                     "llama-3-8b/qlora", "llama-3.1-8b/lora", "llama-3.1-8b/qlora", "llama-3.2-1b/lora",
+                     "llama-3.2-1b/qlora", "llama-3.2-3b/lora", "llama-3.2-3b/qlora", "mistral-7b-v0.2/lora",
+                     "mistral-7b-v0.2/qlora", "mistral-7b/lora", "mistral-7b/qlora", "phi-2/full", "phi-2/lora",
+                     "phi-2/qlora", "phi-3/full", "phi-3/lora", "phi-3/qlora", "stablelm-base-alpha-3b/full",
+                     "stablelm-base-alpha-3b/lora", "stablelm-base-alpha-3b/qlora", "tiny-llama/lora",
+                     "tiny-llama/qlora"), 8),
+    **dict.fromkeys(("gemma-2b/lora", "gemma-2b/qlora", "gemma-7b/lora", "gemma-7b/qlora", "gemma2-2b/lora",
+                     "gemma2-2b/qlora", "gemma2-9b/lora", "gemma2-9b/qlora"), 6),
+    **dict.fromkeys(("llama-2-7b/full", "llama-3-8b/full", "llama-3.1-8b/full", "llama-3.2-1b/full",
+                     "llama-3.2-3b/full"), 64),
+    "gemma-2b/full": 16, "tiny-llama/full": 32,
+}
+LITGPT_DEFAULT_GLOBAL_BATCH = 16  # litgpt finetune/{full,lora,adapter}.py TrainArgs(global_batch_size=16) at 5895df1
+
+
+def litgpt_accumulation(row: Mapping[str, str], devices: int, micro: int) -> int:
+    """LitGPT's global_batch_size // devices // micro_batch_size (args.py TrainArgs.gradient_accumulation_iters),
+    global_batch_size from the config_hub file the row names."""
+    found = re.findall(r"config_hub/finetune/([\w.-]+/\w+)\.yaml", " ".join(row.values()).lower())
+    glob = next((_LITGPT_GLOBAL_BATCH[n] for n in found if n in _LITGPT_GLOBAL_BATCH), LITGPT_DEFAULT_GLOBAL_BATCH)
+    return max(glob // devices // micro, 1)
 
 
 def checkpointing(text: str, num_gpus: int) -> bool | None:

@@ -20,6 +20,7 @@ from row_columns import (
     first_int,
     first_number,
     framework,
+    litgpt_accumulation,
     lower_col,
     optimizer,
     other_settings,
@@ -28,6 +29,7 @@ from row_columns import (
     precision,
     quantization,
     sequences,
+    sharded_layers,
     target_modules,
     torchtune_version,
     yes_no,
@@ -38,8 +40,8 @@ from sizing.catalog import gpus, models
 # Column readers re-exported: one import gives the whole mapping.
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
-           "per_device", "precision", "quantization", "row_case", "sequences", "target_modules", "torchtune_version",
-           "usable", "yes_no"]
+           "per_device", "precision", "quantization", "row_case", "sequences", "sharded_layers", "target_modules",
+           "torchtune_version", "usable", "yes_no"]
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
@@ -168,8 +170,21 @@ def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:
 def match_gpu(text: str) -> tuple[str | None, str | None]:
     """The catalog GPU a gpu_model text names (its model words and, if stated, memory); with the memory or
     form factor unstated, the largest SXM variant, said in the returned assumption."""
-    tokens = set(re.findall(r"[A-Z0-9]+", text.upper()))
-    stated = re.search(r"(\d+)\s*GB", text.upper())
+    upper = text.upper()
+    # The name nvidia-smi prints ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3") names one card.
+    bare = re.sub(r"^NVIDIA\s+", "", re.sub(r"\s+", " ", upper).strip())
+    for gpu in gpus().values():
+        if bare == re.sub(r"^NVIDIA\s+", "", str(gpu.record.get("reported_name", "")).upper()):
+            return gpu.id, None
+    upper = re.sub(r"(?<![A-Z0-9])\d+\s*[X×]\s*(?=[A-Z])", " ", upper)  # "2xA100", "8x H100": a GPU count
+    tokens = set(re.findall(r"[A-Z0-9]+", upper))
+    for tok in list(tokens):
+        glued = re.match(r"(RTX|GTX|TESLA|GEFORCE)(\w+)$", tok)  # "RTX4090", "TeslaT4"
+        if glued:
+            tokens |= set(glued.groups())
+        if re.fullmatch(r"SXM\d", tok):  # SXM2 / SXM4 / SXM5: the SXM form factor
+            tokens.add("SXM")
+    stated = re.search(r"(\d+)\s*GB", upper)
     found = []
     for gid in gpus():
         words, form, mem = _gpu_family(gpus()[gid].id)
@@ -186,11 +201,14 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
     cands = [f for f in found if f[0] == best_len]
     if stated:
         cands = [f for f in cands if f[3] == int(stated.group(1))] or cands
-    if "PCIE" in tokens:
-        cands = [f for f in cands if f[2] == "PCIE"] or cands
+    for form in ("PCIE", "SXM", "NVL"):
+        if form in tokens:
+            cands = [f for f in cands if f[2] == form] or cands
     if len(cands) == 1:
         return cands[0][1], None
-    pick = max(cands, key=lambda f: (f[3], f[2] == "SXM"))
+    # Unstated form factor: the SXM board (the common rental: "H100" is the SXM5 80GB, not the NVL 94GB),
+    # then the largest memory.
+    pick = max(cands, key=lambda f: (f[2] == "SXM", f[3]))
     return pick[1], f"gpu '{text}' taken as {pick[1]} (largest/SXM variant)"
 
 
@@ -277,9 +295,15 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         raise RowRefused("row_missing_field", "micro_batch_size is not stated")
     cfg["per_device_train_batch_size"] = batch
     accum = first_int(row.get("grad_accum_steps", ""))
+    cfg.update(parallel(row))
     if accum:
         cfg["gradient_accumulation_steps"] = accum
-    cfg.update(parallel(row))
+    elif fw == "litgpt" and "global_batch_size" in lower_col(row, "grad_accum_steps"):
+        # a row that names LitGPT's ratio without its numbers: global_batch_size from the config it names
+        cfg["gradient_accumulation_steps"] = litgpt_accumulation(row, cfg["num_gpus"], batch)
+        notes.append("gradient accumulation from the LitGPT config's global_batch_size")
+    if fw == "torchtune" and cfg.get("parallelism") == "fsdp":
+        cfg.update(sharded_layers(row, version))
     gc = checkpointing(row.get("gradient_checkpointing", ""), cfg["num_gpus"])
     if gc is None:
         notes.append("gradient_checkpointing not stated: the framework's default")

@@ -21,7 +21,8 @@ def on_card(mem: StepMemory, expandable: bool, capacity: int) -> tuple[int, int]
     if step[0] > capacity and (total > capacity or not dynamic):
         step = min(round_up(total), wall), max(step[1], capacity + 1)  # the allocated peak alone is over the card
     elif step[0] > capacity:
-        # The replay runs at the grid shape (step.grid) and its overhead is scaled by the dynamic bytes
+        # The replay ran at the run's own shape (the estimate: the line below is the identity) or, for a solver's
+        # probe, at the grid shape (step.grid) with its overhead scaled by the dynamic bytes
         # (StepMemory.cache_overhead): x at the grid shape is total + (x - allocated) * dynamic / replay_dynamic
         # here, so the card's capacity maps back to the grid shape through the same line.
         allocated, _, _ = _replayed(mem.tensors, expandable)
@@ -30,7 +31,8 @@ def on_card(mem: StepMemory, expandable: bool, capacity: int) -> tuple[int, int]
         _, got, least = capped(mem.tensors, expandable, cap)
 
         def scale(x: int) -> int:
-            return round_up(total + int(max(x - allocated, 0) / grid_dynamic * dynamic))
+            over = max(x - allocated, 0)
+            return round_up(total + (over if grid_dynamic == dynamic else int(over / grid_dynamic * dynamic)))
 
         step = min(scale(got), wall), (min(scale(least), capacity) if least <= cap else max(scale(least), capacity + 1))
     # A moment outside the step (a model load) over the card saturates at the wall too (not replayed against it:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cache
@@ -149,14 +150,30 @@ def gpus() -> dict[str, Gpu]:
     return out
 
 
+@cache
+def _gpus_by_name() -> dict[str, Gpu]:
+    """Catalog GPUs by the name nvidia-smi prints ("NVIDIA A100-SXM4-80GB") and by display name, when unique."""
+    out: dict[str, list[Gpu]] = {}
+    for gpu in gpus().values():
+        for name in {str(gpu.record.get("reported_name", "")), gpu.name}:
+            if name:
+                out.setdefault(name.lower(), []).append(gpu)
+    return {name: found[0] for name, found in out.items() if len(found) == 1}
+
+
 def find_gpu(gpu_id: str) -> Gpu:
-    gpu = gpus().get(gpu_id.lower())
+    """A catalog GPU by id, by the name nvidia-smi reports or by its display name (case-insensitive)."""
+    gpu = gpus().get(gpu_id.lower()) or _gpus_by_name().get(" ".join(gpu_id.split()).lower())
+    if gpu is None and re.search(r"\b(MI\d{2,3}\w*|INSTINCT|RADEON|AMD)\b", gpu_id.upper().replace("-", " ")):
+        # The memory model is CUDA's (caching allocator, context, NCCL); ROCm's HIP allocator is not modelled.
+        raise SizingError("unknown_gpu", f"AMD GPU '{gpu_id}' is not supported: only NVIDIA CUDA GPUs are modelled "
+                          "(see `sizing gpus`)", field="gpu", value=gpu_id)
     if gpu is None:
         raise SizingError("unknown_gpu", f"unknown GPU '{gpu_id}' (see `sizing gpus`)", field="gpu", value=gpu_id)
     return gpu
 
 
-_SHAPE_KEYS = (("hidden_size", "n_embd", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
+_SHAPE_KEYS = (("hidden_size", "n_embd", "n_embed", "d_model"), ("num_hidden_layers", "n_layer", "num_layers"),
                ("num_attention_heads", "n_head"), ("intermediate_size", "n_inner", "ffn_hidden_size"),
                ("vocab_size", "padded_vocab_size"))
 

@@ -70,6 +70,7 @@ class RunConfig:
     num_gpus: int = 1
     parallelism: str = "none"
     cpu_offload: bool = False
+    fsdp_shard_embeddings: bool = False  # torchtune custom_sharded_layers: embedding and head as FSDP units
     dataset_tokens: int | None = None
     num_train_epochs: float = 3.0
     price_per_gpu_hour: float | None = None

@@ -1,13 +1,13 @@
 # The run configuration as data: one table of fields from which the parser, CLI, form and JSON Schema derive.
-# Standard library only and no import from the rest of `sizing` but errors.py: the trial recipe embeds
-# exactly config.py + contract.py + errors.py to normalise configurations as the estimator does.
+# Standard library only and no import from the rest of `sizing` but errors.py and jsontext.py: the trial recipe
+# embeds exactly config.py + contract.py + jsontext.py + errors.py to normalise configurations as the estimator does.
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import SizingError
+from .jsontext import read_json as read_json  # re-exported: the strict JSON reader lives in jsontext.py
 
 METHODS = ("full", "lora", "qlora", "lora8")
 # The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
@@ -21,7 +21,8 @@ FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
 ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
               "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
-PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3")
+# fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets.
+PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard")
 # hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
 # fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
@@ -218,16 +219,22 @@ FIELDS: tuple[Field, ...] = (
                                  "Ishga tushirishdagi GPU soni; xotira bitta GPU uchun",
                                  "GPUs in the run; memory is per GPU"),
           low=1, high=4096, flag=True, form="int", group=_G),
-    Field("parallelism", "str", "none", ("none/ddp — копии модели, fsdp/zero3 — шардирование всего, zero2 — "
-                                         "градиентов и оптимизатора",
-                                         "none/ddp — model nusxalari, fsdp/zero3 — hammasini bo‘lish, zero2 — "
-                                         "gradiyent va optimizatorni bo‘lish",
-                                         "none/ddp replicate the model, fsdp/zero3 shard everything, zero2 shards "
-                                         "gradients and optimizer"),
+    Field("parallelism", "str", "none", ("none/ddp/fsdp_no_shard — копии модели, fsdp/zero3 — шардирование всего, "
+                                         "zero2 — градиентов и оптимизатора",
+                                         "none/ddp/fsdp_no_shard — model nusxalari, fsdp/zero3 — hammasini bo‘lish, "
+                                         "zero2 — gradiyent va optimizatorni bo‘lish",
+                                         "none/ddp/fsdp_no_shard replicate the model, fsdp/zero3 shard everything, "
+                                         "zero2 shards gradients and optimizer"),
           choices=PARALLELISM, flag=True, form="choice", group=_G),
     Field("cpu_offload", "bool", False, ("Выгрузка в память CPU (ZeRO-Offload, FSDP CPU offload)",
                                          "CPU xotirasiga ko‘chirish (ZeRO-Offload, FSDP CPU offload)",
                                          "Offload to CPU memory (ZeRO-Offload, FSDP CPU offload)")),
+    # torchtune's full_finetune_distributed: custom_sharded_layers: ['tok_embeddings', 'output'] (llama3 / 3.1 8B
+    # and 70B full configs from v0.3.0) fully_shard()s the two as their own FSDP2 units (training.shard_model).
+    Field("fsdp_shard_embeddings", "bool", False, (
+        "FSDP: входной эмбеддинг и LM head — отдельные юниты (torchtune custom_sharded_layers)",
+        "FSDP: kirish embeddingi va LM head — alohida birliklar (torchtune custom_sharded_layers)",
+        "FSDP: the input embedding and the LM head are units of their own (torchtune custom_sharded_layers)")),
     Field("dataset_tokens", "int", None, ("Токенов в датасете за эпоху (для времени и стоимости)",
                                           "Bir epoxadagi dataset tokenlari (vaqt va narx uchun)",
                                           "Dataset tokens per epoch (for time and cost)"),
@@ -291,40 +298,6 @@ def doc(name: str, lang: str) -> str:
 def flag(name: str) -> str:
     """The CLI option of a field: --max-seq-length for max_seq_length."""
     return "--" + name.replace("_", "-")
-
-
-def _no_constant(word: str) -> Any:
-    raise SizingError("bad_json", f"{word} is not a JSON number", field=None, value=word)
-
-
-def read_json(text: str | bytes, where: str = "the configuration") -> Any:
-    """Parse JSON text strictly: NaN/Infinity, numbers past float range, 4300+ digit integers and deep nesting
-    are refused with one SizingError instead of a traceback or a silent infinity."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise SizingError("not_utf8", f"{where} is not UTF-8 text (byte {exc.start})", field=None,
-                              offset=exc.start) from None
-    try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
-    except json.JSONDecodeError as exc:
-        raise SizingError("bad_json", f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno})",
-                          field=None, line=exc.lineno, column=exc.colno) from None
-    except SizingError:
-        raise  # NaN, Infinity or a float past the range: already named (SizingError is a ValueError)
-    except RecursionError:
-        raise SizingError("bad_json", f"{where} is nested too deeply", field=None) from None
-    except ValueError as exc:  # int() past sys.get_int_max_str_digits()
-        raise SizingError("bad_json", f"{where} holds a number too long to read ({str(exc)[:60]})",
-                          field=None) from None
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise SizingError("bad_json", f"the number {text[:40]} is beyond the float range", field=None, value=text[:40])
-    return value
 
 
 def parse_value(name: str, text: str) -> Any:

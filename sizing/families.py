@@ -14,7 +14,9 @@ from .errors import SizingError
 # holds g and u), gated (gate, up, down), parallel (one norm feeds attention and MLP), bias (every linear),
 # qkv_bias, eager (hand-written attention only), positions (rows of a learned position table beyond
 # max_position_embeddings; None: no such table), moe, mha (no grouped-query attention in the code),
-# ffn_keys (the config keys of the FFN width), ffn_x4 (width fixed at 4 x hidden), embed_norm.
+# ffn_keys (the config keys of the FFN width), ffn_x4 (width fixed at 4 x hidden), embed_norm, mlp_bias (the MLP's
+# linears only), head_bias (lm_head has a bias), norm_bias (False: LayerNorm without a bias), act (the config
+# class's default activation where it is a Python formula; BLOOM's BloomGelu saves only its input).
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"norm": "rms", "tie": False},
     "mistral": {"norm": "rms", "tie": False},
@@ -28,11 +30,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "phi3": {"norm": "rms", "tie": False, "qkv": "qkv_proj", "fused_mlp": ("gate_up_proj", "down_proj"),
              "targets": ("qkv_proj",)},
     "phi": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc1", "fc2"), "out": "dense",
-            "targets": ("q_proj", "v_proj", "fc1", "fc2"), "bias": True},
+            "targets": ("q_proj", "v_proj", "fc1", "fc2"), "bias": True, "act": "gelu_new"},
     # microsoft/phi-1_5 and phi-2 before transformers 4.37: remote code modeling_phi.py (MHA mixer.Wqkv,
     # out_proj, fc1/fc2, one LayerNorm per block, CausalLMHead = LayerNorm + Linear with bias).
     "phi-msft": {"norm": "layer", "tie": False, "parallel": True, "qkv": "Wqkv", "out": "out_proj", "mha": True,
-                 "plain_mlp": ("fc1", "fc2"), "bias": True, "targets": ()},
+                 "plain_mlp": ("fc1", "fc2"), "bias": True, "targets": (), "act": "gelu_new"},
     "opt": {"norm": "layer", "tie": True, "plain_mlp": ("fc1", "fc2"), "out": "out_proj", "bias": True, "mha": True,
             "positions": 2, "ffn_keys": ("ffn_dim", "intermediate_size")},  # embed_positions: max_pos + 2 rows
     # FalconConfig.ffn_hidden_size (None: 4 * hidden_size); intermediate_size is not a Falcon key.
@@ -58,6 +60,35 @@ FAMILIES: dict[str, dict[str, Any]] = {
                 "fused_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "targets": ("query_key_value",)},
     # Baichuan / Baichuan2 remote code: W_pack (h -> 3h), o_proj, Llama MLP, RMSNorm, NormHead untied.
     "baichuan": {"norm": "rms", "tie": False, "qkv": "W_pack", "mha": True, "targets": ()},
+    # GPT-2 (models/gpt2): Conv1D c_attn (h -> 3h), c_proj, c_fc, c_proj, all with biases; wpe; tied lm_head.
+    "gpt2": {"norm": "layer", "tie": True, "qkv": "c_attn", "out": "c_proj", "plain_mlp": ("c_fc", "c_proj"),
+             "bias": True, "positions": 0, "mha": True, "targets": ("c_attn",), "act": "gelu_new"},
+    # GPT-J (models/gptj): q/k/v/out_proj without bias, fc_in/fc_out with bias, one ln_1 feeding attention and
+    # MLP, lm_head with a bias, untied.
+    "gptj": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc_in", "fc_out"), "out": "out_proj",
+             "mlp_bias": True, "head_bias": True, "mha": True, "act": "gelu_new"},
+    # CodeGen (models/codegen): GPT-J's block with one fused qkv_proj (no bias), out_proj, fc_in/fc_out with
+    # bias, ln_1 feeding attention and MLP, lm_head with a bias.
+    "codegen": {"norm": "layer", "tie": False, "parallel": True, "qkv": "qkv_proj", "out": "out_proj", "mha": True,
+                "plain_mlp": ("fc_in", "fc_out"), "mlp_bias": True, "head_bias": True, "act": "gelu_new",
+                "targets": ("qkv_proj",)},
+    # MPT (models/mpt): Wqkv, out_proj, up_proj (4 x hidden, hard-coded), down_proj, no biases; LayerNorms whose
+    # bias is set to None; ALiBi in its own eager attention; tied lm_head.
+    "mpt": {"norm": "layer", "norm_bias": False, "tie": True, "qkv": "Wqkv", "out": "out_proj", "mha": True,
+            "plain_mlp": ("up_proj", "down_proj"), "ffn_x4": True, "eager": True, "targets": ("Wqkv",)},
+    # StarCoder2 (models/starcoder2): q/k/v/o_proj and c_fc/c_proj with biases (use_bias), LayerNorm, GQA, tied.
+    "starcoder2": {"norm": "layer", "tie": True, "plain_mlp": ("c_fc", "c_proj"), "targets": ()},
+    # StableLM 3B-4E1T / StableLM 2 (models/stablelm): LayerNorm, Llama MLP, q/k/v bias with use_qkv_bias, untied.
+    "stablelm": {"norm": "layer", "tie": False},
+    # Granite 3 (models/granite) and SmolLM3 (models/smollm3): Llama layers (Granite adds scalar multipliers,
+    # SmolLM3 drops RoPE in some layers: neither adds a tensor that is saved); no PEFT default targets.
+    "granite": {"norm": "rms", "tie": False, "targets": ()},
+    # InternLM2 remote code modeling_internlm2.py: wqkv (grouped q/k/v, one Linear), wo, feed_forward w1 (gate),
+    # w3 (up), w2 (down) without bias, RMSNorm, untied output; attention eager unless config.attn_implementation
+    # is flash_attention_2 (the remote code reads that key, not transformers' argument).
+    "internlm2": {"norm": "rms", "tie": False, "qkv": "wqkv", "out": "wo", "gated": ("w1", "w3", "w2"),
+                  "targets": ()},
+    "smollm3": {"norm": "rms", "tie": True, "targets": ()},
 }
 ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
            "yi": "llama", "stablelm_epoch": "gpt_neox", "mixformer-sequential": "phi-msft"}
@@ -68,12 +99,23 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "FalconForCausalLM": "falcon", "GPTNeoXForCausalLM": "gpt_neox", "BloomForCausalLM": "bloom",
                 "GPTBigCodeForCausalLM": "gpt_bigcode", "QWenLMHeadModel": "qwen", "ChatGLMModel": "chatglm",
                 "ChatGLMForConditionalGeneration": "chatglm", "BaichuanForCausalLM": "baichuan",
-                "YiForCausalLM": "llama", "T5ForConditionalGeneration": "t5", "MT5ForConditionalGeneration": "mt5",
+                "YiForCausalLM": "llama", "GPT2LMHeadModel": "gpt2", "GPTJForCausalLM": "gptj",
+                "MptForCausalLM": "mpt", "MPTForCausalLM": "mpt", "Starcoder2ForCausalLM": "starcoder2",
+                "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
+                "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
+                "CodeGenForCausalLM": "codegen",
+                "T5ForConditionalGeneration": "t5",
+                "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}
 # Sequence-to-sequence models: an encoder, a decoder and cross-attention, which this model does not describe.
 ENCODER_DECODER = frozenset({"t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",
                              "pegasus_x", "marian", "led", "blenderbot", "blenderbot-small", "plbart", "fsmt",
                              "m2m_100", "nllb-moe", "prophetnet", "bigbird_pegasus", "encoder-decoder", "t5gemma"})
+# Tensors of the activation's input size that transformers' ACT2FN[name] saves for backward (saved_tensors_hooks,
+# torch 2.13, no autocast; tests/unit/test_arch_transformers.py measures them): the Python formulas keep their
+# intermediates (NewGELUActivation: input, tanh output, 0.5 * x, 1 + tanh). Unlisted names: 1 (one fused kernel).
+ACT_SAVED = {"gelu_new": 4, "gelu_fast": 7, "gelu_python": 3, "gelu_accurate": 4, "gelu_python_tanh": 4,
+             "quick_gelu": 2, "gelu_10": 2}
 # Sanity limits of a config field, about 8x the largest published decoder (Llama 3.1 405B: hidden 16384,
 # 126 layers, 128 heads, FFN 53248; Gemma 3: vocab 262144; DeepSeek-V3: 256 experts). A value beyond
 # them is a typo or an attack on the page, not a model.

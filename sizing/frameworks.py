@@ -30,11 +30,16 @@ class Profile:
     empties_cache: bool = False  # empty_cache() between the model's setup and training (no init blocks cached)
     nf4_layers_cloned: bool = False  # torchtune <= 0.3: one layer built, deep-copied num_layers times
     nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
+    fsdp_no_sync: bool = False  # accumulation micro-batches run under FSDP no_sync: unsharded gradients accumulate
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
 # training_step: compute_loss -> del inputs -> accelerator.backward). TRL's SFTTrainer subclasses it.
-HF = Profile("transformers")
+# Under FSDP it accumulates micro-batches inside accelerator.no_sync (trainer.py _inner_training_loop, transformers
+# >= 4.46; accelerate accelerator.py no_sync: FSDP1 module.no_sync(), FSDP2 set_requires_gradient_sync(False)), so
+# every GPU holds the whole unsharded gradients until the window's last backward (torch FSDP no_sync docstring:
+# "FSDP will accumulate the full model gradients (instead of gradient shards)").
+HF = Profile("transformers", fsdp_no_sync=True)
 # A plain loop `out = model(**batch); out.loss.backward(); optimizer.step()` (the PEFT MetaMathQA harness,
 # method_comparison/MetaMathQA/run.py): `out` keeps out.logits through backward and the optimizer step,
 # and until the next `out = model(...)` has returned; without use_cache=False it also keeps the DynamicCache
@@ -44,10 +49,12 @@ CUSTOM = Profile("custom", keeps_outputs=True)
 # LitGPT 2024 (config hub benchmarks): fused qkv, GQA expanded, out-proj input copied; QLoRA through
 # Fabric's BitsandbytesPrecision with bitsandbytes 0.42 (every nn.Linear, lm_head too, becomes 4-bit).
 # Under FSDP it builds the model on the meta device (finetune/lora.py at 5895df1 l.170:
-# fabric.init_module(empty_init=(devices > 1))), so every rank materialises its units; nothing is broadcast.
+# fabric.init_module(empty_init=(devices > 1))), so every rank materialises its units; nothing is broadcast; its
+# accumulation micro-batches run in fabric.no_backward_sync (finetune/full.py l.228), FSDP's no_sync under
+# FSDPStrategy (lightning fabric strategies/fsdp.py _FSDPBackwardSyncControl).
 LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=True, fused_lora_qkv=True,
                  holds_4bit_inputs=True, previous_graph_alive=True, quantize_lm_head=True, dequant_copies=2,
-                 separate_lm_head=True, fsdp_broadcast=False)
+                 separate_lm_head=True, fsdp_broadcast=False, fsdp_no_sync=True)
 # torchtune single-device recipes instantiate the model on the GPU and quantize each base linear there with
 # torchao's to_nf4, at init and again in load_state_dict (recipes/lora_finetune_single_device.py v0.1.0 l.254,
 # v0.6.1 l.410: `with set_default_dtype(self._dtype), self._device:`); sizing/memory/load.py replays it.

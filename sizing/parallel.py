@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import RunConfig
+from .frameworks import profile
 
 # NCCL buffers seen by nvidia-smi, not by PyTorch: NVIDIA aiconfigurator misc.nccl_mem uses 342 MB
 # for 2 GPUs and 392 MB for 4-8 (gpus.md §2.1).
@@ -22,6 +23,20 @@ ZERO_REDUCE_BUCKET = 500_000_000
 
 
 @dataclass(frozen=True)
+class OwnUnits:
+    """The input embedding and the LM head as FSDP units of their own (torchtune custom_sharded_layers): each is
+    gathered only around its forward and backward, and its gradient reduce-scattered right after its backward."""
+
+    head: int  # the head's unsharded parameters while it is gathered (end of forward, start of backward)
+    embed: int  # the embedding's, gathered again for its backward at the end of backward
+    layer: int  # one decoder layer's unit: the static `gathered` counts two of them in flight
+    head_grads: int  # the head's trainable gradient, unsharded, before its reduce-scatter
+    embed_grads: int
+    share: float  # of those gradients resident on this GPU after the reduce-scatter: 1/n, 0 under CPU offload
+    world: int  # the reduce-scatter's output is 1/world of its input (on the GPU, offloaded only after it)
+
+
+@dataclass(frozen=True)
 class Shares:
     weights: int  # base parameters resident on one GPU, gathered units included
     quant_state: int
@@ -36,6 +51,9 @@ class Shares:
     root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded, before its reduce-scatter
     grads_before_root: int = 0  # the sharded gradients resident on this GPU when the root's are reduced
     comm_static: bool = False  # comm_buffers are allocated once, before the first step (DDP, ZeRO-3)
+    root_held: int = 0  # the root unit's unsharded parameters inside `gathered` (held through the step)
+    own: OwnUnits | None = None  # FSDP: the embedding and the head wrapped as units of their own
+    carried: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
 
 
 @dataclass(frozen=True)
@@ -54,6 +72,10 @@ class Totals:
     # keeps absmax & co in a QuantState on the module (Linear4bit.quant_state, put back on the gathered weight by
     # fix_4bit_weight_quant_state_from_module "for fsdp"), not a parameter or buffer: every GPU holds all of it.
     quant_state_sharded: bool = False
+    embed_unit: int = 0  # the input embedding's parameter bytes (inside root_unit)
+    head_unit: int = 0  # the LM head's (0 when tied to the embedding)
+    embed_grads: int = 0  # their trainable gradient bytes (inside root_grads)
+    head_grads: int = 0
 
 
 def nccl_bytes(num_gpus: int) -> int:
@@ -73,6 +95,18 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
         host = t.optimizer if cfg.cpu_offload else 0
         return Shares(t.base, t.quant_state, t.adapters, t.gradients, 0 if cfg.cpu_offload else t.optimizer,
                       t.gradients, nccl, host, comm_static=True)
+    if mode == "fsdp_no_shard":
+        # FSDP NO_SHARD (torch v2.2 fsdp/_runtime_utils.py _reduce_grad_no_shard): every unit's flat parameter stays
+        # whole and its flat gradient is all-reduced in place, so there are no DDP buckets; the flat gradient is
+        # concatenated from the views' pieces at the end of each unit's backward (one unit staged, then the root's
+        # pieces and flat copy, as under FULL_SHARD: tests/physics/test_fsdp_root_grad.py).
+        if cfg.cpu_offload:  # CPUOffload(offload_params=True): each unit is copied in for its compute, as sharded
+            gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
+            return Shares(gathered, t.quant_state, 0, t.layer_grads, 0, t.layer_grads, nccl,
+                          t.base + t.adapters + t.optimizer + t.gradients, gathered, 0.0, t.root_grads, 0, False,
+                          t.root_unit)
+        return Shares(t.base, t.quant_state, t.adapters, t.gradients, t.optimizer, t.layer_grads, nccl, 0,
+                      root_gradients=t.root_grads, grads_before_root=t.gradients - t.root_grads)
     if mode == "zero2":
         opt = 0 if cfg.cpu_offload else t.optimizer // n
         # ZeRO-2 reduces into partitioned gradient buffers through one reduce bucket, alive during backward.
@@ -80,16 +114,28 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
                       t.optimizer if cfg.cpu_offload else 0, optimizer_fraction=1 / n)
     # FSDP FULL_SHARD / ZeRO-3: parameters, gradients and states sharded; gathered units in flight;
     # FSDP keeps the root unit (embeddings, LM head) unsharded through forward and backward.
-    gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
-    share = (t.base + t.adapters - t.root_unit) // n
+    own = None
+    root_unit, root_grads = t.root_unit, t.root_grads
+    if mode == "fsdp" and cfg.fsdp_shard_embeddings:
+        # torchtune training.shard_model (v0.3.0 _distributed.py l.618): fully_shard() on the modules named in
+        # custom_sharded_layers, then on the whole model, whose root keeps only what is left (the final norm).
+        root_unit -= t.embed_unit + t.head_unit
+        root_grads -= t.embed_grads + t.head_grads
+        own = OwnUnits(t.head_unit, t.embed_unit, t.layer_unit, t.head_grads, t.embed_grads,
+                       0.0 if cfg.cpu_offload else 1 / n, n)
+    gathered = UNITS_IN_FLIGHT * t.layer_unit + root_unit
+    share = (t.base + t.adapters - root_unit) // n
     qs = t.quant_state // n if t.quant_state_sharded else t.quant_state
     # FSDP's root unit is one flat parameter (FSDP2: one reduce-scatter buffer) whose gradient is reduced once,
     # after the embedding's backward; ZeRO-3 reduces each parameter's gradient as it is produced.
-    root = t.root_grads if mode == "fsdp" else 0
+    root = root_grads if mode == "fsdp" else 0
     # FSDP stages one unit's gradients for its reduce-scatter; ZeRO-3 copies them into its resident bucket.
     comm, static = (t.layer_grads, False) if mode == "fsdp" else (ZERO_REDUCE_BUCKET * t.grad_elem, True)
     if cfg.cpu_offload:
         return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
-                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static)
+                      share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own)
+    # FSDP no_sync (the Trainer's and LitGPT's accumulation): unsharded gradients until the window's last backward
+    no_sync = mode == "fsdp" and cfg.gradient_accumulation_steps > 1 and profile(cfg).fsdp_no_sync
+    carried = t.gradients if no_sync else -1
     return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n,
-                  comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static)
+                  comm, nccl, 0, gathered, 1 / n, root, (t.gradients - root) // n, static, root_unit, own, carried)

@@ -2,7 +2,6 @@
 # GPUs, and the fit table over every catalog GPU.
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -11,14 +10,18 @@ from .config import RunConfig
 from .errors import SizingError
 from .grid import grid_cell
 from .memory.adapters import trainable
-from .memory.allocator import ALLOC_ROUND, round_up, usable_bytes
+from .memory.allocator import round_up, usable_bytes
 from .memory.regime import resolve
+from .search import _boundary, _crossing, _largest, _settle
 from .step import StepMemory, reserved_peak, step_memory, with_fields
 from .throughput import time_estimate
 
 MAX_BATCH = 4096
 MAX_SEQ = 1 << 20
 MAX_GPUS = 512
+SHAPE = ("max_seq_length", "per_device_train_batch_size")
+__all__ = ["Sizer", "_boundary", "_largest", "_settle", "fewest_gpus", "fit_row", "fit_table", "max_micro_batch",
+           "max_seq_length", "runs_on"]
 
 
 class Sizer:
@@ -26,10 +29,12 @@ class Sizer:
     changed. A GPU enters the memory model only through its generation (Hopper's larger cuBLAS
     workspace), so values are cached per generation and shared by every GPU of a fit table.
 
-    Replaying the caching allocator costs tens of milliseconds (shared by the shapes of one replay grid
-    step, grid.grid), so searches run on a proxy (the allocated peak plus the cache's overhead in
-    proportion to the dynamic bytes, as replayed for the unchanged configuration) and the answer is then
-    settled against `fits` (exact=False keeps the proxy's answer)."""
+    Replaying the caching allocator costs milliseconds per layer, so the searches over the sequence length and
+    the micro-batch run on probes replayed at the grid shape (grid.grid: one replay per cell, its overhead scaled
+    to each value's dynamic bytes); their first guess comes from a cheaper proxy still (the overhead in
+    proportion to the dynamic bytes, as replayed for the unchanged configuration). The unchanged shape and every
+    other change (the GPU count) are replayed at the run's own shape, and so is the answer of a search
+    (confirm: it fits by its own replay, one more does not; exact=False keeps the proxy's answer)."""
 
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
@@ -38,16 +43,19 @@ class Sizer:
         self._mem: dict[tuple[Any, ...], StepMemory] = {}
         self._ratio: dict[bool, float] = {}
 
-    def _memory(self, gpu: Gpu, change: dict[str, Any]) -> StepMemory:
-        key = (gpu.sm >= (9, 0), *sorted(change.items()))
+    def _memory(self, gpu: Gpu, change: dict[str, Any], exact: bool = False) -> StepMemory:
+        probe = not exact and any(name in change for name in SHAPE)  # a shape search's probe: the grid replay
+        key = (probe, gpu.sm >= (9, 0), *sorted(change.items()))
         mem = self._mem.get(key)
         if mem is None:
-            mem = self._mem[key] = step_memory(with_fields(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda")
+            mem = self._mem[key] = step_memory(with_fields(self.cfg, gpu=gpu.id, **change), self.arch, gpu, "cuda",
+                                               grid_shape=probe)
         return mem
 
     def reserved(self, gpu: Gpu, **change: Any) -> int:
         """max_memory_reserved on an ample card with the fields in `change` replaced (= estimate().reserved_bytes
-        without a GPU): what a larger card would reserve."""
+        without a GPU): what a larger card would reserve. A change of the sequence length or the micro-batch is
+        a search's probe (replayed at the grid shape); see exact_required."""
         return self._peak(gpu, change, False)
 
     def required(self, gpu: Gpu, **change: Any) -> int:
@@ -57,11 +65,16 @@ class Sizer:
         replaying at every solver probe costs a replay each (its verdict is not monotone at the boundary either)."""
         return self._peak(gpu, change, True)
 
-    def _peak(self, gpu: Gpu, change: dict[str, Any], needed: bool) -> int:
-        key = (needed, gpu.sm >= (9, 0), *sorted(change.items()))
+    def exact_required(self, gpu: Gpu, **change: Any) -> int:
+        """required() replayed at the changed configuration's own shape (what its estimate prints)."""
+        return self._peak(gpu, change, True, exact=True)
+
+    def _peak(self, gpu: Gpu, change: dict[str, Any], needed: bool, exact: bool = False) -> int:
+        key = (needed, exact, gpu.sm >= (9, 0), *sorted(change.items()))
         value = self._cache.get(key)
         if value is None:
-            value = self._cache[key] = reserved_peak(self._memory(gpu, change), self.cfg.expandable_segments, needed)
+            mem = self._memory(gpu, change, exact)
+            value = self._cache[key] = reserved_peak(mem, self.cfg.expandable_segments, needed)
         return value
 
     def approx(self, gpu: Gpu, **change: Any) -> int:
@@ -113,21 +126,45 @@ class Sizer:
 
         return _settle(ok, guess, high)
 
-    def max_micro_batch(self, gpu: Gpu, exact: bool = True) -> int:
-        """Largest per-device micro-batch that fits `gpu` (0: none)."""
+    def confirm(self, gpu: Gpu, name: str, found: int, high: int) -> int:
+        """The search's answer `found` for field `name` settled by replays at each value's own shape: the value
+        returned fits by its exact replay and the next one does not (or it is `high`; 0: 1 does not fit). From
+        `found`, the first step along the slope of the allocated peak scaled by found's replay (search._crossing):
+        two replays when the probes' grid replay agrees there, a few more when it does not."""
+        v = min(max(found, 1), high)
+        d = 1 if name != "max_seq_length" else max(1, v // 64)
+        if v + d > high:
+            d = max(v - 1, 0)
+            v -= d
+        slope = 0.0
+        if d:
+            lo, hi = (self._memory(gpu, {name: x}, exact=True).peak.total for x in (v, v + d))
+            slope = (hi - lo) / d * self.exact_required(gpu, **{name: v}) / max(lo, 1)
+        return _crossing(lambda x: self.exact_required(gpu, **{name: x}), usable_bytes(gpu), min(max(found, 1), high),
+                         high, slope)
+
+    def max_micro_batch(self, gpu: Gpu, exact: bool = True, confirm: bool = True) -> int:
+        """Largest per-device micro-batch that fits `gpu` (0: none); confirm=False: as the grid replay has it
+        (the fit table's other cards)."""
         if not runs_on(self.cfg, gpu):
             return 0
         guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
-        return self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH) if exact else guess
+        if not exact:
+            return guess
+        found = self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
+        return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH) if confirm else found
 
-    def max_seq_length(self, gpu: Gpu, exact: bool = True) -> int:
-        """Longest sequence that fits `gpu` (0: none)."""
+    def max_seq_length(self, gpu: Gpu, exact: bool = True, confirm: bool = True) -> int:
+        """Longest sequence that fits `gpu` (0: none); confirm=False: as the grid replay has it."""
         if not runs_on(self.cfg, gpu):
             return 0
         limit = self.arch.max_positions or MAX_SEQ
         try:
             guess = _largest(lambda s: self.approx(gpu, max_seq_length=s), usable_bytes(gpu), limit)
-            return self._settle(gpu, "max_seq_length", guess, limit) if exact else guess
+            if not exact:
+                return guess
+            found = self._settle(gpu, "max_seq_length", guess, limit)
+            return self.confirm(gpu, "max_seq_length", found, limit) if confirm else found
         except SizingError:
             return 0
 
@@ -149,101 +186,6 @@ class Sizer:
         if exact:
             guess = _settle(lambda k: k == 0 or not self.fits(gpu, num_gpus=k, parallelism=mode), guess, MAX_GPUS - 1)
         return guess + 1, mode
-
-
-def _settle(ok: Callable[[int], bool], guess: int, high: int) -> int:
-    """Largest n in [0, high] with ok(n), for an ok that holds up to some n and not after (ok(0) holds),
-    found by galloping from `guess` and bisecting: a few evaluations when the guess is close."""
-    guess = min(max(guess, 0), high)
-    step = 1
-    if ok(guess):
-        lo, hi = guess, guess + 1
-        while hi <= high and ok(hi):
-            lo, step = hi, step * 2
-            hi = lo + step
-        hi = min(hi, high + 1)
-    else:
-        hi, lo = guess, guess - 1
-        while lo > 0 and not ok(lo):
-            hi, step = lo, step * 2
-            lo = max(lo - step, 0)
-    while hi - lo > 1:  # ok(lo), not ok(hi) (hi = high + 1: beyond the range)
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _boundary(value: Callable[[int], int], limit: int, a: int, b: int, guess: int) -> int:
-    """Largest v in (a, b) with value(v) <= limit, a when none, for a value non-decreasing on [a, b] with
-    value(a) <= limit < value(b) (ends outside the cell stand for it): from the guess, extrapolating along
-    the last two values until the limit is bracketed, then interpolating (every guess that does not halve
-    the bracket followed by a bisection)."""
-    va: int | None = None
-    vb: int | None = None
-    last: tuple[int, int] | None = None
-    v, step, bisect = min(max(guess, a + 1), b - 1), 1, False
-    while b - a > 1:
-        x = value(v)
-        width = b - a
-        if x <= limit:
-            a, va = v, x
-        else:
-            b, vb = v, x
-        if b - a <= 1:
-            break
-        if va is not None and vb is not None:
-            nxt = (a + b) // 2 if bisect else a + (limit - va) * (b - a) // max(vb - va, 1)
-            bisect = not bisect and b - a > width // 2
-        elif last is not None and last[1] != x:  # one side: along the slope, one past the crossing
-            d = (limit - x) * (v - last[0]) // (x - last[1])
-            nxt = v + d + (1 if d >= 0 else -1)
-        else:
-            nxt = v + step if x <= limit else v - step
-            step *= 2
-        last = v, x
-        v = min(max(nxt, a + 1), b - 1)
-    return a
-
-
-def _largest(value: Callable[[int], int], limit: int, high: int) -> int:
-    """Largest n in [1, high] with value(n) <= limit for a non-decreasing value; 0 when value(1) > limit.
-
-    Memory is close to linear in tokens, so after doubling to a bracket the next guess interpolates
-    between its ends; the caching allocator's 2 MiB steps make the value a staircase, so a guess that
-    fits is followed by a probe one step further. A guess that does not halve the bracket is followed
-    by a bisection, which keeps the worst case within twice plain bisection.
-    """
-    if value(1) > limit:
-        return 0
-    lo, hi = 1, 2
-    while hi <= high and value(hi) <= limit:
-        lo, hi = hi, hi * 2
-    if hi > high:
-        if value(high) <= limit:
-            return high
-        hi = high
-    bisect = False
-    while hi - lo > 1:
-        width = hi - lo
-        v_lo, v_hi = value(lo), value(hi)
-        guess = (lo + hi) // 2 if bisect else lo + (limit - v_lo) * width // max(v_hi - v_lo, 1)
-        guess = min(max(guess, lo + 1), hi - 1)
-        if value(guess) <= limit:
-            lo = guess
-            step = width * ALLOC_ROUND // max(abs(v_hi - v_lo), 1) + 1  # n per allocator step
-            probe = min(lo + step, hi - 1)
-            if not bisect and probe > lo:
-                if value(probe) <= limit:
-                    lo = probe
-                else:
-                    hi = probe
-        else:
-            hi = guess
-        bisect = not bisect and hi - lo > width // 2
-    return lo
 
 
 def _gpu(cfg: RunConfig) -> Gpu:
@@ -280,25 +222,31 @@ def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
     return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
 
 
-def fit_row(sizer: Sizer, gpu: Gpu) -> dict[str, Any]:
-    """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`."""
+def fit_row(sizer: Sizer, gpu: Gpu, confirm: bool = True) -> dict[str, Any]:
+    """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`: the verdict
+    and headroom by the replay at the run's own shape; the largest micro-batch and longest sequence confirmed
+    by their own replays (Sizer.confirm), or with confirm=False as the probes' grid replay has them."""
     usable = usable_bytes(gpu)
     reserved = sizer.required(gpu)
     if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
         return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
                 "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
     return {"gpu": gpu.id, "usable_bytes": usable, "fits": reserved <= usable, "headroom_bytes": usable - reserved,
-            "max_micro_batch": sizer.max_micro_batch(gpu), "max_seq_length": sizer.max_seq_length(gpu)}
+            "max_micro_batch": sizer.max_micro_batch(gpu, confirm=confirm),
+            "max_seq_length": sizer.max_seq_length(gpu, confirm=confirm)}
 
 
-def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
+def fit_table(cfg: RunConfig, confirm: bool = True) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
-    time (and cost when a price is given) on that many GPUs."""
+    time (and cost when a price is given) on that many GPUs. Each card's largest micro-batch and longest sequence
+    are confirmed by their own replays (fit_row; about five replays a card, most of the table's time);
+    confirm=False: as the probes' grid replay has them, except on the configuration's own GPU."""
     sizer = Sizer(cfg)
+    own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
         count, mode = sizer.fewest_gpus(gpu)
-        row: dict[str, Any] = {**fit_row(sizer, gpu), "name": gpu.name, "fewest_gpus": count,
+        row: dict[str, Any] = {**fit_row(sizer, gpu, confirm or gpu.id == own), "name": gpu.name, "fewest_gpus": count,
                                "fewest_gpus_parallelism": mode, "time": None}
         if count:
             run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")

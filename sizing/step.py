@@ -1,18 +1,14 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
-import copy
-import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any
 
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
 from .grid import grid, virtual_tokens
-from .memory.activations import LayerSaved
 from .memory.adapters import trainable
 from .memory.allocator import round_up
 from .memory.backward_trace import SavedBySeq, Walk
@@ -26,6 +22,20 @@ from .memory.replay import SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
+from .step_keys import (
+    _BASE,
+    _BASE_GETTER,
+    _FIXED,
+    _KEY_GETTER,
+    _SAVED,
+    CLEARS,
+    _arch_token,
+    _cfg_key,
+    _gpu_key,
+    with_fields,
+)
+
+__all__ = ["StepMemory", "clear_caches", "outside", "reserved_peak", "step_memory", "with_fields"]
 
 
 @dataclass(frozen=True)
@@ -36,17 +46,19 @@ class StepMemory:
     moments: list[Moment]
     peak: Moment
     detail: dict[str, int]
-    tensors: Replay  # the step's tensors at the replay's shape (grid_shape of the micro-batch)
+    tensors: Replay  # the step's tensors at the replay's shape: the run's own, or a solver probe's grid shape
     replay_dynamic: int  # dynamic bytes at that shape
     load: NF4Load | None = None  # the framework builds and quantizes the model on the GPU before the step
 
     def cache_overhead(self, expandable: bool, needed: bool = False) -> int:
         """Bytes the caching allocator reserves above the allocated peak (needed: the least of them a full card
-        must hold, cached whole segments released): the replayed overhead at the replay's shape, in proportion
-        to this shape's dynamic bytes."""
+        must hold, cached whole segments released): the replayed overhead at the replay's shape (the run's own:
+        exactly that; a probe's grid shape: in proportion to this shape's dynamic bytes)."""
         allocated, reserved, least = _replayed(self.tensors, expandable)
-        ratio = max((least if needed else reserved) - allocated, 0) / max(self.replay_dynamic, 1)
-        return int(ratio * max(self.peak.total - self.static_bytes, 0))
+        over, dynamic = max((least if needed else reserved) - allocated, 0), max(self.peak.total - self.static_bytes, 0)
+        if dynamic and dynamic == self.replay_dynamic:
+            return over  # the replay ran at this shape
+        return int(over / max(self.replay_dynamic, 1) * dynamic)
 
     @property
     def static_bytes(self) -> int:
@@ -62,41 +74,23 @@ def outside(mem: StepMemory, expandable: bool) -> tuple[Outside, ...]:
     return (nf4_load(mem.load, expandable),) if mem.load is not None else ()
 
 
-T = TypeVar("T")
-
-
-def with_fields(obj: T, **changes: Any) -> T:
-    """dataclasses.replace(obj, **changes) for a dataclass without __post_init__: a shallow copy with those
-    fields set (perf: replace passes every field through __init__; a fit table makes thousands)."""
-    cls = type(obj)
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or not names.issuperset(changes):
-        return replace(obj, **changes)  # type: ignore[type-var]
-    new = copy.copy(obj)
-    for name, value in changes.items():
-        object.__setattr__(new, name, value)
-    return new
-
-
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
-
-
 @lru_cache(maxsize=512)
 def _replayed(r: Replay, expandable: bool) -> tuple[int, int, int]:
     return replay(r, expandable)
 
 
-def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda") -> StepMemory:
-    """Memory of every moment of one optimizer step."""
+def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str = "cuda",
+                grid_shape: bool = False) -> StepMemory:
+    """Memory of every moment of one optimizer step, its allocator replayed at the run's own shape; grid_shape
+    (the solvers' probes): at the shape rounded up to the replay grid (grid.grid), whose replay every probe of one
+    grid cell shares, its overhead scaled to this shape's dynamic bytes."""
     if virtual_tokens(cfg):
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
         cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + virtual_tokens(cfg))
     mem = _step(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
-    if shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
+    if not grid_shape or shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
     tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
                                      arch, gpu, backend)
@@ -106,55 +100,6 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
 # The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
 # probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
 _GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
-# Nor the `gpu` field: _step reads the card only through its gpu argument, and of that only the Hopper bit
-# (the cuBLAS workspace), so one fit table's 27 cards share their shape-free parts (perf).
-_KEY_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in ("extra", "gpu"))
-_KEY_GETTER = attrgetter(*_KEY_FIELDS)
-
-
-_JSON = object()  # tags a field's JSON text in a key: equal to no field's own value
-
-
-def _cfg_key(cfg: RunConfig, names: attrgetter[Any]) -> tuple[Any, ...]:
-    """The fields `names` of cfg as a hashable key, by content (an unhashable one, a model_config: its JSON
-    text, tagged)."""
-    values: tuple[Any, ...] = names(cfg)
-    try:
-        hash(values)
-        return values
-    except TypeError:
-        return tuple(v if _hashable(v) else (_JSON, json.dumps(v, sort_keys=True, default=dict)) for v in values)
-
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return True
-
-
-# Architectures as small numbers in the cache keys, equal for equal architectures: a frozen dataclass hashes
-# every field (its linears) at each lookup, a fit table makes thousands. By identity first; the object is
-# kept alive by the table, so its id is never another object's.
-_ARCH_BY_ID: dict[int, tuple[Architecture, int]] = {}
-_ARCH_TOKEN: dict[Architecture, int] = {}
-
-
-def _arch_token(arch: Architecture) -> int:
-    got = _ARCH_BY_ID.get(id(arch))
-    if got is not None and got[0] is arch:
-        return got[1]
-    if len(_ARCH_BY_ID) >= 4096 or len(_ARCH_TOKEN) >= 4096:
-        clear_caches()  # every key holding a token goes with them
-    token = _ARCH_TOKEN.setdefault(arch, len(_ARCH_TOKEN))
-    _ARCH_BY_ID[id(arch)] = arch, token
-    return token
-
-
-def _gpu_key(gpu: Gpu | None) -> bool | None:
-    """What _step reads of the card (overhead's Hopper workspace): the caches' key for it."""
-    return None if gpu is None else gpu.sm >= (9, 0)
 
 
 def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> tuple[Replay, int]:
@@ -168,27 +113,13 @@ def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: 
     return got
 
 
-# What _step derives from the configuration without its shape (regime, trainable tensors, weights, optimizer
-# states), by every field but the shape's two and extra, and each sequence length's layer_saved: a fit table's
-# hundreds of probes change only the shape (perf: resolve and layer_saved were two thirds of a _step).
-# tests/unit/test_step_cache.py holds the cached _step to a cold one across shapes.
-_SHAPE_FIELDS = ("max_seq_length", "per_device_train_batch_size")
-_BASE_GETTER = attrgetter(*(name for name in _KEY_FIELDS if name not in _SHAPE_FIELDS))
-_BASE: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_SAVED: dict[tuple[Any, ...], LayerSaved] = {}
-_FIXED: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+CLEARS += [_GRID.clear, _replayed.cache_clear, SPANS.clear]
 
 
 def clear_caches() -> None:
     """Forget every cached shape-free part, grid replay record and replay (a cold engine)."""
-    _BASE.clear()
-    _SAVED.clear()
-    _FIXED.clear()
-    _GRID.clear()
-    _ARCH_BY_ID.clear()
-    _ARCH_TOKEN.clear()
-    _replayed.cache_clear()
-    SPANS.clear()
+    for clear in CLEARS:
+        clear()
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
@@ -263,11 +194,15 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         + arch.hidden * reg.norm_weight,
         layer_grads=(grads // arch.layers),
         root_grads=sum(rows * cols * count for rows, cols, count in tr.tensors if count < arch.layers) * grad_elem,
-        grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4)
+        grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4,
+        embed_unit=arch.embedding_params * reg.embed, head_unit=arch.lm_head_params * reg.lm_head_weight,
+        embed_grads=arch.embedding_params * grad_elem if reg.full else 0,
+        head_grads=arch.lm_head_params * grad_elem if reg.full else 0)
     sh = shares(cfg, totals)
     inputs = StepInputs(
         weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
-        gradients=sh.gradients, head_gradients=hd.head_grad_bytes, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
+        gradients=sh.gradients, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
+        head_gradients=int(hd.head_grad_bytes * (sh.own.share if sh.own else 1)),
         optimizer_temp=int(opt.step_temporary_bytes * sh.optimizer_fraction), body=body, shared=shared,
         head_body=hd.body_side,
         loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
@@ -284,7 +219,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         embed_gradient=int(arch.embedding_params * grad_elem * sh.gradients / max(grads, 1)) if reg.full else 0,
         layer_gradients=sh.gradients // arch.layers,
         cache_shared=not reg.padded and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
-        root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static)
+        root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
+        own_units=sh.own, carried_grads=sh.carried)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
@@ -294,7 +230,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
     }
     ms = moments(inputs)
-    root = totals.root_unit if sh.gathered else 0
+    root = sh.root_held if sh.gathered else 0
     per_layer_static = (sh.weights - sh.gathered) // arch.layers
     fixed = _FIXED.get(key)  # the shape-free tensor lists (_BASE's key: shares read the same fields)
     if fixed is None:

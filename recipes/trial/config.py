@@ -122,6 +122,11 @@ def _check_launch(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None:
                       f"(accelerate launch --num_processes {gpus})")
     if parallelism in ("zero2", "zero3") or launched["deepspeed"]:
         raise _refuse("parallelism", "DeepSpeed ZeRO is estimated by sizing, but the trial does not run it")
+    if parallelism == "fsdp_no_shard":
+        raise _refuse("parallelism", "FSDP NO_SHARD is estimated by sizing, but the trial runs FULL_SHARD only")
+    if cfg.get("fsdp_shard_embeddings"):
+        raise _refuse("fsdp_shard_embeddings", "the embedding and head as FSDP units of their own are estimated by "
+                      "sizing, but the trial wraps decoder layers only")
     if parallelism == "fsdp" and not launched["fsdp"]:
         raise _refuse("parallelism", "fsdp needs `accelerate launch --config_file fsdp.yaml`")
     if parallelism != "fsdp" and launched["fsdp"]:

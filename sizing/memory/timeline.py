@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..parallel import OwnUnits
+
 COMPONENTS = ("weights", "quantization_state", "adapters", "gradients", "optimizer_states", "master_weights",
               "activations", "logits_and_loss", "workspace")
 
@@ -61,6 +63,8 @@ class StepInputs:
     root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded (parallel.Shares)
     grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
     comm_static: bool = False  # comm_buffers exist from before the first step (DDP buckets, ZeRO-3's bucket)
+    own_units: OwnUnits | None = None  # FSDP: the embedding and the head as units of their own (parallel.py)
+    carried_grads: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -70,7 +74,8 @@ def moments(s: StepInputs) -> list[Moment]:
     out: list[Moment] = []
     for step in (0, 1):
         opt = s.optimizer if step else 0
-        carried = live_grads if s.accumulating else 0  # micro-batches 2..k run with the grads alive
+        # micro-batches 2..k run with the grads alive (FSDP no_sync: unsharded, parallel.Shares.carried)
+        carried = (s.carried_grads if s.carried_grads >= 0 else live_grads) if s.accumulating else 0
         # buffers allocated at setup are alive in every moment; the others from backward to the step
         base = {**static, "optimizer_states": opt, "gradients": carried + (s.comm_buffers if s.comm_static else 0),
                 "workspace": s.workspace}
@@ -78,14 +83,33 @@ def moments(s: StepInputs) -> list[Moment]:
         # where SDPA saved repeat_kv copies instead of the cached k/v.
         own_cache = 0 if s.cache_shared else s.kept_cache
         prev = (s.kept_logits + s.kept_cache) if step else 0
+        # `weights` holds two decoder units in flight. With the head as its own unit (FSDP2, reshard after
+        # forward) the last layer is resharded when the head runs: through the loss and its backward the head is
+        # the one unit gathered; backward prefetches the last layer only once the head's backward starts
+        # (measured: tests/physics/test_fsdp2_own_units.py).
+        own = s.own_units
+        head_w, embed_w = (own.head - 2 * own.layer, own.embed - own.layer) if own else (0, 0)
         out.append(Moment("forward", "cross-entropy on the logits (end of forward)", step, {
-            **base, "activations": s.body + s.shared + s.head_body + own_cache,
+            **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_forward_extra + prev,
             "workspace": s.workspace + s.forward_transient}))
         out.append(Moment("backward", "gradient of the logits (start of backward)", step, {
-            **base, "activations": s.body + s.shared + s.head_body + own_cache,
+            **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_backward_extra + s.kept_logits}))
-        head_grads = carried or (0 if s.grads_freed_in_backward else s.head_gradients)
+        if own and own.head_grads and not s.grads_freed_in_backward:
+            # FSDP2 post-backward of the head's unit: it reshards the head, then foreach_reduce copies its unsharded
+            # gradient into the reduce-scatter input and allocates the 1/n output before freeing the gradient
+            # (torch 2.4-2.13 _fsdp_collectives.py foreach_reduce), with the last layer prefetched and the body's
+            # activations still alive (measured: tests/physics/test_fsdp2_own_units.py)
+            out.append(Moment("backward", "LM head's reduce-scatter (FSDP unit of its own)", step, {
+                **base, "weights": s.weights - own.layer, "gradients": carried + 2 * own.head_grads
+                + own.head_grads // own.world + (s.comm_buffers if s.comm_static else 0),
+                "activations": s.body + s.shared + s.head_body + own_cache, "logits_and_loss": s.kept_logits}))
+        # optimizer-in-backward frees each gradient in its hook, but a tied head and embedding are one parameter
+        # with one AccumulateGrad: the head's gradient waits in its input buffer until the embedding's arrives
+        # (measured: tests/physics/test_tied_optim_in_bwd.py)
+        held = s.grads_freed_in_backward and bool(s.tied_gradient)
+        head_grads = carried or (0 if s.grads_freed_in_backward and not held else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
             **base, "gradients": head_grads + s.comm_buffers,
             "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": s.kept_logits,
@@ -98,9 +122,16 @@ def moments(s: StepInputs) -> list[Moment]:
             before = (max(s.grads_before_root - s.layer_gradients, 0) + s.head_gradients if s.root_gradients
                       else s.gradients - s.embed_gradient - s.layer_gradients)
             out.append(Moment("backward", "first decoder layer (end of backward)", step, {
-                **base, "gradients": (carried or before) + s.comm_buffers,
+                **base, "weights": s.weights + embed_w, "gradients": (carried or before) + s.comm_buffers,
                 "activations": s.shared + s.first_layer + s.kept_cache, "logits_and_loss": s.kept_logits,
                 "workspace": s.workspace + s.backward_transient}))
+        if own and own.embed_grads and not s.grads_freed_in_backward:
+            # the embedding's unit after its backward, resharded like layer 0: its gradient, the reduce-scatter
+            # input and output
+            out.append(Moment("backward", "input embedding's reduce-scatter (FSDP unit of its own)", step, {
+                **base, "weights": s.weights - 2 * own.layer,
+                "gradients": (carried or s.grads_before_root) + 2 * own.embed_grads + own.embed_grads // own.world,
+                "activations": s.shared + s.kept_cache, "logits_and_loss": s.kept_logits}))
         if s.root_gradients and not s.grads_freed_in_backward:
             # FSDP's root unit (embeddings, final norm, LM head) is one flat parameter whose views' gradients
             # autograd holds until the last of them, the embedding's, arrives; then it concatenates them into the
@@ -113,6 +144,10 @@ def moments(s: StepInputs) -> list[Moment]:
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,
+                "logits_and_loss": s.kept_logits}))
+        if held:  # the tied sum (its two inputs and the result), stepped and freed by the weight's hook
+            out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
+                **base, "gradients": s.head_gradients + s.tied_gradient, "activations": s.kept_cache,
                 "logits_and_loss": s.kept_logits}))
         if s.grads_freed_in_backward:
             # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.

@@ -55,7 +55,7 @@ def step_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, sha
     bytes_pp, passes = optimizer_bytes_per_param(cfg.optim, p, g)
     per_tensor = cfg.optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb")
     kernels = float(tensors) if per_tensor else passes * _launches(tensors, int(params))
-    if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3")):
+    if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_no_shard")):
         ops.append(Op("optimizer", "step", 1, 0.0, bytes_pp * params, kernels))
     return ops
 
@@ -99,7 +99,7 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     accum = cfg.gradient_accumulation_steps
     if n == 1 or cfg.parallelism == "none":
         return Traffic(0.0, 0.0, "", 0.0, paged)
-    if cfg.parallelism == "ddp":
+    if cfg.parallelism in ("ddp", "fsdp_no_shard"):  # NO_SHARD all-reduces each unit's flat gradient
         return Traffic(2 * share * trainable, 0.0, "backward", 0.0, paged)
     # FSDP / ZeRO-3: all-gather weights for forward and again for backward (per micro-batch), reduce-scatter
     # gradients; ZeRO-2 keeps weights whole and reduce-scatters gradients, all-gathers the updated shards.

@@ -232,6 +232,40 @@ def cuda_autocast_shim():
 
 
 # ----------------------------------------------------------------------------------------------
+# The same tracker as source text, for the probes the multi-process tests (gloo ranks) run as scripts: `Live`
+# maps each storage its dispatched ops made and still alive to (bytes, weakref) in `live` and lists
+# ("m", bytes, op) / ("f", bytes, "") in `events`. An output sharing an input's storage (a view, a detach) is
+# not an allocation unless views=True.
+LIVE_TRACKER = """
+import weakref
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+class Live(TorchDispatchMode):
+    def __init__(self, views=False):
+        super().__init__(); self.live = {}; self.events = []; self.views = views
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        held = set() if self.views else {
+            id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, torch.Tensor):
+                continue
+            st = t.untyped_storage()
+            k, n = id(st), st.nbytes()
+            if n == 0 or k in self.live or k in held:
+                continue
+            def _gone(_r, k=k, n=n):
+                if self.live.pop(k, None) is not None:
+                    self.events.append(("f", n, ""))
+            self.live[k] = (n, weakref.ref(st, _gone))
+            self.events.append(("m", n, str(func.overloadpacket.__name__)))
+        return out
+"""
+
+
+# ----------------------------------------------------------------------------------------------
 # Live-tensor tracker (like torch.distributed._tools.mem_tracker.MemTracker)
 
 

@@ -18,29 +18,14 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
+from harness import LIVE_TRACKER
+
 from sizing.config import RunConfig
 from sizing.parallel import Totals, shares
 
-PROBE = textwrap.dedent('''
-    import json, os, socket, sys, weakref
-    import torch, torch.distributed as dist, torch.nn as nn
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    class Live(TorchDispatchMode):
-        def __init__(self):
-            super().__init__(); self.live = {}
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            # an output that shares an input's storage (a parameter's detach or view) is not an allocation
-            held = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-            for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor):
-                    st = t.untyped_storage()
-                    if st.nbytes() and id(st) not in self.live and id(st) not in held:
-                        k = id(st)
-                        self.live[k] = (st.nbytes(), weakref.ref(st, lambda _r, k=k: self.live.pop(k, None)))
-            return out
+PROBE = LIVE_TRACKER + textwrap.dedent('''
+    import json, os, socket, sys
+    import torch.distributed as dist, torch.nn as nn
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])

@@ -19,34 +19,14 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
+from harness import LIVE_TRACKER
+
 from sizing.memory.allocator import CachingAllocator, _Block
 from sizing.memory.fsdp_init import fsdp1_init
 
-PROBE = textwrap.dedent('''
-    import json, os, sys, weakref
-    import torch, torch.distributed as dist, torch.nn as nn
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    class Trace(TorchDispatchMode):
-        def __init__(self):
-            super().__init__(); self.live = {}; self.events = []
-        def track(self, t):
-            st = t.untyped_storage()
-            if st.nbytes() == 0 or id(st) in self.live:
-                return
-            k, n = id(st), st.nbytes()
-            def _gone(_r, k=k, n=n):
-                if self.live.pop(k, None) is not None:
-                    self.events.append(("f", n))
-            self.live[k] = weakref.ref(st, _gone)
-            self.events.append(("m", n))
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor):
-                    self.track(t)
-            return out
+PROBE = LIVE_TRACKER + textwrap.dedent('''
+    import json, os, sys
+    import torch.distributed as dist, torch.nn as nn
 
     class Layer(nn.Module):
         def __init__(self):
@@ -61,7 +41,7 @@ PROBE = textwrap.dedent('''
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         with torch.device("meta"):
             m = nn.Sequential(Layer(), Layer(), Layer())
-        tr = Trace()
+        tr = Live(views=True)  # FSDP's flat parameter and shard include views of the inputs
         with tr:
             FSDP(m, auto_wrap_policy=ModuleWrapPolicy({Layer}), sharding_strategy=ShardingStrategy.FULL_SHARD,
                  device_id=torch.device("cpu"),
@@ -109,7 +89,7 @@ def test_fsdp1_wrap_sequence(tmp_path):
     out = tmp_path / "events.json"
     proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    measured = [tuple(e) for e in json.loads(out.read_text()) if e[1] >= 256 * 256]  # blocks, not scalars
+    measured = [tuple(e[:2]) for e in json.loads(out.read_text()) if e[1] >= 256 * 256]  # blocks, not scalars
     a_bytes, b_bytes = 256 * 256 * 4, 512 * 256 * 4
     units = ((a_bytes, b_bytes),) * 3
     shard = (a_bytes + b_bytes) // 2

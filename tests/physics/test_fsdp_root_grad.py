@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import MODEL_CONFIGS
+from harness import LIVE_TRACKER, MODEL_CONFIGS
 
 from sizing import load_config
 from sizing.catalog import resolve_architecture
@@ -28,34 +28,10 @@ from sizing.step import step_memory
 
 B, S = 1, 8  # few tokens: the gradients dominate what backward allocates
 
-PROBE = textwrap.dedent('''
-    import json, os, sys, weakref
-    import torch, torch.distributed as dist
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
+PROBE = LIVE_TRACKER + textwrap.dedent('''
+    import json, os, sys
+    import torch.distributed as dist
     import transformers
-
-    class Trace(TorchDispatchMode):
-        """Each storage that backward allocates: ("m", bytes, op) when made, ("f", bytes, "") when freed."""
-        def __init__(self):
-            super().__init__(); self.live = {}; self.events = []
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            # an output that shares an input's storage is a view, not an allocation
-            held = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-            for t in tree_flatten(out)[0]:
-                if not isinstance(t, torch.Tensor):
-                    continue
-                st = t.untyped_storage()
-                k, n = id(st), st.nbytes()
-                if n == 0 or k in self.live or k in held:
-                    continue
-                def _gone(_r, k=k, n=n):
-                    if self.live.pop(k, None) is not None:
-                        self.events.append(("f", n, ""))
-                self.live[k] = weakref.ref(st, _gone)
-                self.events.append(("m", n, str(func.overloadpacket.__name__)))
-            return out
 
     def main(rank, world, out, port, conf, b, s):
         os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
@@ -73,7 +49,7 @@ PROBE = textwrap.dedent('''
         ids = torch.randint(0, cfg.vocab_size, (b, s))
         for step in range(2):
             loss = f(input_ids=ids, labels=ids).loss
-            tr = Trace()
+            tr = Live()
             with tr:
                 loss.backward()
             if rank == 1 and step == 1:

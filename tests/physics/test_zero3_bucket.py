@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import MODEL_CONFIGS
+from harness import LIVE_TRACKER, MODEL_CONFIGS
 
 from sizing.config import RunConfig
 from sizing.parallel import Totals, shares
@@ -28,27 +28,10 @@ from sizing.parallel import Totals, shares
 OPT_IN = pytest.mark.skipif(os.environ.get("SIZING_DEEPSPEED") != "1",
                             reason="DeepSpeed on the CPU: set SIZING_DEEPSPEED=1 (not a pinned dependency)")
 
-PROBE = textwrap.dedent('''
-    import json, os, sys, weakref
+PROBE = LIVE_TRACKER + textwrap.dedent('''
+    import json, os, sys
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
     import transformers
-
-    class Live(TorchDispatchMode):
-        """Storages made by dispatched ops and still alive (views of an input's storage excluded)."""
-        def __init__(self):
-            super().__init__(); self.live = {}
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            held = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-            for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor):
-                    st = t.untyped_storage(); k, n = id(st), st.nbytes()
-                    if n and k not in self.live and k not in held:
-                        self.live[k] = (n, weakref.ref(st, lambda _r, k=k: self.live.pop(k, None)))
-            return out
 
     def main(rank, world, out, port, conf):
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE=str(world),

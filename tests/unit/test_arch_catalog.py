@@ -232,3 +232,16 @@ def test_resolve_without_model_or_config_is_a_refusal_not_an_assert() -> None:
     with pytest.raises(SizingError) as err:
         resolve_architecture(None, None)
     assert (err.value.code, err.value.field) == ("missing_field", "model")
+
+
+def test_internlm2_remote_code_shapes_by_hand() -> None:
+    # modeling_internlm2.py (remote code, not in transformers): wqkv [h -> (nh + 2 nkv) d], wo [h -> h], w1/w3 [h -> I],
+    # w2 [I -> h], attention_norm + ffn_norm (RMSNorm weights), norm, tok_embeddings and an untied output head.
+    cfg = {"model_type": "internlm2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 512, "bias": False}
+    h, inter, vocab, layers, kv_width = 64, 160, 512, 2, 2 * 16
+    arch = from_hf_config(cfg)
+    assert arch.total_params == 2 * vocab * h + h + layers * (h * (h + 2 * kv_width) + h * h + 3 * h * inter + 2 * h)
+    assert arch.linear_names() == ("wqkv", "wo", "w1", "w3", "w2") and arch.default_lora_targets == ()
+    assert [arch.role_targets(r) for r in ("q", "gate", "up", "down")] == [("wqkv",), ("w1",), ("w3",), ("w2",)]
+    assert arch.eager_only and not from_hf_config({**cfg, "attn_implementation": "flash_attention_2"}).eager_only

@@ -58,7 +58,8 @@ MINIMAL = {
     "gradient_checkpointing": False, "attn_implementation": "sdpa", "optim": "adamw_torch_fused",
     "loss_implementation": None, "torch_compile": False, "activation_offloading": False,
     "optimizer_in_backward": False, "gpu": "H100-SXM-80GB", "num_gpus": 1, "parallelism": "none",
-    "cpu_offload": False, "dataset_tokens": None, "num_train_epochs": 3.0, "price_per_gpu_hour": None,
+    "cpu_offload": False, "fsdp_shard_embeddings": False, "dataset_tokens": None, "num_train_epochs": 3.0,
+    "price_per_gpu_hour": None,
     "utilization": None, "expandable_segments": False,
 }
 
@@ -117,18 +118,19 @@ def test_normalize_is_a_fixed_point(data: dict[str, Any]) -> None:
     assert set(once) == set(BY_NAME)
 
 
-def test_the_three_contract_files_stand_alone(tmp_path: Path) -> None:
-    # The trial recipe embeds exactly these three files; with no site-packages and nothing else of sizing.
+def test_the_contract_files_stand_alone(tmp_path: Path) -> None:
+    # The trial recipe embeds exactly these four files; with no site-packages and nothing else of sizing.
     pkg = tmp_path / "sizing"
     pkg.mkdir()
-    for name in ("config.py", "contract.py", "errors.py"):
+    for name in ("config.py", "contract.py", "errors.py", "jsontext.py"):
         shutil.copy(ROOT / "sizing" / name, pkg / name)
     code = ("import json, sys; import sizing.config as c; out = c.normalize({'model': 'm', 'method': 'qlora'});"
             "print(json.dumps([out['load_in_4bit'], sorted(m for m in sys.modules if m.startswith('sizing'))]))")
     run = subprocess.run([sys.executable, "-S", "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
                           + code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == [True, ["sizing", "sizing.config", "sizing.contract", "sizing.errors"]]
+    assert json.loads(run.stdout) == [True, ["sizing", "sizing.config", "sizing.contract", "sizing.errors",
+                                                "sizing.jsontext"]]
 
 
 @pytest.mark.parametrize(("name", "text", "value"), [

@@ -82,7 +82,13 @@ def test_litgpt_qlora_row() -> None:
     assert (c["gradient_checkpointing"], c["optim"], c["bf16"], c["torch_dtype"]) == (
         False, "paged_adamw_32bit", False, "bfloat16")
     assert (c["loss_implementation"], c["gpu"], c["num_gpus"]) == ("chunked_ce", "A10G-24GB", 1)
-    assert "gradient_accumulation_steps" not in c  # "see yaml": not stated, the default
+    # "global_batch_size/micro_batch_size (see yaml)" and no config_hub file named in this trimmed row: LitGPT's
+    # finetune default TrainArgs(global_batch_size=16) // 1 device // 2 = 8 micro-batches per step
+    assert c["gradient_accumulation_steps"] == 8
+    # the row as published names config_hub/finetune/llama-2-7b/qlora.yaml: global_batch_size 8 there
+    named = {**rows()["R063"], "source_locator": "config https://github.com/Lightning-AI/litgpt/blob/5895df1/"
+             "config_hub/finetune/llama-2-7b/qlora.yaml"}
+    assert vr.row_case(named).config["gradient_accumulation_steps"] == 4
     assert (case.tier, case.metric, case.measured_gib, case.source) == ("allocated", "allocated", 12.74, "S03")
     est = estimate(c)  # the engine accepts LitGPT's role names on Llama's separate q/v projections
     assert est.detail["trainable_params"] == 32 * 32 * (4096 + 4096 + 4096 + 4096)
