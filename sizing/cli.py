@@ -157,7 +157,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
               f"{tps:>9} {hours:>8} {cost:>10}")
     if not rows and deadline is not None:
         print("no GPU fits and finishes within the deadline (hours need dataset_tokens)")
-    print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs")
+    print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs;\n"
+          "max batch / max seq: the largest that fit on the configured GPU, on the others the largest on the\n"
+          "allocator's replay grid (4 steps per doubling: ..., 4096, 5120, 6144, 7168, 8192, ...): up to 20 % below")
     return 0
 
 

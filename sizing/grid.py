@@ -13,6 +13,17 @@ def grid(x: int) -> int:
     return -(-x >> k) << k
 
 
+def grid_floor(cfg: RunConfig, name: str, value: int) -> int:
+    """The largest value of `name` at or below `value` whose shape is a grid point (its exact replay is the
+    grid's own replay: solve.Sizer.confirm's cheap answer for the fit table's other cards)."""
+    offset = virtual_tokens(cfg) if name == "max_seq_length" else 0
+    x = value + offset
+    if x <= 8:
+        return value
+    k = x.bit_length() - 3
+    return max((x >> k << k) - offset, 0)
+
+
 def virtual_tokens(cfg: RunConfig) -> int:
     """Tokens prompt tuning puts before the input's (step.step_memory adds them to the sequence)."""
     return cfg.num_virtual_tokens if cfg.is_peft and cfg.peft_type == "prompt_tuning" else 0

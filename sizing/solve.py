@@ -8,7 +8,7 @@ from typing import Any
 from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
-from .grid import grid_cell
+from .grid import grid_cell, grid_floor
 from .memory.adapters import trainable
 from .memory.allocator import round_up, usable_bytes
 from .memory.regime import resolve
@@ -126,11 +126,22 @@ class Sizer:
 
         return _settle(ok, guess, high)
 
-    def confirm(self, gpu: Gpu, name: str, found: int, high: int) -> int:
+    def confirm(self, gpu: Gpu, name: str, found: int, high: int, largest: bool = True) -> int:
         """The search's answer `found` for field `name` settled by replays at each value's own shape: the value
         returned fits by its exact replay and the next one does not (or it is `high`; 0: 1 does not fit). From
         `found`, the first step along the slope of the allocated peak scaled by found's replay (search._crossing):
-        two replays when the probes' grid replay agrees there, a few more when it does not."""
+        two replays when the probes' grid replay agrees there, a few more when it does not.
+        largest=False: the largest grid point at or below `found` that fits (grid.grid_floor): its exact replay
+        is the grid replay the search made already, so no replay of its own; less than the largest by under the
+        grid's rounding (4 steps per doubling)."""
+        if not largest:
+            v = min(found, high)
+            while v > 0:
+                g = grid_floor(self.cfg, name, v)
+                if self.exact_required(gpu, **{name: g}) <= usable_bytes(gpu):
+                    return g
+                v = g - 1
+            return 0
         v = min(max(found, 1), high)
         d = 1 if name != "max_seq_length" else max(1, v // 64)
         if v + d > high:
@@ -143,19 +154,20 @@ class Sizer:
         return _crossing(lambda x: self.exact_required(gpu, **{name: x}), usable_bytes(gpu), min(max(found, 1), high),
                          high, slope)
 
-    def max_micro_batch(self, gpu: Gpu, exact: bool = True, confirm: bool = True) -> int:
-        """Largest per-device micro-batch that fits `gpu` (0: none); confirm=False: as the grid replay has it
-        (the fit table's other cards)."""
+    def max_micro_batch(self, gpu: Gpu, exact: bool = True, confirm: bool = True, largest: bool = True) -> int:
+        """Largest per-device micro-batch that fits `gpu` (0: none); confirm=False: as the grid replay has it;
+        largest=False: the largest grid point that fits by its exact replay."""
         if not runs_on(self.cfg, gpu):
             return 0
         guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
         if not exact:
             return guess
         found = self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
-        return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH) if confirm else found
+        return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH, largest) if confirm else found
 
-    def max_seq_length(self, gpu: Gpu, exact: bool = True, confirm: bool = True) -> int:
-        """Longest sequence that fits `gpu` (0: none); confirm=False: as the grid replay has it."""
+    def max_seq_length(self, gpu: Gpu, exact: bool = True, confirm: bool = True, largest: bool = True) -> int:
+        """Longest sequence that fits `gpu` (0: none); confirm=False: as the grid replay has it; largest=False:
+        the longest grid point that fits by its exact replay."""
         if not runs_on(self.cfg, gpu):
             return 0
         limit = self.arch.max_positions or MAX_SEQ
@@ -164,7 +176,7 @@ class Sizer:
             if not exact:
                 return guess
             found = self._settle(gpu, "max_seq_length", guess, limit)
-            return self.confirm(gpu, "max_seq_length", found, limit) if confirm else found
+            return self.confirm(gpu, "max_seq_length", found, limit, largest) if confirm else found
         except SizingError:
             return 0
 
@@ -222,32 +234,41 @@ def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
     return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
 
 
-def fit_row(sizer: Sizer, gpu: Gpu, confirm: bool = True) -> dict[str, Any]:
+def fit_row(sizer: Sizer, gpu: Gpu, confirm: bool = True, largest: bool = True) -> dict[str, Any]:
     """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`: the verdict
     and headroom by the replay at the run's own shape; the largest micro-batch and longest sequence confirmed
-    by their own replays (Sizer.confirm), or with confirm=False as the probes' grid replay has them."""
+    by their own replays (Sizer.confirm; largest=False: they fit by their own replay, the largest up to the
+    grid's rounding: the largest grid points that fit), or with confirm=False as the probes' grid replay has
+    them."""
     usable = usable_bytes(gpu)
     reserved = sizer.required(gpu)
     if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
         return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
                 "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
-    return {"gpu": gpu.id, "usable_bytes": usable, "fits": reserved <= usable, "headroom_bytes": usable - reserved,
-            "max_micro_batch": sizer.max_micro_batch(gpu, confirm=confirm),
-            "max_seq_length": sizer.max_seq_length(gpu, confirm=confirm)}
+    fits = reserved <= usable
+    batch = sizer.max_micro_batch(gpu, confirm=confirm, largest=largest)
+    seq = sizer.max_seq_length(gpu, confirm=confirm, largest=largest)
+    if fits and confirm:  # the verdict's own replay fits the run's own values: the row never says less
+        batch = max(batch, sizer.cfg.per_device_train_batch_size)
+        seq = max(seq, sizer.cfg.max_seq_length)
+    return {"gpu": gpu.id, "usable_bytes": usable, "fits": fits, "headroom_bytes": usable - reserved,
+            "max_micro_batch": batch, "max_seq_length": seq}
 
 
 def fit_table(cfg: RunConfig, confirm: bool = True) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
-    time (and cost when a price is given) on that many GPUs. Each card's largest micro-batch and longest sequence
-    are confirmed by their own replays (fit_row; about five replays a card, most of the table's time);
+    time (and cost when a price is given) on that many GPUs. On the configuration's own GPU the largest
+    micro-batch and longest sequence are confirmed by their own replays (about five); on the other cards they
+    are the largest grid points that fit by their own replay (Sizer.confirm, largest=False), so a row never
+    says a value fits that the estimate on that card refuses.
     confirm=False: as the probes' grid replay has them, except on the configuration's own GPU."""
     sizer = Sizer(cfg)
     own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
         count, mode = sizer.fewest_gpus(gpu)
-        row: dict[str, Any] = {**fit_row(sizer, gpu, confirm or gpu.id == own), "name": gpu.name, "fewest_gpus": count,
-                               "fewest_gpus_parallelism": mode, "time": None}
+        row: dict[str, Any] = {**fit_row(sizer, gpu, confirm or gpu.id == own, gpu.id == own), "name": gpu.name,
+                               "fewest_gpus": count, "fewest_gpus_parallelism": mode, "time": None}
         if count:
             run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")
             row["time"] = time_estimate(run, sizer.arch, resolve(run, sizer.arch, "cuda"),

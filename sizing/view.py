@@ -208,7 +208,8 @@ def _fit(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
                                "data-headroom": int(row["headroom_bytes"])},
                      "cells": [{"text": text} for text in cells]})
     return {"key": "fit", "kind": "table", "class": "calc-fit", "attrs": {"data-testid": "fit-table"},
-            "wrap": {"class": "calc-fit-wrap", "attrs": {}}, "head": [w.get(h, h) for h in FIT_HEADS],
+            "wrap": {"class": "calc-fit-wrap", "attrs": {}}, "note": w.get("fit_note", ""),
+            "head": [w.get(h, h) for h in FIT_HEADS],
             "align": list(FIT_ALIGN), "rows": rows}
 
 

@@ -97,11 +97,22 @@ def test_largest_agrees_with_a_scan_on_any_staircase(steps: list[int], start: in
 
 
 def test_fit_table_rows_are_the_largest_that_fit() -> None:
+    """The own GPU's row is the largest that fits by the estimate's verdict; every other row's values fit by that
+    verdict too, and fall short of the largest (a full confirmation, Sizer.confirm) by no more than the replay
+    grid's rounding (grid.py: 4 steps per doubling, so under 25 %)."""
     cfg = load_config({**RUN, "attn_implementation": "eager", "gradient_checkpointing": False})
-    for row in fit_table(cfg)[::4]:
+    table = fit_table(cfg)
+    own = [row for row in table if row["gpu"] == cfg.gpu]
+    assert len(own) == 1
+    for row in own + table[::4]:
         run = replace(cfg, gpu=row["gpu"])
         b, s = row["max_micro_batch"], row["max_seq_length"]
         assert b == 0 or _fits(replace(run, per_device_train_batch_size=b))
-        assert not _fits(replace(run, per_device_train_batch_size=b + 1))
         assert s == 0 or _fits(replace(run, max_seq_length=s))
-        assert s == 131072 or not _fits(replace(run, max_seq_length=s + 1))
+        if row is own[0]:
+            assert not _fits(replace(run, per_device_train_batch_size=b + 1))
+            assert s == 131072 or not _fits(replace(run, max_seq_length=s + 1))
+        else:
+            best_b, best_s = max_micro_batch(run), max_seq_length(run)
+            assert b <= best_b and best_b - b <= best_b // 4
+            assert s <= best_s and best_s - s <= best_s // 4
