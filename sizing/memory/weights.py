@@ -72,8 +72,9 @@ def bytes_gptq(in_features: int, out_features: int, bits: int, group: int, awq: 
 
 
 def checkpoint_method(arch: Architecture) -> str | None:
-    """The only method a pre-quantized checkpoint trains with (None: any): LoRA on top of GPTQ / AWQ (PEFT's
-    QuantLinear adapters), QLoRA / 8-bit LoRA on a checkpoint saved by bitsandbytes."""
+    """The only method a pre-quantized checkpoint trains with (None: any): LoRA on top of GPTQ / AWQ (PEFT wraps
+    the frozen QuantLinear: tuners/lora/gptq.py GPTQLoraLinear, awq.py AwqLoraLinear), QLoRA / 8-bit LoRA on a
+    checkpoint saved by bitsandbytes."""
     cq = arch.checkpoint_quant
     if cq is None:
         return None
