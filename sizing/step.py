@@ -18,7 +18,7 @@ from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
-from .memory.replay import SPANS, Replay, replay
+from .memory.replay import PREFIX, SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
 from .parallel import Totals, shares
@@ -113,7 +113,7 @@ def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: 
     return got
 
 
-CLEARS += [_GRID.clear, _replayed.cache_clear, SPANS.clear]
+CLEARS += [_GRID.clear, _replayed.cache_clear, SPANS.clear, PREFIX.clear]
 
 
 def clear_caches() -> None:

@@ -56,7 +56,7 @@ class CachingAllocator:
         # distinct sizes, and the blocks of each size in the order they were cached (best fit takes the
         # first of its size). Its hot paths below inline these lists' updates (perf: a replay is ~6k calls).
         self._sizes: list[int] = []
-        self._bucket: dict[int, dict[_Block, None]] = {}  # an ordered set per size
+        self._bucket: dict[int, list[_Block]] = {}  # per size, in cache order (a list: no call to take the first)
         self._tail: _Block | None = None  # expandable: the pool's last block
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
@@ -65,23 +65,12 @@ class CachingAllocator:
         # minus those, at the worst moment. peak_reserved is what an ample card shows.
         self.cached_whole = self.peak_needed = 0
 
-    def _add_free(self, b: _Block) -> None:
-        b.free = True
-        size = b.size
-        if b.prev is None and b.next is None and not self.expandable:
-            self.cached_whole += size
-        bucket = self._bucket.get(size)
-        if bucket is None:
-            bucket = self._bucket[size] = {}
-            insort(self._sizes, size)
-        bucket[b] = None
-
     def _remove_free(self, b: _Block) -> None:
         size = b.size
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole -= size
         bucket = self._bucket[size]
-        del bucket[b]
+        bucket.remove(b)  # by identity (eq=False); a size's list holds a few blocks
         if not bucket:
             del self._bucket[size]
             sizes = self._sizes
@@ -97,14 +86,29 @@ class CachingAllocator:
 
     def _large(self, size: int) -> _Block:
         # The large pool: best fit, the first cached block of the smallest size that holds the request.
+        buckets = self._bucket
+        bucket = buckets.get(size)
+        if bucket:  # a block of exactly that size (half of a replay's requests): the best fit, nothing to split
+            b = bucket[0]
+            del bucket[0]
+            if not bucket:
+                del buckets[size]
+                sizes = self._sizes
+                del sizes[bisect_left(sizes, size)]
+            if b.prev is None and b.next is None and not self.expandable:
+                self.cached_whole -= size
+            b.free = False
+            self.allocated = allocated = self.allocated + size
+            if allocated > self.peak_allocated:
+                self.peak_allocated = allocated
+            return b
         sizes = self._sizes
         i = bisect_left(sizes, size)
         if i < len(sizes):
             have = sizes[i]
-            buckets = self._bucket
             bucket = buckets[have]
-            b = next(iter(bucket))
-            del bucket[b]
+            b = bucket[0]
+            del bucket[0]
             if not bucket:
                 del buckets[have]
                 del sizes[i]
@@ -122,11 +126,12 @@ class CachingAllocator:
             b.next, b.size = tail, size
             if self._tail is b:
                 self._tail = tail
-            got = self._bucket.get(rest)  # _add_free(tail): a split-off tail is never a whole segment
+            got = buckets.get(rest)  # _add_free(tail): a split-off tail is never a whole segment
             if got is None:
-                got = self._bucket[rest] = {}
+                buckets[rest] = [tail]
                 insort(sizes, rest)
-            got[tail] = None
+            else:
+                got.append(tail)
         self.allocated += b.size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
@@ -155,26 +160,30 @@ class CachingAllocator:
 
     def malloc_free_all(self, sizes: Iterable[int]) -> None:
         """free_all(malloc_all(sizes)) (tensors made and dropped together), without the small ones' blocks."""
-        large: list[_Block] = []
-        run = small = 0
-        for n in sizes:
-            size = -(-n // MIN_BLOCK) * MIN_BLOCK
-            if size <= SMALL_SIZE:
-                run += size if size > MIN_BLOCK else MIN_BLOCK
+        self.run_free(plan(sizes))
+
+    def run(self, requests: tuple[int, ...]) -> list[_Block]:
+        """malloc_all of the sizes `requests` was planned from (plan()), each small run as one block: what
+        free_all then does with them is the same (it frees the small ones' bytes at once)."""
+        large, small = self._large, self._small
+        return [large(s) if s > 0 else small(-s) for s in requests]
+
+    def run_free(self, requests: tuple[int, ...]) -> None:
+        """malloc_free_all of the sizes `requests` was planned from (plan())."""
+        large, small = self._large, self._small
+        blocks = []
+        gone = 0
+        for s in requests:
+            if s > 0:
+                blocks.append(large(s))
             else:
-                if run:
-                    self._small(run)
-                    small += run
-                    run = 0
-                large.append(self._large(size))
-        if run:
-            self._small(run)
-            small += run
+                small(-s)
+                gone -= s
         free = self.free
-        for b in large:
+        for b in blocks:
             free(b)
-        self.allocated -= small
-        self.small_live -= small
+        self.allocated -= gone
+        self.small_live -= gone
 
     def free_all(self, blocks: Iterable[_Block]) -> None:
         """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""
@@ -263,44 +272,39 @@ class CachingAllocator:
             self.cached_whole += size
         bucket = self._bucket.get(size)
         if bucket is None:
-            bucket = self._bucket[size] = {}
+            self._bucket[size] = [b]
             insort(self._sizes, size)
-        bucket[b] = None
+        else:
+            bucket.append(b)
 
     def counters(self) -> tuple[int, ...]:
         """The counters the allocator's future depends on (its peaks only take maxima of them)."""
         return self.allocated, self.reserved, self.cached_whole, self.small_live, self.small_peak
 
     def layout(self, roles: dict[_Block, int]) -> tuple[tuple[int, ...], ...]:
-        """What the allocator's future answers depend on, the same for two isomorphic states: the segments
-        that hold a free block or a block in `roles` (the caller's live blocks, numbered), found in best-fit
-        order (sizes ascending, each size's blocks in cache order), then in role order; each as its blocks'
-        (size, code): a free block -2 - its place in its size's list, a role its number, else -1. A segment
-        with neither is never touched again (nothing frees its blocks) and is left out."""
-        place: dict[_Block, int] = {}
-        for size in self._sizes:
-            for i, b in enumerate(self._bucket[size]):
-                place[b] = -2 - i
-        heads: dict[_Block, _Block] = {}
-        order: dict[_Block, None] = {}  # segment heads in discovery order
-        for start in (*place, *sorted((b for b in roles if not b.small), key=roles.__getitem__)):
-            path = []
-            while start.prev is not None and start not in heads:
-                path.append(start)
-                start = start.prev
-            head = heads.get(start, start)
-            for x in path:
-                heads[x] = head
-            order[head] = None
-        out = []
-        for head in order:
-            seg: list[int] = []
-            blk: _Block | None = head
-            while blk is not None:
-                seg += blk.size, place[blk] if blk.free else roles.get(blk, -1)
-                blk = blk.next
-            out.append(tuple(seg))
-        return tuple(out)
+        """What the allocator's future answers depend on, the same for two isomorphic states (pool_state.layout)."""
+        from .pool_state import layout  # pool_state builds on this module
+
+        return layout(self, roles)
+
+
+def plan(sizes: Iterable[int]) -> tuple[int, ...]:
+    """Requests as the replay's loops read them: a large request's block size (> 0), each run of consecutive
+    small requests as minus their blocks' total (malloc_all counts such a run as one)."""
+    out: list[int] = []
+    run = 0
+    for n in sizes:
+        size = -(-n // MIN_BLOCK) * MIN_BLOCK  # round_size()
+        if size <= SMALL_SIZE:
+            run += size if size > MIN_BLOCK else MIN_BLOCK
+        else:
+            if run:
+                out.append(-run)
+                run = 0
+            out.append(size)
+    if run:
+        out.append(-run)
+    return tuple(out)
 
 
 def round_up(n: int) -> int:

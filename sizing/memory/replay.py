@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .allocator import CachingAllocator, _Block
+from .allocator import CachingAllocator, _Block, plan
 from .fsdp_init import fsdp1_init
+from .pool_state import copy_state
 from .wall import CappedAllocator, OutOfMemory, Wall
 
 STEPS = 3  # step 0 allocates the optimizer states lazily; steps 1 and 2 run in the layout it leaves
@@ -47,7 +48,7 @@ def replay(r: Replay, expandable: bool, capacity: int | None = None) -> tuple[in
     With a capacity: the same on a card of that many usable bytes (memory/wall.py), reserved as that card's
     max_memory_reserved; needed > capacity when the step runs out of memory there (the replay stops)."""
     if capacity is None:
-        return _replay(r, lambda: CachingAllocator(expandable))
+        return _replay(r, lambda: CachingAllocator(expandable), _prefixed(r, expandable))
     wall = Wall(capacity)
     try:
         allocated = _replay(r, lambda: CappedAllocator(wall, expandable))[0]
@@ -56,18 +57,47 @@ def replay(r: Replay, expandable: bool, capacity: int | None = None) -> tuple[in
     return allocated, wall.peak_reserved, wall.peak_needed
 
 
-def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, int]:
-    a = pool()
-    # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
-    # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
-    # reduce-scatters on its post-backward stream, so those come from pools of their own.
-    ag, rs = (pool(), pool()) if r.gathered_unit else (a, a)
+# The default stream's pool after the prefix (the FSDP wrap, the static tensors), by what it replays: the same in
+# every shape of one configuration, so each replay starts from a copy (pool_state.copy_state; perf).
+PREFIX: dict[tuple[object, ...], CachingAllocator] = {}
+
+
+def _prefix(r: Replay, a: CachingAllocator) -> CachingAllocator:
     if r.init_units:  # what the FSDP wrap leaves cached on the default stream (memory/fsdp_init.py)
         fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
+    return a
+
+
+def _prefixed(r: Replay, expandable: bool) -> CachingAllocator:
+    key = (expandable, r.static, r.comm_buffer if r.comm_static else 0, r.init_units, r.init_shards, r.init_sync,
+           r.init_offload)
+    got = PREFIX.get(key)
+    if got is None:
+        if len(PREFIX) >= 64:
+            PREFIX.clear()
+        got = PREFIX[key] = _prefix(r, CachingAllocator(expandable))
+    return copy_state(got)
+
+
+def _replay(r: Replay, pool: Callable[[], CachingAllocator],
+            start: CachingAllocator | None = None) -> tuple[int, int, int]:
+    """The replay, from `start` (the prefix already replayed) or from a new pool."""
+    a = _prefix(r, pool()) if start is None else start
+    # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
+    # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
+    # reduce-scatters on its post-backward stream, so those come from pools of their own.
+    ag, rs = (pool(), pool()) if r.gathered_unit else (a, a)
     grads: list[_Block] = []
     states_done = False
+    # Every request size rounded and classed once (allocator.plan), not at each of the layers' thousands of calls
+    saved, head_saved, loss_backward = plan(r.saved), plan(r.head_saved), plan(r.loss_backward)
+    kept_saved = plan(r.saved + ((r.layer_constant,) if r.layer_constant else ()))
+    forward_transient, loss_forward = plan((r.forward_transient,)), plan((r.loss_forward,))
+    checkpoint = plan((r.checkpoint,))
+    events = [(e > 0, plan((e,))[0] if e > 0 else ~e) for e in r.backward_events]
+    temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
     seen: tuple[object, ...] | None = None  # the previous step's counters and layouts, at its start
     for step in range(STEPS):
@@ -87,19 +117,19 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, 
         for _layer in range(r.layers):
             unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
             if r.forward_transient:
-                a.free(a.malloc(r.forward_transient))
+                a.run_free(forward_transient)
             if r.checkpoint:
-                ck = a.malloc(r.checkpoint)
-                a.malloc_free_all(r.saved)  # computed, then dropped by the checkpoint
-                kept.append([ck])
+                ck = a.run(checkpoint)
+                a.run_free(saved)  # computed, then dropped by the checkpoint
+                kept.append(ck)
             else:
-                kept.append(a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())))
+                kept.append(a.run(kept_saved))
             if unit is not None:
                 ag.free(unit)
-        head = a.malloc_all(r.head_saved)
+        head = a.run(head_saved)
         if r.loss_forward:
-            a.free(a.malloc(r.loss_forward))
-        loss_grads = a.malloc_all(r.loss_backward)
+            a.run_free(loss_forward)
+        loss_grads = a.run(loss_backward)
         a.free_all(head + loss_grads)
         new_grads = not grads
         if new_grads:
@@ -107,16 +137,16 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, 
         comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
             unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
-            recomputed = a.malloc_all(r.saved) if r.checkpoint else []
+            recomputed = a.run(saved) if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
             ops: list[_Block] = []
-            for e in r.backward_events:  # memory/backward.py: gradients op by op
-                if e > 0:
-                    ops.append(a.malloc(e))
+            for grow, e in events:  # memory/backward.py: gradients op by op
+                if grow:
+                    ops.append(a._large(e) if e > 0 else a._small(-e))
                 else:
-                    a.free(ops[~e])
+                    a.free(ops[e])
             if tmp is not None:
                 a.free(tmp)
             a.free_all(recomputed + blocks)
@@ -124,13 +154,16 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator]) -> tuple[int, int, 
                 ag.free(unit)
         if not states_done:
             # torch optimizers create their states lazily in the first step()
+            # (kept to the end: run() of their plan, no block per small state)
             if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
-                a.malloc_all(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1))
+                a.run(plan(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1)))
             elif r.states_per_grad:
-                a.malloc_all(int(g.size * r.states_per_grad) for g in grads)
+                a.run(plan(int(g.size * r.states_per_grad) for g in grads))
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
-            a.malloc_free_all(int(g.size * r.temp_per_grad) for g in grads)
+            if temps is None or not r.accumulating:  # accumulated gradients are the same blocks every step
+                temps = plan(int(g.size * r.temp_per_grad) for g in grads)
+            a.run_free(temps)
         if comm is not None:
             rs.free(comm)
         if not r.accumulating:

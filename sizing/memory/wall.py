@@ -82,10 +82,9 @@ class CappedAllocator(CachingAllocator):
             for size in list(self._sizes):
                 bucket = self._bucket[size]
                 whole = [b for b in bucket if b.prev is None and b.next is None]
-                for b in whole:
-                    del bucket[b]
-                    self.reserved -= size
-                    self.cached_whole -= size
+                bucket[:] = [b for b in bucket if b.prev is not None or b.next is not None]  # the rest, in order
+                self.reserved -= size * len(whole)
+                self.cached_whole -= size * len(whole)
                 if not bucket:
                     del self._bucket[size]
                     self._sizes.remove(size)

@@ -74,14 +74,6 @@ class StepTime:
     fitted: bool = False  # the GPU's efficiency was fitted on its own timed runs
 
 
-def _kind(op: Op) -> str:
-    if op.shape[0]:
-        return "gemm"
-    if op.attention:
-        return "attention"
-    return "memory"
-
-
 @dataclass(frozen=True)
 class Inventory:
     """The work of one optimizer step, independent of the efficiencies: built once, timed several times."""
@@ -90,14 +82,55 @@ class Inventory:
     ops: tuple[Op, ...]
     step: tuple[Op, ...]
     traffic: Traffic
+    plan: tuple[Planned, ...] = field(default=(), compare=False)  # `ops` as step_time reads them (_plan)
+
+
+# One op as step_time's loop reads it: (kind 0 gemm / 1 attention / 2 memory, count, flops, bytes, kernels,
+# views, m, k, n, fp32, attention-efficiency key): tuples unpack faster than a dataclass's attributes (perf).
+Planned = tuple[int, float, float, float, float, float, int, int, int, bool, str]
+
+
+def _plan(ops: tuple[Op, ...]) -> tuple[Planned, ...]:
+    out = []
+    for op in ops:
+        m, k, n = op.shape
+        kind = 0 if m else 1 if op.attention else 2
+        key = "mem_efficient" if op.attention == "mem_efficient" else \
+            "flash_backward" if op.phase == "backward" else "flash_forward"
+        out.append((kind, op.count, op.flops, op.bytes, op.kernels, op.views, m, k, n, op.fp32, key))
+    return tuple(out)
+
+
+# A micro-batch's ops by what micro_batch_ops reads (tests/unit/test_time_plan.py holds the list of fields), the
+# architecture by identity (it is kept in the value, so its id is no other object's): a fit table's 27 cards
+# share one shape and one op list (perf: the list and its plan were half of a card's time estimate).
+_OPS: dict[tuple[object, ...], tuple[Architecture, tuple[Op, ...], tuple[Planned, ...]]] = {}
+OPS_FIELDS = ("max_seq_length", "per_device_train_batch_size", "r")
+
+
+def _micro_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
+               kernel: str) -> tuple[tuple[Op, ...], tuple[Planned, ...]]:
+    key = (cfg.max_seq_length, cfg.per_device_train_batch_size, cfg.r, id(arch), reg, tr, kernel)
+    got = _OPS.get(key)
+    if got is None or got[0] is not arch:
+        if len(_OPS) >= 64:
+            _OPS.clear()
+        ops = tuple(micro_batch_ops(cfg, arch, reg, tr, kernel))
+        got = _OPS[key] = arch, ops, _plan(ops)
+    return got[1], got[2]
 
 
 def inventory(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu) -> Inventory:
     """Every kernel of a micro-batch, the once-per-step work and the step's transfers."""
     kernel = attention_kernel(reg, gpu.sm[0])
     shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3") else 1
-    return Inventory(kernel, tuple(micro_batch_ops(cfg, arch, reg, tr, kernel)),
-                     tuple(step_ops(cfg, arch, reg, tr, shards)), traffic(cfg, arch, reg, tr, gpu.usable_bytes))
+    ops, plan = _micro_ops(cfg, arch, reg, tr, kernel)
+    return Inventory(kernel, ops, tuple(step_ops(cfg, arch, reg, tr, shards)),
+                     traffic(cfg, arch, reg, tr, gpu.usable_bytes), plan)
+
+
+# tile_efficiency by its three ints: a fit table asks the same few dozen GEMM shapes on each card three times.
+_TILES: dict[tuple[int, int, int], float] = {}
 
 
 def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
@@ -116,14 +149,36 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
     view = 0.0 if reg.compiled else data["view_seconds"] * launch_scale  # Inductor traces views away
     floor = data.get("kernel_floor_seconds", 3e-6)
     inv = inv or inventory(cfg, arch, reg, tr, gpu)
-    kernel, ops = inv.kernel, inv.ops
-    parts: dict[str, float] = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
-    host = 0.0
-    flops = 0.0
-    for op in ops:
-        parts[_kind(op)] += op.count * op_seconds(op, dev, floor)
-        host += op.count * (op.kernels * launch + op.views * view)
-        flops += op.count * op.flops
+    kernel = inv.kernel
+    # op_seconds for every op, inlined with the same float operations in the same order (perf: 27 cards x 3
+    # runs x ~140 ops a fit table); tests/unit/test_time_plan.py holds it to op_seconds.
+    att = model_data()["attention_efficiency"]
+    bw = dev.bandwidth * dev.bandwidth_efficiency
+    peak, fp32_peak, eff, sm = dev.peak_flops, dev.fp32_flops, dev.gemm_efficiency, dev.sm_count
+    tiles = _TILES
+    gemm = attention = memory = host = flops = 0.0
+    for kind, count, op_flops, op_bytes, kernels, views, m, k, n, fp32, key in inv.plan or _plan(inv.ops):
+        # max(compute, memory, launches), spelled out as max() compares (the builtin's call was a third of this)
+        t = op_bytes / bw
+        least = kernels * floor
+        if least > t:
+            t = least
+        if kind == 0:
+            tile = tiles.get((m, n, sm))
+            if tile is None:
+                if len(tiles) >= 8192:
+                    tiles.clear()
+                tile = tiles[m, n, sm] = tile_efficiency(m, n, sm)
+            compute = op_flops / ((fp32_peak if fp32 else peak) * (eff * tile * k / (k + 64)))
+            gemm += count * (t if t > compute else compute)
+        elif kind == 1:
+            compute = op_flops / (peak * eff * att[key])
+            attention += count * (t if t > compute else compute)
+        else:
+            memory += count * (t if t > 0.0 else 0.0)
+        host += count * (kernels * launch + views * view)
+        flops += count * op_flops
+    parts = {"gemm": gemm, "attention": attention, "memory": memory}
     gpu_micro = math.fsum(parts.values())  # not sum(): CPython 3.12+ compensates float sums, 3.11 does not
     micro = max(gpu_micro, host)
     accum = cfg.gradient_accumulation_steps

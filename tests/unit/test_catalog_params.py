@@ -143,6 +143,49 @@ NO_FIGURE: dict[str, str] = {
 }
 
 
+# Chat / instruct releases whose litgpt entry is the base's entry expanded for both ids (and whose base record has
+# litgpt's widths, layers and vocabulary): the record repeats the base's config, so the base's check covers it.
+SAME_AS = {
+    "meta-llama/Llama-2-7b-chat-hf": "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-chat-hf":
+    "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-chat-hf": "meta-llama/Llama-2-70b-hf",
+    "meta-llama/Meta-Llama-3-70B-Instruct": "meta-llama/Meta-Llama-3-70B",
+    "codellama/CodeLlama-7b-Instruct-hf": "codellama/CodeLlama-7b-hf", "google/gemma-2b-it": "google/gemma-2b",
+    "google/gemma-7b-it": "google/gemma-7b", "google/gemma-2-2b-it": "google/gemma-2-2b",
+    "google/gemma-2-9b-it": "google/gemma-2-9b", "google/gemma-2-27b-it": "google/gemma-2-27b",
+    "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",
+    "tiiuae/falcon-7b-instruct": "tiiuae/falcon-7b",
+    "HuggingFaceTB/SmolLM2-135M-Instruct": "HuggingFaceTB/SmolLM2-135M",
+    "HuggingFaceTB/SmolLM2-360M-Instruct": "HuggingFaceTB/SmolLM2-360M",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct": "HuggingFaceTB/SmolLM2-1.7B",
+    # fine-tunes and sibling releases whose cited configs have the base's fields (notes: which source says so)
+    "bigscience/bloomz-560m": "bigscience/bloom-560m",
+    "bigscience/bloomz-1b1": "bigscience/bloom-1b1",
+    "bigscience/bloomz-1b7": "bigscience/bloom-1b7",
+    "bigscience/bloomz-3b": "bigscience/bloom-3b",
+    "bigscience/bloom-7b1": "bigscience/bloomz-7b1",
+    "HuggingFaceH4/zephyr-7b-beta": "mistralai/Mistral-7B-v0.1",
+    "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF": "meta-llama/Llama-3.1-70B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "meta-llama/Llama-3.3-70B-Instruct",
+    "codellama/CodeLlama-34b-Python-hf": "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-70b-Python-hf": "codellama/CodeLlama-70b-hf",
+    "codellama/CodeLlama-70b-Instruct-hf": "codellama/CodeLlama-70b-hf",
+    "mistralai/Mistral-Large-Instruct-2411": "mistralai/Mistral-Large-Instruct-2407",
+    "microsoft/Phi-4-mini-reasoning": "microsoft/Phi-4-mini-instruct",
+    "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-30B-A3B-Thinking-2507": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+    "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t",
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(SAME_AS))
+def test_tuned_release_has_its_base_config(model_id: str) -> None:
+    base = SAME_AS[model_id]
+    assert dict(models()[model_id.lower()].config) == dict(models()[base.lower()].config)
+    assert _total(model_id) == _total(base)
+
+
 def _total(model_id: str) -> int:
     return from_hf_config(models()[model_id.lower()].config).total_params
 
@@ -228,7 +271,7 @@ def test_every_added_record_is_checked_or_explained() -> None:
     from sizing.catalog import model_records
 
     added = {rec.id for rec in model_records()[FIRST_CHECKED:]}
-    tables = [set(EXACT), set(LISTED_GIB), set(NO_FIGURE)]
+    tables = [set(EXACT), set(LISTED_GIB), set(NO_FIGURE), set(SAME_AS)]
     assert added == set().union(*tables)
     assert sum(map(len, tables)) == len(added)  # no record in two tables
 
@@ -302,23 +345,13 @@ def test_gpt_oss_mxfp4_experts_refused_as_a_format_too() -> None:
     assert "mxfp4" in str(err.value) and "gptq" in str(err.value)
 
 
-# Ids of the same weights (mirrors, re-uploads, renamed organisations) or of checkpoints whose cited config has the
-# same fields as a record: each resolves to that record (the catalog branch's second round; sources in the notes).
+# Ids of the same weights (mirrors, re-uploads, renamed organisations): each resolves to the record of those weights.
 ALIAS_OF = {
     "NousResearch/Llama-2-7b-hf": "meta-llama/Llama-2-7b-hf", "TheBloke/Llama-2-7B-fp16": "meta-llama/Llama-2-7b-hf",
     "TheBloke/Llama-2-70B-fp16": "meta-llama/Llama-2-70b-hf", "TheBloke/CodeLlama-7B-fp16": "codellama/CodeLlama-7b-hf",
-    "TheBloke/CodeLlama-34B-Python-fp16": "codellama/CodeLlama-34b-hf",
-    "codellama/CodeLlama-34b-Instruct-hf": "codellama/CodeLlama-34b-hf",
-    "codellama/CodeLlama-70b-Instruct-hf": "codellama/CodeLlama-70b-hf",
-    "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF": "meta-llama/Llama-3.1-70B-Instruct",
-    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "meta-llama/Llama-3.3-70B-Instruct",
-    "unsloth/Mistral-7B-v0.2": "mistralai/Mistral-7B-v0.2", "HuggingFaceH4/zephyr-7b-beta": "mistralai/Mistral-7B-v0.1",
-    "bigscience/bloomz-560m": "bigscience/bloom-560m", "bigscience/bloom-7b1": "bigscience/bloomz-7b1",
+    "TheBloke/CodeLlama-34B-Python-fp16": "codellama/CodeLlama-34b-Python-hf",
+    "unsloth/Mistral-7B-v0.2": "mistralai/Mistral-7B-v0.2",
     "gpt2": "openai-community/gpt2", "gpt2-xl": "openai-community/gpt2-xl", "distilgpt2": "distilbert/distilgpt2",
-    "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t", "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
-    "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
-    "mistralai/Mistral-Large-Instruct-2411": "mistralai/Mistral-Large-Instruct-2407",
-    "microsoft/Phi-4-mini-reasoning": "microsoft/Phi-4-mini-instruct",
 }
 
 

@@ -285,9 +285,11 @@ def test_method_keywords_and_siblings() -> None:
     assert vr.method_fields({**row, "method": "QLoRA (4-bit)"})["method"] == "qlora"
     assert vr.method_fields({**row, "method": "DoRA", "quantization": "none"}) == {"method": "lora", "use_dora": True}
     assert vr.method_fields({**row, "method": "Full fine-tuning", "quantization": "none"}) == {"method": "full"}
-    # a chat variant not in the catalog takes its base model's architecture, and says so
-    rid, note = vr.catalog_model("meta-llama/Llama-2-7b-chat-hf")
-    assert rid in ("meta-llama/Llama-2-7b", "meta-llama/Llama-2-7b-hf") and note and "sibling" in note
+    # a chat variant not in the catalog takes its base model's architecture, and says so (Llama-2-7b-chat-hf has
+    # its own record since the catalog branch's round 4: Qwen2.5-14B-Instruct is one that still has none)
+    rid, note = vr.catalog_model("Qwen/Qwen2.5-14B-Instruct")
+    assert rid == "Qwen/Qwen2.5-14B" and note and "sibling" in note
+    assert vr.catalog_model("meta-llama/Llama-2-7b-chat-hf") == ("meta-llama/Llama-2-7b-chat-hf", None)
 
 
 def test_benchmark_scores_any_csv_of_the_format(tmp_path: object) -> None:

@@ -1,0 +1,67 @@
+# The caching allocator's state as its future sees it: the layout two states are compared by (the replay's step
+# skip) and a copy of it (the replay's shape-free prefix, replayed once and copied for each shape).
+from __future__ import annotations
+
+from .allocator import CachingAllocator, _Block
+
+
+def layout(a: CachingAllocator, roles: dict[_Block, int]) -> tuple[tuple[int, ...], ...]:
+    """What the allocator's future answers depend on, the same for two isomorphic states: the segments
+    that hold a free block or a block in `roles` (the caller's live blocks, numbered), found in best-fit
+    order (sizes ascending, each size's blocks in cache order), then in role order; each as its blocks'
+    (size, code): a free block -2 - its place in its size's list, a role its number, else -1. A segment
+    with neither is never touched again (nothing frees its blocks) and is left out."""
+    place: dict[_Block, int] = {}
+    for size in a._sizes:
+        for i, b in enumerate(a._bucket[size]):
+            place[b] = -2 - i
+    heads: dict[_Block, _Block] = {}
+    order: dict[_Block, None] = {}  # segment heads in discovery order
+    for start in (*place, *sorted((b for b in roles if not b.small), key=roles.__getitem__)):
+        path = []
+        while start.prev is not None and start not in heads:
+            path.append(start)
+            start = start.prev
+        head = heads.get(start, start)
+        for x in path:
+            heads[x] = head
+        order[head] = None
+    out = []
+    for head in order:
+        seg: list[int] = []
+        blk: _Block | None = head
+        while blk is not None:
+            seg += blk.size, place[blk] if blk.free else roles.get(blk, -1)
+            blk = blk.next
+        out.append(tuple(seg))
+    return tuple(out)
+
+
+def copy_state(a: CachingAllocator) -> CachingAllocator:
+    """A plain allocator whose every future answer is a's, for a state whose live blocks nobody frees (the
+    replay's prefix: weights, adapters, FSDP's wrap): its counters, its free blocks in cache order, and every block
+    of the segments those (and an expandable pool's last block) lie in. A segment of live blocks only is left
+    out: a request never reaches it, and no free can (layout leaves it out for the same reason)."""
+    new = CachingAllocator(a.expandable)
+    for name in ("allocated", "reserved", "peak_allocated", "peak_reserved", "small_live", "small_peak",
+                 "cached_whole", "peak_needed"):
+        setattr(new, name, getattr(a, name))
+    twin: dict[_Block, _Block] = {}
+    starts = [b for size in a._sizes for b in a._bucket[size]] + ([a._tail] if a._tail is not None else [])
+    for start in starts:
+        if start in twin:
+            continue
+        head = start
+        while head.prev is not None:
+            head = head.prev
+        prev: _Block | None = None
+        blk: _Block | None = head
+        while blk is not None:  # the segment, block by block, linked as it is
+            copy = twin[blk] = _Block(blk.size, blk.free, blk.small, prev)
+            if prev is not None:
+                prev.next = copy
+            prev, blk = copy, blk.next
+    new._sizes = list(a._sizes)
+    new._bucket = {size: [twin[b] for b in bucket] for size, bucket in a._bucket.items()}
+    new._tail = twin[a._tail] if a._tail is not None else None
+    return new
