@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import SizingError, estimate, load_config
-from .catalog import gpus, model_records
+from .catalog import gpus, model_records, resolve_architecture
 from .config import RunConfig, config_to_dict
 from .ladder import ladder
+from .memory.weights import checkpoint_method
 from .report import compare as compare_report
 from .report import load_report
 from .solve import fit_table
@@ -38,10 +39,18 @@ def _finite(value: Any) -> Any:
     return str(value)
 
 
+def model_limits(model: str) -> dict[str, Any]:
+    """What a catalog model fixes, as the engine refuses it: the longest max_seq_length (its
+    max_position_embeddings; None: no limit) and the only method its pre-quantized checkpoint trains with
+    (None: any). The form adapts its defaults to them when the model is picked."""
+    arch, _ = resolve_architecture(model, None)
+    return {"max_seq_length": arch.max_positions or None, "method": checkpoint_method(arch)}
+
+
 def catalog() -> dict[str, Any]:
-    """Models and GPUs for the form's select boxes."""
+    """Models (with their model_limits) and GPUs for the form's select boxes."""
     return {
-        "models": [{"id": r["id"], "name": r.get("name", r["id"])} for r in model_records()],
+        "models": [{"id": r["id"], "name": r.get("name", r["id"]), **model_limits(r["id"])} for r in model_records()],
         "gpus": [{"id": g.id, "name": g.name, "memory_bytes": g.memory_bytes} for g in gpus().values()],
     }
 

@@ -91,6 +91,12 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _limit_attrs(model: dict[str, Any]) -> str:
+    """The option's data-max-seq / data-method attributes: what the model fixes, when it fixes anything."""
+    out = f' data-max-seq="{int(model["max_seq_length"])}"' if model.get("max_seq_length") else ""
+    return out + (f' data-method="{html.escape(str(model["method"]))}"' if model.get("method") else "")
+
+
 def _field_html(name: str, kind: str, choices: tuple[str, ...], value: Any, lang: str,
                 catalog: dict[str, Any]) -> str:
     e = html.escape
@@ -116,8 +122,10 @@ def _field_html(name: str, kind: str, choices: tuple[str, ...], value: Any, lang
             names = {g["id"]: g["name"] for g in catalog["gpus"]}
         elif name == "method":
             names = {m: T(lang, f"method_{m}") for m in options}
-        opts = "".join(f'<option value="{e(o)}"{" selected" if o == value else ""}>{e(names.get(o, o))}</option>'
-                       for o in options)
+        # a catalog model's limits (sizing.web.model_limits) go with its option: the form adapts to them (calc_adapt.js)
+        limits = {m["id"]: _limit_attrs(m) for m in catalog["models"]} if name == "model" else {}
+        opts = "".join(f'<option value="{e(o)}"{limits.get(o, "")}{" selected" if o == value else ""}>'
+                       f'{e(names.get(o, o))}</option>' for o in options)
         # the catalog search only filters the options: it is not a field of the configuration
         search = (f'<input type="search" id="calc-model-search" data-testid="model-search" autocomplete="off" '
                   f'placeholder="{e(T(lang, "search_model"))}" aria-label="{e(T(lang, "search_model"))}">'

@@ -113,6 +113,20 @@ TEXT: dict[str, dict[str, str]] = {
                            "uchun sayt yig‘ilganda hisoblangan; kalkulyator yuklanmoqda va ularni qayta hisoblaydi.",
                            "en": "The numbers below for your configuration were computed when the site was built; "
                            "the calculator is loading to confirm them."},
+    "adapt_length": {"ru": "Длина последовательности: {value} — максимум этой модели (max_position_embeddings).",
+                     "uz": "Ketma-ketlik uzunligi: {value} — bu modelning maksimumi (max_position_embeddings).",
+                     "en": "Sequence length set to {value}, the model's maximum (max_position_embeddings)."},
+    "adapt_method": {"ru": "Метод: {value} вместо {was} — этот чекпойнт уже квантован и обучается только так.",
+                     "uz": "Usul: {was} o‘rniga {value} — bu checkpoint oldindan kvantlangan va faqat shu usulda "
+                     "o‘qitiladi.", "en": "Method set to {value} instead of {was}: this checkpoint is already "
+                     "quantized and trains only so."},
+    "adapt_back": {"ru": "{field}: снова {value}.", "uz": "{field}: yana {value}.", "en": "{field}: back to {value}."},
+    "status_prerendered_refused": {"ru": "Для вашей конфигурации оценки нет (проверено при сборке сайта): причина — "
+                                   "над числами; калькулятор загружается и проверит снова.",
+                                   "uz": "Sizning konfiguratsiyangiz uchun baho yo‘q (sayt yig‘ilganda tekshirilgan): "
+                                   "sababi raqamlar ustida; kalkulyator yuklanmoqda va qayta tekshiradi.",
+                                   "en": "No estimate for your configuration (checked when the site was built): the "
+                                   "reason is above the numbers; the calculator is loading to check again."},
     "status_refused": {"ru": "Для этой конфигурации оценки нет: причина — над числами.", "uz": "Bu konfiguratsiya "
                        "uchun baho yo‘q: sababi raqamlar ustida.",
                        "en": "No estimate for this configuration: the reason is above the numbers."},

@@ -10,9 +10,11 @@ the link as written), shows it marked as precomputed, and the worker confirms.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
+import math
 import re
 import shutil
 from collections.abc import Iterable, Mapping
@@ -35,6 +37,7 @@ _SAFE = frozenset(b"*-._0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST
 
 _KIND = {name: {"json": "json", "text": "list"}.get(kind, kind) for name, kind, _ in FIELDS}
 ORDER = tuple(name for _, names in GROUPS for name in names)  # the form's fields in page order
+_METHODS = next(choices for name, _, choices in FIELDS if name == "method")  # the method select's options
 
 
 def key_hash(key: str) -> str:
@@ -78,7 +81,35 @@ def form_state(params: Mapping[str, str]) -> dict[str, str] | None:
         if kind == "json" and value.strip():
             return None
         state[name] = value
+    adapt(state, params)
     return state
+
+
+@functools.lru_cache(maxsize=1)
+def _limits() -> dict[str, dict[str, Any]]:
+    return {m["id"]: m for m in web.catalog()["models"]}
+
+
+def _float(text: str) -> float:
+    """JavaScript's Number(text) for what a form field holds ("" is 0; anything else unparsed NaN)."""
+    try:
+        return float(text.strip() or "0")
+    except ValueError:
+        return math.nan
+
+
+def adapt(state: dict[str, str], params: Mapping[str, str]) -> None:
+    """What calc_adapt.js does to the form once a link is applied: the model's limits (sizing.web.model_limits)
+    for the length and method the link does not give."""
+    limits = _limits().get(state.get("model", ""))
+    if not limits:
+        return
+    top = limits.get("max_seq_length")
+    if top and "max_seq_length" not in params and _float(state["max_seq_length"]) > top:
+        state["max_seq_length"] = str(int(top))
+    fixed = limits.get("method")
+    if fixed and "method" not in params and state["method"] != fixed and fixed in _METHODS:
+        state["method"] = fixed
 
 
 def form_query(state: Mapping[str, str]) -> str:

@@ -240,6 +240,12 @@ def memory_snapshot(version: str, stdlib: Path, wheel: bytes, defaults: str,
     return cached
 
 
+def _file_id(path: Path) -> str:
+    """A file's content id (16 hex digits of its SHA-256): the worker keeps a copy under it, so another build's
+    bytes are never taken for this one's."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
 def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
                     warn: Callable[[str], None] = print, defaults: dict[str, Any] | None = None,
                     words: list[str] | None = None) -> dict[str, Any]:
@@ -256,7 +262,8 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
             shutil.copyfile(node_dir / name, target / name)
         wheel_name, wheel = build_wheel()
         (target / wheel_name).write_bytes(wheel)
-        manifest = {"installed": True, "pyodide": version, "wheel": wheel_name, "files": list(RUNTIME_FILES)}
+        manifest = {"installed": True, "pyodide": version, "wheel": wheel_name, "files": list(RUNTIME_FILES),
+                    "wasm_id": _file_id(node_dir / "pyodide.asm.wasm")}  # names the worker's Cache API copy
         # the lock's header: the worker passes it as lockFileContents (no lock fetch; no packages used)
         with contextlib.suppress(ValueError, KeyError, TypeError):
             manifest["lock_info"] = json.loads((node_dir / "pyodide-lock.json").read_text("utf-8"))["info"]
@@ -286,6 +293,7 @@ def install_runtime(site_dir: Path, node_dir: Path = NODE_PYODIDE,
                 shutil.copyfile(snapshot, target / SNAPSHOT)
                 manifest["snapshot"] = SNAPSHOT
                 manifest["snapshot_packed_bytes"] = gzip_size(snapshot)
+                manifest["snapshot_id"] = _file_id(snapshot)  # the worker's Cache API copy is named by it
                 # restored, only what the heap lacks is read from the zip: the rest is left out (1.7 -> 0.4 MB)
                 imported = json.loads(in_heap(snapshot).read_text("utf-8"))
                 stdlib_trim.lazy_stdlib(stdlib, imported, target / stdlib_trim.LAZY)

@@ -71,18 +71,30 @@ def bytes_gptq(in_features: int, out_features: int, bits: int, group: int, awq: 
     return data, state
 
 
-def check_checkpoint(cfg: RunConfig, arch: Architecture) -> None:
-    """A pre-quantized checkpoint fixes the method: LoRA on top of GPTQ / AWQ, QLoRA / 8-bit on bitsandbytes."""
+def checkpoint_method(arch: Architecture) -> str | None:
+    """The only method a pre-quantized checkpoint trains with (None: any): LoRA on top of GPTQ / AWQ (PEFT wraps
+    the frozen QuantLinear: tuners/lora/gptq.py GPTQLoraLinear, awq.py AwqLoraLinear), QLoRA / 8-bit LoRA on a
+    checkpoint saved by bitsandbytes."""
     cq = arch.checkpoint_quant
     if cq is None:
+        return None
+    if cq.method == "bitsandbytes":
+        return "qlora" if cq.bits == 4 else "lora8"
+    return "lora"
+
+
+def check_checkpoint(cfg: RunConfig, arch: Architecture) -> None:
+    """A pre-quantized checkpoint fixes the method (checkpoint_method)."""
+    cq = arch.checkpoint_quant
+    wanted = checkpoint_method(arch)
+    if cq is None or wanted is None:
         return
     if cq.method == "bitsandbytes":
-        wanted = "qlora" if cq.bits == 4 else "lora8"
         if cfg.method != wanted:
             raise SizingError("conflict", f"the checkpoint is saved in bitsandbytes {cq.bits}-bit: use method "
                               f"{wanted}", field="method", value=cfg.method, expected=wanted)
         return
-    if cfg.method != "lora":
+    if cfg.method != wanted:
         raise SizingError("conflict", f"the checkpoint is already quantized with {cq.method.upper()} "
                           f"({cq.bits}-bit): its integer weights cannot be trained or re-quantized; use method lora",
                           field="method", value=cfg.method, expected="lora")

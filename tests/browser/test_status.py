@@ -85,10 +85,13 @@ def test_refusals_in_the_page_language_next_to_the_numbers(watched: Watched, bas
     text = refusal(page)
     assert text == words["e_out_of_range"].format(field="r", min=1, max=65536), text
     assert text.count("65536") == 1 and "—" not in text
-    # a refusal that names what it wants: a GPTQ checkpoint with the default QLoRA
+    # a refusal that names what it wants: a GPTQ checkpoint with QLoRA chosen by the visitor (a method the
+    # visitor did not choose, the form changes to the checkpoint's own: tests/browser/test_adapt.py)
     gptq = "TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ"
     page.fill("#calc-r", "16")
     page.fill("#calc-model_config", "")
+    page.select_option("#calc-method", "lora")
+    page.select_option("#calc-method", "qlora")
     page.select_option("#calc-model", gptq)
     wait_ready(page)
     refused = calculator_pages.bridge().compute({**calculator_pages.default_config(), "model": gptq}, False)

@@ -101,3 +101,94 @@ def test_the_head_script_asks_for_the_answer_of_a_link_as_written() -> None:
     # a link hides the first paint's numbers (the default's) until calculator.js has looked at it
     assert fetched == ['["../../assets/calculator/pre/en/0badc0de.json",["calc-link"]]', '[null,["calc-link"]]',
                        "[null,[]]"]
+
+
+
+ADAPT = ROOT / "docs" / "assets" / "calculator" / "calc_adapt.js"
+# A stand-in form for calc_adapt.js, one per page (a list of steps): the model select (its option's data-* as
+# the built form carries them), the length and method fields. A step sets fields, marks some as typed by the
+# visitor, or picks a model; after each pick: the form's length and method and the notes' keys.
+FORM = """
+import { makeAdapter } from %s;
+const methods = %s;
+const pages = [];
+for (const steps of %s) {
+  const fields = {
+    model: { value: "", selectedOptions: [] },
+    max_seq_length: { value: "" },
+    method: { value: "", options: methods.map((value) => ({ value })) },
+  };
+  const adapter = makeAdapter({ querySelector: (sel) => fields[/name="([^"]+)"/.exec(sel)[1]] || null });
+  const out = [];
+  for (const step of steps) {
+    for (const [name, value] of Object.entries(step.set || {})) fields[name].value = value;
+    for (const name of step.own || []) adapter.own(name);
+    if (!step.option) continue;
+    fields.model.value = step.option.id;
+    fields.model.selectedOptions = [{ dataset: step.option.dataset }];
+    const notes = adapter.adapt(new Set(step.keep || []));
+    out.push({ length: fields.max_seq_length.value, method: fields.method.value, notes: notes.map((n) => n.key) });
+  }
+  pages.push(out);
+}
+console.log(JSON.stringify(pages));
+"""
+
+
+def _option(model: dict[str, object]) -> dict[str, object]:
+    """A catalog model's option as the built form carries it (calculator_pages._limit_attrs)."""
+    attrs = calculator_pages._limit_attrs(model)
+    dataset = {}
+    if found := re.search(r'data-max-seq="(\d+)"', attrs):
+        dataset["maxSeq"] = found.group(1)
+    if found := re.search(r'data-method="([^"]+)"', attrs):
+        dataset["method"] = found.group(1)
+    return {"id": model["id"], "dataset": dataset}
+
+
+def _pages(pages: list[list[dict[str, object]]]) -> list[list[dict[str, object]]]:
+    script = FORM % (json.dumps(ADAPT.as_uri()), json.dumps(list(prerender._METHODS)), json.dumps(pages))
+    return json.loads(node(script))  # type: ignore[no-any-return]
+
+
+def test_a_link_is_adapted_at_build_time_as_the_page_adapts_it() -> None:
+    # every catalog model, as a link naming only the model and as one that also gives the length and method
+    base = prerender.form_state({}) or {}
+    models = {m["id"]: m for m in web.catalog()["models"]}
+    links = [{"model": m} for m in models] + [{"model": m, "max_seq_length": "8192", "method": "full"} for m in models]
+    pages = [[{"set": {"max_seq_length": link.get("max_seq_length", base["max_seq_length"]),
+                       "method": link.get("method", base["method"])},
+               "option": _option(models[link["model"]]), "keep": [k for k in link if k != "model"]}] for link in links]
+    changed = 0
+    for link, [got] in zip(links, _pages(pages), strict=True):
+        state = prerender.form_state(link) or {}
+        assert (got["length"], got["method"]) == (state["max_seq_length"], state["method"]), link
+        changed += (got["length"], got["method"]) != (base["max_seq_length"], base["method"])
+    assert changed >= 24 + len(models)  # the 18 short-context and 6 GPTQ models, and every link with method full
+
+
+def test_the_form_adapts_to_each_model_and_puts_back_what_it_changed() -> None:
+    models = {m["id"]: _option(m) for m in web.catalog()["models"]}
+    llama, phi, gptq = (models[k] for k in ("meta-llama/Llama-3.1-8B", "microsoft/phi-2",
+                                             "TheBloke/Mistral-7B-v0.1-GPTQ"))
+    start = {"max_seq_length": "4096", "method": "qlora"}
+    got = _pages([
+        # picked in turn: phi-2 (2,048 tokens), the GPTQ Mistral (4,096, LoRA only), Llama 3.1 again
+        [{"set": start, "option": phi}, {"option": gptq}, {"option": llama}],
+        # the visitor typed the length and the method: nothing is changed for them
+        [{"set": start, "own": ["max_seq_length", "method"], "option": phi}, {"option": gptq}],
+        # changed for phi-2, then typed over by the visitor: not put back
+        [{"set": start, "option": phi}, {"set": {"max_seq_length": "1024"}, "own": ["max_seq_length"]},
+         {"option": llama}],
+        # a link's own length is kept (the engine's refusal says why)
+        [{"set": {"max_seq_length": "8192", "method": "qlora"}, "option": phi, "keep": ["max_seq_length"]}],
+    ])
+    # by hand from the models' limits: phi-2 max_position_embeddings 2048; the GPTQ checkpoint trains with lora
+    assert got[0] == [{"length": "2048", "method": "qlora", "notes": ["adapt_length"]},
+                      {"length": "4096", "method": "lora", "notes": ["adapt_back", "adapt_method"]},
+                      {"length": "4096", "method": "qlora", "notes": ["adapt_back"]}]
+    assert got[1] == [{"length": "4096", "method": "qlora", "notes": []},
+                      {"length": "4096", "method": "qlora", "notes": []}]
+    assert got[2] == [{"length": "2048", "method": "qlora", "notes": ["adapt_length"]},
+                      {"length": "1024", "method": "qlora", "notes": []}]
+    assert got[3] == [{"length": "8192", "method": "qlora", "notes": []}]

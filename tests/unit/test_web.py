@@ -65,3 +65,22 @@ def test_a_report_that_is_not_json_is_refused() -> None:
 
 def _no_constant(name: str) -> None:
     raise AssertionError(f"{name} in the answer: JavaScript's JSON.parse refuses it")
+
+
+def test_the_catalog_carries_the_limits_the_engine_refuses_past() -> None:
+    # A model's limits are where the engine stops: its max_position_embeddings for the length, and for a
+    # pre-quantized checkpoint the one method it accepts (its refusal names that method as "expected").
+    # the form's fields (no load_in_4bit / load_in_8bit: the method implies them)
+    base = {k: v for k, v in EXAMPLE.items() if not k.startswith("load_in_")} | {"gpu": None}
+    for model in web.catalog()["models"]:
+        cfg = {**base, "model": model["id"]}
+        top, method = model["max_seq_length"], model["method"]
+        if method is not None:
+            refused = web.compute({**cfg, "max_seq_length": 512, "method": "qlora" if method != "qlora" else "lora"},
+                                  table=False)
+            assert refused["error"]["params"]["expected"] == method, model["id"]
+            cfg["method"] = method
+        if top is not None:
+            assert web.compute({**cfg, "max_seq_length": top}, table=False)["ok"], model["id"]
+            over = web.compute({**cfg, "max_seq_length": top + 1}, table=False)
+            assert over["error"]["code"] == "seq_too_long", model["id"]

@@ -7,6 +7,7 @@ import { h, renderResults } from "./calc_render.js";
 import { MAX_REPORT_BYTES, measuredParams, reportPanel } from "./calc_report.js";
 import { parseJSON } from "./calc_json.js";
 import { newWorker, pageWorker } from "./calc_worker.js";
+import { makeAdapter } from "./calc_adapt.js";
 
 const TRIAL = "trial.py config.json --data data.jsonl --out trial-out --max-steps 20";
 // Accelerate's own config for a sharded run (the recipe page shows both forms)
@@ -87,6 +88,23 @@ function main() {
     for (const el of fields()) if (params.has(el.name)) setField(el, params.get(el.name));
   }
 
+  // The form adapts to the model picked (calc_adapt.js) and says what it changed, under the model's select.
+  const adapter = makeAdapter(form);
+  const adapted = h("p", { id: "calc-adapted", class: "calc-adapted", "data-testid": "adapted", role: "status" });
+  const modelField = form.querySelector('[name="model"]');
+  (modelField.closest(".calc-field") || modelField).after(adapted);
+  let adaptedFor = null; // the model the form last adapted to
+  let linkFields = new Set(); // the fields the opened link gave: kept until the visitor picks another model
+  function adaptForm() {
+    if (modelField.value === adaptedFor) return;
+    adaptedFor = modelField.value;
+    const notes = adapter.adapt(linkFields);
+    linkFields = new Set();
+    const value = (name, v) => (name === "max_seq_length" && Number.isFinite(Number(v)) ? fmt.num(Number(v), 0) : v);
+    adapted.textContent = notes.map(({ key, params }) => fmt.fill(t(key), {
+      ...params, value: value(params.field, params.value), field: t("f_" + params.field) })).join(" ");
+  }
+
   // A configuration object (an imported report's): its fields, the defaults for the rest, as URL text.
   function applyConfig(config) {
     const text = (v) => (v === null || v === undefined ? "" : Array.isArray(v) ? v.join(",")
@@ -135,7 +153,9 @@ function main() {
     const query = toQuery();
     const own = query !== defaultQuery;
     const pre = own && query === shownQuery && prerendered;
-    setStatus("loading", t(pre ? "status_prerendered" : own ? "status_link" : "status_static"));
+    const refused = own && query === refusedQuery; // the build's refusal is in sight (no other numbers)
+    setStatus("loading", t(refused ? "status_prerendered_refused" : pre ? "status_prerendered"
+      : own ? "status_link" : "status_static"));
     stale(own && !pre);
     hide(own && !pre);
   }
@@ -183,6 +203,8 @@ function main() {
   let measuredFor = null; // ...while the form still holds the report's configuration (its query)
   let prerendered = false; // the numbers on the page are the build's answer for a link (prerender.py)
   let fullShown = false; // the runtime has put a fit table on the page
+  let refusedQuery = null; // the link whose refusal, computed when the site was built, is on the page
+  let heard = false; // the runtime has answered the form (numbers or a refusal)
 
   function fail(reason, detail) {
     failed = true;
@@ -209,6 +231,8 @@ function main() {
     measuredFor = null;
     if (answer.ok) {
       applyConfig(answer.config);
+      adaptedFor = modelField.value; // the report's configuration ran: nothing to adapt
+      adapted.textContent = "";
       measuredFor = toQuery();
       schedule();
     }
@@ -224,7 +248,8 @@ function main() {
     if (pending) {
       doc.dataset.runtime = "busy";
       const query = toQuery();
-      setStatus("busy", t(query !== shownQuery ? "status_link" : prerendered ? "status_prerendered" : "status_busy"));
+      setStatus("busy", t(query === refusedQuery ? "status_prerendered_refused" : query !== shownQuery ? "status_link"
+        : prerendered ? "status_prerendered" : "status_busy"));
     } else {
       doc.dataset.runtime = "ready";
       setStatus(refusal.textContent ? "refused" : "ready", t(refusal.textContent ? "status_refused" : "status_ready"));
@@ -240,6 +265,8 @@ function main() {
     }
     clearErrors();
     prerendered = false; // the runtime's answer, whatever it says, replaces the build's
+    refusedQuery = null;
+    heard = true;
     delete doc.dataset.prerendered;
     if (result.ok) {
       show(result, latestQuery);
@@ -292,7 +319,16 @@ function main() {
       return; // the runtime's answer will do
     }
     // only while nothing newer is on the page or in the form
-    if (!answer || !answer.ok || failed || answered || toQuery() !== query || shownQuery === query) return;
+    if (!answer || failed || answered || heard || toQuery() !== query || shownQuery === query) return;
+    if (!answer.ok) { // the build's refusal, in the page's language, where the numbers are
+      clearErrors();
+      showError(answer.error);
+      refusedQuery = query;
+      doc.dataset.prerendered = "1";
+      if (runtimeReady) setStatus("busy", t("status_prerendered_refused"));
+      else waiting();
+      return;
+    }
     show(answer, query);
     prerendered = true;
     doc.dataset.prerendered = "1";
@@ -388,6 +424,7 @@ function main() {
     if (runtimeReady) {
       doc.dataset.runtime = "busy";
       setStatus("busy", t("status_busy"));
+      stale(true); // not the form's numbers any more: greyed until its peak comes (its fit table until that comes)
     } else waiting();
     if (timer) clearTimeout(timer);
     timer = setTimeout(compute, 60); // typing: one compute per pause; the worker drops stale ones too
@@ -454,6 +491,7 @@ function main() {
     }
     if (pick && first && modelSelect.selectedOptions[0] && modelSelect.selectedOptions[0].hidden) {
       modelSelect.value = first.value;
+      adaptForm();
       schedule();
     }
   }
@@ -492,9 +530,20 @@ function main() {
   if (!failed) doc.dataset.runtime = "loading";
   defaultQuery = toQuery();
   shownQuery = defaultQuery;
-  applyQuery(new URLSearchParams(location.search));
+  const opened = new URLSearchParams(location.search);
+  applyQuery(opened);
+  linkFields = new Set(fields().map((el) => el.name).filter((name) => opened.has(name)));
+  adaptForm(); // a link that names a model and not, say, its length gets a length the model takes
   prerender(toQuery());
   linkRequest();
+  // Before the recompute: a model picked adapts the form, a field edited is the visitor's own from then on.
+  const edited = (event) => {
+    const name = event.target && event.target.name;
+    if (name === "model") adaptForm();
+    else if (name) adapter.own(name);
+  };
+  form.addEventListener("input", edited);
+  form.addEventListener("change", edited);
   form.addEventListener("input", schedule);
   form.addEventListener("change", schedule);
   form.addEventListener("submit", (event) => event.preventDefault());

@@ -129,6 +129,46 @@ function unpackHeap(packed) {
   return heap;
 }
 
+// What a returning visitor's boot would otherwise download and decode again, kept in the Cache API under names
+// with this build's ids (runtime.json: snapshot_id, wasm_id), so a new build never gets an old copy: the packed
+// heap (15 MB, brotli-decoded) and the wasm (9.6 MB). Written once the page has its first answer, read at the
+// next boot. Without the Cache API (an insecure origin, storage off) every boot downloads them.
+const KEEP_CACHE = "calc-runtime";
+const toKeep = new Map(); // key -> bytes (a Uint8Array or a Blob promise)
+const keepKey = (name, id) => (id && self.caches ? new URL(`${name}?id=${id}`, BASE).href : null);
+
+async function keptResponse(key) {
+  if (!key) return null;
+  try {
+    return (await (await caches.open(KEEP_CACHE)).match(key)) || null;
+  } catch {
+    return null;
+  }
+}
+
+// Everything kept goes (a copy that did not restore must not be tried again at the next boot).
+function forgetKept() {
+  toKeep.clear();
+  if (self.caches) caches.delete(KEEP_CACHE).catch(() => {});
+}
+
+async function keepAll() {
+  const entries = Array.from(toKeep);
+  toKeep.clear();
+  if (!entries.length) return;
+  try {
+    const cache = await caches.open(KEEP_CACHE);
+    const wanted = new Set(entries.map(([key]) => key));
+    for (const old of await cache.keys()) if (!wanted.has(old.url)) await cache.delete(old); // an earlier build's
+    await Promise.all(entries.map(async ([key, bytes]) => {
+      const type = key.includes(".wasm") ? "application/wasm" : "application/octet-stream";
+      await cache.put(key, new Response(await bytes, { headers: { "Content-Type": type } }));
+    }));
+  } catch {
+    // full storage or none: the next visit downloads them again
+  }
+}
+
 // After a restore: zipimport reads the directory of the zip actually loaded (stdlib_trim.lazy_stdlib).
 const REREAD_ZIP = `import sys as _sys, zipimport as _zi
 [f.invalidate_caches() for f in list(_sys.path_importer_cache.values()) if isinstance(f, _zi.zipimporter)]
@@ -156,29 +196,60 @@ async function encodedGet(url) {
 async function boot() {
   const t0 = performance.now();
   // The manifest, the wasm and pyodide.mjs in parallel (each waits for the one before it only here).
-  const wasmP = fetch(BASE + "pyodide.asm.wasm");
+  const wasmAbort = new AbortController(); // not needed when the wasm was kept
+  const wasmP = fetch(BASE + "pyodide.asm.wasm", { signal: wasmAbort.signal });
   const moduleP = import(BASE + "pyodide.mjs");
+  // Pyodide's Emscripten module (1.2 MB of JavaScript): loadPyodide imports it only once the heap is in; asked
+  // for here, it is fetched and compiled while the wasm compiles and the heap arrives, and loadPyodide's own
+  // import of the same URL gets this module.
+  const asmP = import(BASE + "pyodide.asm.mjs");
   wasmP.catch(() => {});
   moduleP.catch(() => {});
+  asmP.then(() => mark("asm_mjs"), () => {});
   const manifest = await (await fetchOk(new URL("runtime.json", HERE))).json();
   mark("manifest");
   if (!manifest.installed) throw new BootError("not_installed", manifest.message || "");
   const snapshotOn = Boolean(manifest.snapshot && manifest.stdlib && manifest.snapshot_packed_bytes);
-  const heapP = snapshotOn && manifest.snapshot_plain ? encodedGet(BASE + manifest.snapshot_plain).catch(() => null)
-    : Promise.resolve(null);
-  // A wrong .wasm MIME type makes loadPyodide hang forever: check it first.
-  const head = await wasmP;
-  const type = (head.headers.get("content-type") || "").split(";")[0].trim();
-  if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
-  if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
-  // A server that compresses (Content-Encoding) gets the plain names. Otherwise the -gzip.bin copies, inflated here.
-  const wasmEncoded = Boolean(head.headers.get("content-encoding")) || !manifest.wasm_gzip;
+  // What an earlier visit kept (keepAll): no request, no decoding.
+  const heapKey = snapshotOn ? keepKey(manifest.snapshot_plain || manifest.snapshot, manifest.snapshot_id) : null;
+  const wasmKey = keepKey("pyodide.asm.wasm", manifest.wasm_id);
+  const [keptHeapResponse, keptWasm] = await Promise.all([keptResponse(heapKey), keptResponse(wasmKey)]);
+  // read while the wasm compiles (a wrong size fails the restore: the plain boot, and the copies are forgotten)
+  const kept = keptHeapResponse ? keptHeapResponse.arrayBuffer().then((buffer) => {
+    if (buffer.byteLength !== manifest.snapshot_packed_bytes) throw new BootError("snapshot", "kept heap size");
+    mark("heap_kept");
+    return new Uint8Array(buffer);
+  }) : null;
+  const heapP = snapshotOn && !kept && manifest.snapshot_plain
+    ? encodedGet(BASE + manifest.snapshot_plain).catch(() => null) : Promise.resolve(null);
   let wasmResponseP;
-  if (wasmEncoded) wasmResponseP = Promise.resolve(head);
-  else {
-    head.body.cancel().catch(() => {});
-    wasmResponseP = fetchOk(BASE + manifest.wasm_gzip).then((r) => new Response(
-      r.body.pipeThrough(new DecompressionStream("gzip")), { headers: { "Content-Type": "application/wasm" } }));
+  let wasmEncoded = true;
+  if (keptWasm) {
+    mark("wasm_kept");
+    wasmAbort.abort();
+    wasmResponseP = Promise.resolve(keptWasm);
+  } else {
+    // A wrong .wasm MIME type makes loadPyodide hang forever: check it first.
+    const head = await wasmP;
+    const type = (head.headers.get("content-type") || "").split(";")[0].trim();
+    if (!head.ok) throw new BootError("http", `${head.status} pyodide.asm.wasm`);
+    if (type !== "application/wasm") throw new BootError("bad_mime", `Content-Type: ${type || "none"}`);
+    // A server that compresses (Content-Encoding) gets the plain names. Otherwise the -gzip.bin copies, inflated
+    // here.
+    wasmEncoded = Boolean(head.headers.get("content-encoding")) || !manifest.wasm_gzip;
+    if (wasmEncoded) wasmResponseP = Promise.resolve(head);
+    else {
+      head.body.cancel().catch(() => {});
+      wasmResponseP = fetchOk(BASE + manifest.wasm_gzip).then((r) => new Response(
+        r.body.pipeThrough(new DecompressionStream("gzip")), { headers: { "Content-Type": "application/wasm" } }));
+    }
+    if (wasmKey) { // one copy of the bytes for the compile, one for the Cache API
+      wasmResponseP = wasmResponseP.then((r) => {
+        const [compile, keep] = r.body.tee();
+        toKeep.set(wasmKey, new Response(keep).blob());
+        return new Response(compile, { headers: { "Content-Type": "application/wasm" } });
+      });
+    }
   }
   // Compiled as it arrives, while the heap still does (Pyodide would start only once the heap is in).
   const wasmModuleP = wasmResponseP.then((r) => WebAssembly.compileStreaming(r));
@@ -189,11 +260,14 @@ async function boot() {
   wheelP.catch(() => {});
   // The memory snapshot (made at build time with sizing.web imported) skips Python's start-up.
   // Without it (or if it fails to restore) boot from scratch.
-  const snapshotP = snapshotOn
-    ? (heapResponse ? Promise.resolve(heapResponse) : fetchOk(BASE + manifest.snapshot))
+  const snapshotP = !snapshotOn ? null : kept ? kept.then(unpackHeap)
+    : (heapResponse ? Promise.resolve(heapResponse) : fetchOk(BASE + manifest.snapshot))
       .then((r) => readInto(r, manifest.snapshot_packed_bytes, !heapResponse))
-      .then((packed) => { mark("snapshot_inflated"); return unpackHeap(packed); })
-    : null;
+      .then((packed) => {
+        mark("snapshot_inflated");
+        if (heapKey) toKeep.set(heapKey, packed);
+        return unpackHeap(packed);
+      });
   if (snapshotP) snapshotP.then(() => mark("heap"), () => {});
   // Pyodide instantiates pyodide.asm.wasm itself (instantiateStreaming of its own fetch): hand it the module
   // compiled above, and its fetch of the wasm a response that costs nothing (the bytes are here already).
@@ -234,12 +308,19 @@ async function boot() {
   const restored = py !== null;
   mark(restored ? "restored" : "snapshot_failed");
   if (!restored) {
+    if (kept || keptWasm) forgetKept();
     handWasm();
     py = await loadPyodide(options);
   }
   // The snapshot holds the heap, not the file system: the package files go back for anything read lazily,
   // after the page's first estimate (the heap holds every module that needs) unless the heap is missing.
   const rt = { py, bridge: null, ms: 0, unpacked: null };
+  // once the page has its first complete answer: nothing the visitor waits for competes with the write
+  rt.keep = () => {
+    if (restored) keepAll(); // a heap or wasm that failed to restore is not kept
+    else forgetKept();
+    rt.keep = () => {};
+  };
   rt.unpack = () => {
     if (!rt.unpacked) {
       rt.unpacked = wheelP.then((wheel) => {
@@ -261,6 +342,7 @@ async function boot() {
 const runtime = watched(boot()).then(
   (rt) => { self.postMessage({ type: "ready", ms: rt.ms, stages }); return rt; },
   (err) => {
+    forgetKept();
     self.postMessage({ type: "failed", reason: err.reason || "error", detail: String(err.detail || err.message || err) });
     return null;
   },
@@ -295,7 +377,7 @@ async function settled(rt, made) {
 
 // Two answers per configuration: the estimate at once ("estimate"), then with the fit table over every
 // GPU ("full"), skipped when a newer configuration arrived in between. What the boot left for later (the
-// wheel's files) waits until the first estimate is out.
+// wheel's files, then keeping the heap and wasm for the next visit) waits until the first answers are out.
 self.onmessage = async (event) => {
   const msg = event.data || {};
   if (msg.type === "report") {
@@ -315,13 +397,20 @@ self.onmessage = async (event) => {
   let first = run(rt.bridge, config, false, words);
   if (!(await settled(rt, first))) first = run(rt.bridge, config, false, words);
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, ...first });
-  await rt.unpack();
   await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
   if (msg.id !== newest || !JSON.parse(first.json).ok) {
     if (msg.id === newest) self.postMessage({ type: "result", phase: "full", id: msg.id, ...first });
+    await rt.unpack();
+    rt.keep();
     return;
   }
-  self.postMessage({ type: "result", phase: "full", id: msg.id, ...run(rt.bridge, config, true, words) });
+  // The fit table before the wheel's files are unpacked when the heap holds all it needs (always for the build's
+  // default configuration, whose answer is in the heap): the first load is ready without waiting for the unpack.
+  let full = run(rt.bridge, config, true, words);
+  if (!(await settled(rt, full))) full = run(rt.bridge, config, true, words);
+  self.postMessage({ type: "result", phase: "full", id: msg.id, ...full });
+  await rt.unpack();
+  rt.keep();
   warmUp(rt, config, words);
 };
 
