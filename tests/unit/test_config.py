@@ -31,6 +31,8 @@ from sizing.arch import from_hf_config
     ({"framework_version": 0.1}, "wrong_type", "framework_version"),
     ({"method": "qlora", "load_in_4bit": False}, "conflict", "load_in_4bit"),
     ({"method": "full", "use_dora": True}, "conflict", "use_dora"),
+    ({"fsdp_shard_embeddings": True}, "conflict", "fsdp_shard_embeddings"),  # single GPU: no FSDP unit to make
+    ({"num_gpus": 2, "parallelism": "zero3", "fsdp_shard_embeddings": True}, "conflict", "fsdp_shard_embeddings"),
 ])
 def test_bad_fields_are_refused_by_name(tiny_run: dict[str, Any], change: dict[str, Any], code: str,
                                         field: str) -> None:
