@@ -636,6 +636,10 @@ CONFLICTS: tuple[Conflict, ...] = (
                "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
     *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
       for t in PEFT_TYPES[1:]),
+    # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
+    # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
+    Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,
+             "fsdp_shard_embeddings applies to parallelism fsdp (full sharding), not {parallelism}"),
 )
 
 
