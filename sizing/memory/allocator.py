@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..catalog import Gpu
 from .overhead import CUDA_CONTEXT
@@ -44,6 +45,13 @@ class _Block:
     small: bool
     prev: _Block | None = None
     next: _Block | None = None
+    addr: int = 0  # its address: the segment's base plus its offset in the segment (see CachingAllocator._end)
+
+
+# Among free blocks of one size best fit takes the lowest address: the pool is a std::set ordered by
+# BlockComparatorSize (stream, size, ptr) and get_free_block takes lower_bound of a key whose ptr is null
+# (c10/cuda/CUDACachingAllocator.cpp, torch 2.x).
+_ADDR = attrgetter("addr")
 
 
 class CachingAllocator:
@@ -53,10 +61,14 @@ class CachingAllocator:
     def __init__(self, expandable: bool = False) -> None:
         self.expandable = expandable
         # The large pool's free blocks (small requests never reach a block list, see _small): the sorted
-        # distinct sizes, and the blocks of each size in the order they were cached (best fit takes the
-        # first of its size). Its hot paths below inline these lists' updates (perf: a replay is ~6k calls).
+        # distinct sizes, and the blocks of each size by address (best fit takes the first of its size, _ADDR).
+        # Its hot paths below inline these lists' updates (perf: a replay is ~6k calls).
         self._sizes: list[int] = []
-        self._bucket: dict[int, list[_Block]] = {}  # per size, in cache order (a list: no call to take the first)
+        self._bucket: dict[int, list[_Block]] = {}  # per size, by address (a list: no call to take the first)
+        # Where the next segment starts. A new segment's cudaMalloc address is unknown: we assume a fresh process's
+        # cudaMalloc hands out increasing addresses, so segments order by creation, then blocks by offset (an
+        # expandable pool is one segment grown at its end). Only this order matters, never the values.
+        self._end = 0
         self._tail: _Block | None = None  # expandable: the pool's last block
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.small_live = self.small_peak = 0
@@ -85,7 +97,7 @@ class CachingAllocator:
         return self._large(size)
 
     def _large(self, size: int) -> _Block:
-        # The large pool: best fit, the first cached block of the smallest size that holds the request.
+        # The large pool: best fit, the lowest-address free block of the smallest size that holds the request.
         buckets = self._bucket
         bucket = buckets.get(size)
         if bucket:  # a block of exactly that size (half of a replay's requests): the best fit, nothing to split
@@ -120,7 +132,7 @@ class CachingAllocator:
         # should_split(): large blocks only if more than 1 MiB remains (small ones never come here).
         if rest > SMALL_SIZE:
             nxt = b.next
-            tail = _Block(rest, True, False, b, nxt)
+            tail = _Block(rest, True, False, b, nxt, b.addr + size)
             if nxt is not None:
                 nxt.prev = tail
             b.next, b.size = tail, size
@@ -132,6 +144,8 @@ class CachingAllocator:
                 insort(sizes, rest)
             else:
                 got.append(tail)
+                if got[-2].addr > tail.addr:  # kept by address
+                    got.sort(key=_ADDR)
         self.allocated += b.size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
@@ -220,18 +234,20 @@ class CachingAllocator:
             have = tail.size if tail is not None and tail.free else 0
             grow = -(-(size - have) // PAGE) * PAGE
             self._grow(grow)
+            end, self._end = self._end, self._end + grow
             if tail is not None and have:
                 self._remove_free(tail)
                 tail.size += grow
                 return tail
-            b = _Block(grow, False, False, tail)
+            b = _Block(grow, False, False, tail, None, end)
             if tail is not None:
                 tail.next = b
             self._tail = b
             return b
         seg = segment_size(size)
         self._grow(seg)
-        return _Block(seg, False, False)
+        end, self._end = self._end, self._end + seg
+        return _Block(seg, False, False, None, None, end)
 
     def _grow(self, nbytes: int) -> None:
         self.reserved += nbytes
@@ -276,6 +292,8 @@ class CachingAllocator:
             insort(self._sizes, size)
         else:
             bucket.append(b)
+            if bucket[-2].addr > b.addr:  # kept by address
+                bucket.sort(key=_ADDR)
 
     def counters(self) -> tuple[int, ...]:
         """The counters the allocator's future depends on (its peaks only take maxima of them)."""

@@ -7,8 +7,8 @@ from .allocator import CachingAllocator, _Block
 
 def layout(a: CachingAllocator, roles: dict[_Block, int]) -> tuple[tuple[int, ...], ...]:
     """What the allocator's future answers depend on, the same for two isomorphic states: the segments
-    that hold a free block or a block in `roles` (the caller's live blocks, numbered), found in best-fit
-    order (sizes ascending, each size's blocks in cache order), then in role order; each as its blocks'
+    that hold a free block or a block in `roles` (the caller's live blocks, numbered), in address order (best fit
+    breaks ties between equal sizes by address, so their order is part of the future); each as its blocks'
     (size, code): a free block -2 - its place in its size's list, a role its number, else -1. A segment
     with neither is never touched again (nothing frees its blocks) and is left out."""
     place: dict[_Block, int] = {}
@@ -27,7 +27,7 @@ def layout(a: CachingAllocator, roles: dict[_Block, int]) -> tuple[tuple[int, ..
             heads[x] = head
         order[head] = None
     out = []
-    for head in order:
+    for head in sorted(order, key=lambda h: h.addr):
         seg: list[int] = []
         blk: _Block | None = head
         while blk is not None:
@@ -39,7 +39,7 @@ def layout(a: CachingAllocator, roles: dict[_Block, int]) -> tuple[tuple[int, ..
 
 def copy_state(a: CachingAllocator) -> CachingAllocator:
     """A plain allocator whose every future answer is a's, for a state whose live blocks nobody frees (the
-    replay's prefix: weights, adapters, FSDP's wrap): its counters, its free blocks in cache order, and every block
+    replay's prefix: weights, adapters, FSDP's wrap): its counters, its free blocks by address, and every block
     of the segments those (and an expandable pool's last block) lie in. A segment of live blocks only is left
     out: a request never reaches it, and no free can (layout leaves it out for the same reason)."""
     new = CachingAllocator(a.expandable)
@@ -57,11 +57,12 @@ def copy_state(a: CachingAllocator) -> CachingAllocator:
         prev: _Block | None = None
         blk: _Block | None = head
         while blk is not None:  # the segment, block by block, linked as it is
-            copy = twin[blk] = _Block(blk.size, blk.free, blk.small, prev)
+            copy = twin[blk] = _Block(blk.size, blk.free, blk.small, prev, None, blk.addr)
             if prev is not None:
                 prev.next = copy
             prev, blk = copy, blk.next
     new._sizes = list(a._sizes)
     new._bucket = {size: [twin[b] for b in bucket] for size, bucket in a._bucket.items()}
     new._tail = twin[a._tail] if a._tail is not None else None
+    new._end = a._end
     return new

@@ -1,5 +1,5 @@
-# The caching allocator as it was before perf's rewrite (sizing/memory/allocator.py at 1a97c50): the oracle
-# that tests/unit/test_allocator_fast.py holds the faster one to, operation by operation.
+# The caching allocator as it was before perf's rewrite (sizing/memory/allocator.py at 1a97c50), with best fit's
+# tie-break between equal sizes by address (alloc): the oracle test_allocator_fast.py holds the faster one to.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
@@ -44,6 +44,7 @@ class _Block:
     small: bool
     prev: _Block | None = None
     next: _Block | None = None
+    segment: int = 0  # which cudaMalloc it lies in, numbered in creation order
 
 
 class CachingAllocator:
@@ -62,6 +63,7 @@ class CachingAllocator:
         # (release_cached_blocks in CUDACachingAllocator.cpp): what a card must hold is the reserved memory
         # minus those, at the worst moment. peak_reserved is what an ample card shows.
         self.cached_whole = self.peak_needed = 0
+        self.segments = 0  # cudaMallocs so far
 
     def _add_free(self, small: bool, b: _Block) -> None:
         b.free = True
@@ -89,7 +91,10 @@ class CachingAllocator:
         i = bisect_left(sizes, size)
         if i == len(sizes):
             return None
-        b = next(iter(self._bucket[small][sizes[i]].values()))
+        # std::set<Block*, BlockComparatorSize> orders by (stream, size, ptr) and get_free_block takes the
+        # lower_bound of (stream, size, nullptr): the smallest size that fits, then the lowest address. A
+        # fresh process's cudaMalloc is assumed to return increasing addresses: ptr orders as (segment, offset).
+        b = min(self._bucket[small][sizes[i]].values(), key=_address)
         self._remove_free(small, b)
         return b
 
@@ -103,7 +108,7 @@ class CachingAllocator:
         rest = b.size - size
         # should_split(): small blocks split if 512 B remain, large ones only if more than 1 MiB remains.
         if (rest >= MIN_BLOCK) if small else (rest > SMALL_SIZE):
-            tail = _Block(rest, True, small, b, b.next)
+            tail = _Block(rest, True, small, b, b.next, b.segment)
             if b.next is not None:
                 b.next.prev = tail
             b.next, b.size = tail, size
@@ -143,14 +148,15 @@ class CachingAllocator:
                 self._remove_free(small, tail)
                 tail.size += grow
                 return tail
-            b = _Block(grow, False, small, tail)
+            b = _Block(grow, False, small, tail)  # expandable: one segment, number 0
             if tail is not None:
                 tail.next = b
             self._tail[small] = b
             return b
         seg = segment_size(size)
         self._grow(seg)
-        return _Block(seg, False, small)
+        self.segments += 1
+        return _Block(seg, False, small, segment=self.segments)
 
     def _grow(self, nbytes: int) -> None:
         self.reserved += nbytes
@@ -185,6 +191,16 @@ class CachingAllocator:
                     if self._tail[small] is nb:
                         self._tail[small] = b
         self._add_free(small, b)
+
+
+def _address(b: _Block) -> tuple[int, int]:
+    """Where a block lies: its segment's number, then the bytes of the blocks before it in the segment."""
+    offset = 0
+    p = b.prev
+    while p is not None:
+        offset += p.size
+        p = p.prev
+    return b.segment, offset
 
 
 def round_up(n: int) -> int:

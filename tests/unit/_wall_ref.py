@@ -72,11 +72,12 @@ class RefAllocator:
             self.small_live = live
             self.small_peak = max(self.small_peak, live)
             return ("small", size)
-        # best fit: the smallest free block that holds the request, the longest cached among equals
-        fits = [(b.size, b.stamp, i, j) for i, seg in enumerate(self.segments) for j, b in enumerate(seg)
+        # best fit: the smallest free block that holds the request, the lowest address among equals
+        # (BlockComparatorSize: stream, size, ptr), segments assumed at increasing addresses in creation order
+        fits = [(b.size, i, j) for i, seg in enumerate(self.segments) for j, b in enumerate(seg)
                 if b.free and b.size >= size]
         if fits:
-            _, _, i, j = min(fits)
+            _, i, j = min(fits)
         else:
             seg_bytes = segment_size(size)
             self.cuda_malloc(seg_bytes)

@@ -5,6 +5,8 @@ from sizing import estimate
 from sizing.memory.allocator import CachingAllocator, round_size, segment_size
 from sizing.step import grid
 
+from . import _allocator_ref as _ref
+
 MiB = 2**20
 
 
@@ -74,3 +76,34 @@ def test_a_full_card_releases_cached_whole_segments_before_it_fails() -> None:
     a.malloc(120 * MiB)  # does not fit it: a new segment
     assert a.peak_reserved == 220 * MiB
     assert a.peak_needed == 120 * MiB  # the cached 100 MiB would have been released first
+
+
+def test_equal_sizes_go_to_the_lowest_address_first() -> None:
+    """Best fit among free blocks of one size takes the lowest address (BlockComparatorSize orders the pool by
+    (stream, size, ptr)), not the one cached first. Derived by hand, segments at increasing addresses: a 20 MiB
+    segment A, then a 40 MiB segment split into 20 MiB live + a 20 MiB free tail; A freed after the tail."""
+    for ref in (False, True):
+        a = _ref.CachingAllocator() if ref else CachingAllocator()
+        first = a.malloc(20 * MiB)  # segment 0: A, whole
+        a.free(a.malloc(40 * MiB))  # segment 1, cached whole
+        a.malloc(20 * MiB)  # splits segment 1: a free 20 MiB tail at offset 20 MiB
+        a.free(first)  # A cached, after the tail, at a lower address
+        assert a.cached_whole == 20 * MiB
+        a.malloc(20 * MiB)  # takes A (segment 0), not the tail: no whole segment stays cached
+        assert a.cached_whole == 0
+        a.malloc(50 * MiB)  # a new segment: reserved 110 MiB, none of it releasable
+        assert (a.reserved, a.peak_needed) == (110 * MiB, 110 * MiB)  # the tail taken instead: 90 MiB needed
+
+
+def test_expandable_equal_sizes_take_the_lower_offset() -> None:
+    """Expandable segments: one segment, so the lowest address is the lowest offset. Three 20 MiB blocks at 0, 20
+    and 40 MiB; the last (the segment's end) freed first, then the first. A 20 MiB request takes offset 0, so a
+    30 MiB one extends the free 20 MiB end by one 20 MiB page: reserved 80 MiB (taking the end first: 100 MiB)."""
+    for ref in (False, True):
+        a = _ref.CachingAllocator(True) if ref else CachingAllocator(True)
+        x, _, z = a.malloc(20 * MiB), a.malloc(20 * MiB), a.malloc(20 * MiB)
+        a.free(z)
+        a.free(x)
+        a.malloc(20 * MiB)
+        a.malloc(30 * MiB)
+        assert a.reserved == 80 * MiB
