@@ -142,10 +142,10 @@ class CachingAllocator:
             if got is None:
                 buckets[rest] = [tail]
                 insort(sizes, rest)
-            else:
+            elif got[-1].addr < tail.addr:  # kept by address
                 got.append(tail)
-                if got[-2].addr > tail.addr:  # kept by address
-                    got.sort(key=_ADDR)
+            else:
+                insort(got, tail, key=_ADDR)
         self.allocated += b.size
         if self.allocated > self.peak_allocated:
             self.peak_allocated = self.allocated
@@ -290,10 +290,10 @@ class CachingAllocator:
         if bucket is None:
             self._bucket[size] = [b]
             insort(self._sizes, size)
-        else:
+        elif bucket[-1].addr < b.addr:  # kept by address (a backward frees layers from the highest address down)
             bucket.append(b)
-            if bucket[-2].addr > b.addr:  # kept by address
-                bucket.sort(key=_ADDR)
+        else:
+            insort(bucket, b, key=_ADDR)
 
     def counters(self) -> tuple[int, ...]:
         """The counters the allocator's future depends on (its peaks only take maxima of them)."""
