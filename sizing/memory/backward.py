@@ -117,7 +117,7 @@ class _Layer(Ops):
         else:
             g_pre = s.alloc(w)
             s.free(gm)
-            s.release(w)
+            s.release(tokens * inter * sum(self.walker.act_tensors(gb)))  # all the activation saved
             outs = {ups[0].name: lambda: g_pre}
             ups = ups[:1]
         gx = self.linears(ups, outs, in_bytes, True)
