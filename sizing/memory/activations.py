@@ -200,6 +200,15 @@ class LayerWalker:
         fp32 = arch.act_fp32_cuda_autocast if reg.autocast and reg.backend == "cuda" else 0
         return [4] * fp32 + [gb] * (arch.act_saved - fp32)
 
+    def act_backward_extra(self, gb: int) -> int:
+        """Bytes per element the activation's backward holds beyond its output and input gradients (measured)."""
+        if self.act_tensors(gb) == [gb]:
+            return 0
+        plain, cuda_autocast = self.arch.act_backward_extra
+        if self.reg.autocast and self.reg.backend == "cuda" and gb < 4:
+            return cuda_autocast * gb  # pow's fp32 branch of the chain
+        return plain * gb
+
     def experts(self, mlp_in: int, gb: int) -> int:
         """Routed experts [APPROX]: per routed token the gated MLP set, its output kept by the routing
         weight multiply, and the gathered input when the experts train."""

@@ -124,3 +124,43 @@ def test_own_model_code_runs_the_fused_gelu() -> None:
     """LitGPT's GPT-2/phi-2 MLP calls F.gelu(approximate="tanh") (litgpt/model.py GptNeoxMLP): one saved input."""
     new, fused = _config(_PHI, "gelu_new"), _config(_PHI, "gelu_pytorch_tanh")
     assert _engine(new, True, framework="litgpt") == _engine(fused, True, framework="litgpt")
+
+
+def _backward_peak(name: str, cuda_autocast: bool) -> float:
+    """Peak bytes above the saved state while the activation's backward runs, in units of its bf16 input."""
+    import contextlib
+    import gc
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "physics"))
+    import harness  # the physics harness's live-bytes tracker (a TorchDispatchMode)
+
+    x0 = torch.randn(8, 256, dtype=torch.bfloat16, requires_grad=True)
+    tracker = harness.LiveMem()
+    tracker.add(x0)
+    with tracker:
+        x = x0 * 1.0  # a non-leaf, as fc1's output
+        with _CudaAutocastPow() if cuda_autocast else contextlib.nullcontext():
+            y = transformers.activations.ACT2FN[name](x)
+        z = (y.to(torch.bfloat16) * 3.0).sum()  # fc2's cast to bf16 and a consumer: the gradient arrives fresh
+        del x, y
+        gc.collect()
+        before = tracker.cur
+        tracker.peak = before
+        z.backward()
+        del z
+    return float(round((tracker.peak - before) / x0.nbytes, 2))
+
+
+@pytest.mark.parametrize("name", sorted(__import__("sizing.families", fromlist=["x"]).ACT_BACKWARD_EXTRA))
+def test_activation_backward_transients_measured(name: str) -> None:
+    """families.ACT_BACKWARD_EXTRA: a Python formula's backward peak beyond the fused kernel's (its output gradient
+    and its input gradient, what the engine's walk allocates for any activation)."""
+    from sizing.families import ACT_BACKWARD_EXTRA
+
+    plain, cuda = ACT_BACKWARD_EXTRA[name]
+    fused = _backward_peak("gelu_pytorch_tanh", False)
+    assert fused == _backward_peak("gelu_pytorch_tanh", True) == 2.0
+    assert (_backward_peak(name, False) - fused, _backward_peak(name, True) - fused) == (plain, cuda)
+
