@@ -164,3 +164,46 @@ def test_activation_backward_transients_measured(name: str) -> None:
     assert fused == _backward_peak("gelu_pytorch_tanh", True) == 2.0
     assert (_backward_peak(name, False) - fused, _backward_peak(name, True) - fused) == (plain, cuda)
 
+
+
+@pytest.mark.parametrize("base", [_GPT, _PHI], ids=["gpt2", "phi"])
+def test_checkpointing_keeps_none_of_the_intermediates(base: dict[str, Any]) -> None:
+    """Non-reentrant checkpointing keeps each layer's input only: what stays after the forward does not depend on
+    the activation (measured), nor in the engine (the recomputed layer saves them again, one layer at a time)."""
+    import gc
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "physics"))
+    import harness
+
+    def retained(act: str) -> int:
+        d = _config(base, act)
+        hf = transformers.AutoConfig.for_model(str(d.pop("model_type")), **d)
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = transformers.AutoModelForCausalLM.from_config(hf, attn_implementation="sdpa").to(torch.bfloat16)
+            m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            m.train()
+            ids = torch.randint(0, 128, (B, S))
+            tracker = harness.LiveMem()
+            for t in [*m.parameters(), *m.buffers(), ids]:
+                tracker.add(t)
+            base_bytes = tracker.cur
+            with tracker:
+                loss = m(input_ids=ids, labels=ids).loss
+                gc.collect()
+            kept = int(tracker.cur - base_bytes)  # while the loss (and so the graph) is alive
+            del loss
+        return kept
+
+    assert retained("gelu_new") == retained("gelu_pytorch_tanh")
+
+    def engine(act: str) -> int:
+        est = estimate({"model_config": _config(base, act), "method": "full", "max_seq_length": S,
+                        "per_device_train_batch_size": B, "torch_dtype": "bfloat16", "gradient_checkpointing": True},
+                       backend="cpu")
+        return int(est.detail["retained_activation_bytes"])
+
+    assert engine("gelu_new") == engine("gelu_pytorch_tanh")
