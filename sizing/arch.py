@@ -5,7 +5,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import SizingError
-from .families import ACT_SAVED, ALIASES, ARCH_CLASSES, BOUNDS, ENCODER_DECODER, FAMILIES, checkpoint_quant
+from .families import (
+    ACT_BACKWARD_EXTRA,
+    ACT_FP32_UNDER_CUDA_AUTOCAST,
+    ACT_SAVED,
+    ALIASES,
+    ARCH_CLASSES,
+    BOUNDS,
+    ENCODER_DECODER,
+    FAMILIES,
+    checkpoint_quant,
+)
 from .shapes import (
     ATTN_IN,
     ATTN_OUT,
@@ -178,6 +188,8 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     quant = checkpoint_quant(cfg)
     act = cfg.get("hidden_act", cfg.get("activation_function", fam.get("act")))
     act_saved = ACT_SAVED.get(str(act), 1) if plain and model_type != "bloom" else 1
+    act_fp32 = ACT_FP32_UNDER_CUDA_AUTOCAST.get(str(act), 0) if act_saved > 1 else 0
+    act_bwd = ACT_BACKWARD_EXTRA.get(str(act), (0, 0)) if act_saved > 1 else (0, 0)
     return Architecture(
         model_type=model_type, hidden=h, layers=layers, heads=heads, kv_heads=kv, head_dim=head_dim,
         intermediate=inter, vocab=vocab, tied_embeddings=tied, max_positions=max_pos,
@@ -194,5 +206,5 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,
         checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
-        act_saved=act_saved,
+        act_saved=act_saved, act_fp32_cuda_autocast=act_fp32, act_backward_extra=act_bwd,
     )

@@ -73,17 +73,14 @@ class Estimate:
 # Loops whose checkpointing is the user's own code or recipe, not a documented library default
 # (TrainingArguments False, SFTConfig True): unstated, the estimate assumes it off and says so.
 _OWN_CHECKPOINTING = ("custom", "litgpt", "torchtune")
-_OWN_MODEL_CODE = ("litgpt", "torchtune")
 
 
 def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS); `given` is the
     configuration as the user wrote it, before defaults (None: a normalised one, every field stated)."""
     out = [name for name, on in (("moe", bool(arch.experts)), ("torch_compile", cfg.torch_compile),
-                                 ("peft_approximate", bool(trainable(cfg, arch).approximate)),
-                                 # transformers' Python-formula activation (gelu_new: GPT-2, GPT-J, phi-2); LitGPT
-                                 # and torchtune run their own model code with F.gelu
-                                 ("python_activation", arch.act_saved > 1 and cfg.framework not in _OWN_MODEL_CODE))
+                                 # a Python-formula activation (gelu_new) is modelled: memory/activations.py
+                                 ("peft_approximate", bool(trainable(cfg, arch).approximate)))
            if on]
     if isinstance(cfg.model_config, Mapping) and not model_type_of(cfg.model_config):
         out.append("shape_matched")

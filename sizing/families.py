@@ -116,6 +116,16 @@ ENCODER_DECODER = frozenset({"t5", "mt5", "umt5", "longt5", "switch_transformers
 # intermediates (NewGELUActivation: input, tanh output, 0.5 * x, 1 + tanh). Unlisted names: 1 (one fused kernel).
 ACT_SAVED = {"gelu_new": 4, "gelu_fast": 7, "gelu_python": 3, "gelu_accurate": 4, "gelu_python_tanh": 4,
              "quick_gelu": 2, "gelu_10": 2}
+# How many of them are fp32 under CUDA autocast: torch.pow is on its fp32 list (AT_FORALL_FP32 in
+# aten/src/ATen/autocast_mode.h; tanh, mul, add, erf, sigmoid are not), so pow saves an fp32 copy of its input and
+# tanh(.) and 1 + tanh(.) downstream are fp32 by type promotion; 0.5 * x stays in the input dtype. CPU autocast's
+# fp32 list has no pow (measured: all four bf16). tests/unit/test_activations_gelu.py measures both.
+ACT_FP32_UNDER_CUDA_AUTOCAST = {"gelu_new": 3, "gelu_accurate": 3, "gelu_python_tanh": 3}
+# The formula's backward runs op by op: its peak holds this many more tensors of the input's size than a fused
+# kernel's (output gradient + input gradient), (without autocast or on CPU, under CUDA autocast where pow's
+# gradients are fp32: counted in bf16 input-sized units); tests/unit/test_activations_gelu.py measures them.
+ACT_BACKWARD_EXTRA = {"gelu_new": (1, 5), "gelu_accurate": (1, 5), "gelu_python_tanh": (1, 5), "gelu_fast": (1, 1),
+                      "quick_gelu": (1, 1), "gelu_python": (3, 3), "gelu_10": (1, 1)}
 # Sanity limits of a config field, about 8x the largest published decoder (Llama 3.1 405B: hidden 16384,
 # 126 layers, 128 heads, FFN 53248; Gemma 3: vocab 262144; DeepSeek-V3: 256 experts). A value beyond
 # them is a typo or an attack on the page, not a model.

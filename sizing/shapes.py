@@ -73,6 +73,8 @@ class Architecture:
     # FFN-width tensors the plain MLP's activation saves for backward: 1 for a fused kernel (nn.GELU, ReLU);
     # transformers' Python formulas keep their intermediates too (families.ACT_SAVED, measured).
     act_saved: int = 1
+    act_fp32_cuda_autocast: int = 0  # of those, fp32 under CUDA autocast (families.ACT_FP32_UNDER_CUDA_AUTOCAST)
+    act_backward_extra: tuple[int, int] = (0, 0)  # its backward's transients (families.ACT_BACKWARD_EXTRA)
 
     @property
     def fused_qkv(self) -> bool:

@@ -45,12 +45,6 @@ REASONS: dict[str, dict[str, str]] = {
         "ru": "сохранённые тензоры этого метода PEFT приближённые",
         "uz": "bu PEFT usulining saqlangan tenzorlari taxminiy",
         "en": "the saved tensors of this PEFT method are approximate"},
-    "python_activation": {
-        "ru": "активация MLP (например, gelu_new) вычисляется формулой на Python: её промежуточные тензоры не "
-              "моделируются",
-        "uz": "MLP aktivatsiyasi (masalan, gelu_new) Python formulasi bilan hisoblanadi: uning oraliq tenzorlari "
-              "modellanmaydi",
-        "en": "the MLP's activation (e.g. gelu_new) is a Python formula: its intermediate tensors are not modelled"},
     "checkpointing_unstated": {
         "ru": "gradient_checkpointing не указан: считается выключенным, но цикл или рецепт этого фреймворка "
               "может его включить",
@@ -63,7 +57,7 @@ REASONS: dict[str, dict[str, str]] = {
         "en": "model_config has no model_type: the family was matched by the model's shape"},
 }
 # Inputs not covered by byte-exact checks: at least ±15 %.
-GAPS = ("moe", "torch_compile", "peft_approximate", "python_activation")
+GAPS = ("moe", "torch_compile", "peft_approximate")
 
 
 @cache

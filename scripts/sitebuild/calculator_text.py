@@ -116,10 +116,11 @@ TEXT: dict[str, dict[str, str]] = {
     "adapt_length": {"ru": "Длина последовательности: {value} — максимум этой модели (max_position_embeddings).",
                      "uz": "Ketma-ketlik uzunligi: {value} — bu modelning maksimumi (max_position_embeddings).",
                      "en": "Sequence length set to {value}, the model's maximum (max_position_embeddings)."},
-    "adapt_method": {"ru": "Метод: {value} вместо {was} — этот чекпойнт уже квантован и обучается только так.",
-                     "uz": "Usul: {was} o‘rniga {value} — bu checkpoint oldindan kvantlangan va faqat shu usulda "
-                     "o‘qitiladi.", "en": "Method set to {value} instead of {was}: this checkpoint is already "
-                     "quantized and trains only so."},
+    "adapt_method": {"ru": "Метод: {value} вместо {was} — веса этой модели уже квантованы, и обучать их можно "
+                     "только так.",
+                     "uz": "Usul: {was} o‘rniga {value} — bu modelning vaznlari oldindan kvantlangan va faqat shu "
+                     "usulda o‘qitiladi.", "en": "Method set to {value} instead of {was}: this model's weights are "
+                     "already quantized and train only so."},
     "adapt_back": {"ru": "{field}: снова {value}.", "uz": "{field}: yana {value}.", "en": "{field}: back to {value}."},
     "status_prerendered_refused": {"ru": "Для вашей конфигурации оценки нет (проверено при сборке сайта): причина — "
                                    "над числами; калькулятор загружается и проверит снова.",

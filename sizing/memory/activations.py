@@ -5,7 +5,8 @@
 #   weight; a trainable one (or lora_A) saves its input;
 # - consumers of one tensor share one saved copy unless a cast, a dropout or autocast makes their own;
 # - RMSNorm computes in fp32 and saves its fp32 input (4h + 4 B/token) even in bf16 training;
-# - SwiGLU/GeGLU saves g, act(g) and u whatever trains, because the input needs a gradient.
+# - SwiGLU/GeGLU saves g, act(g) and u whatever trains, because the input needs a gradient;
+# - a plain MLP's activation saves its input, plus the intermediates of transformers' Python formulas (gelu_new).
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,6 +15,9 @@ from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
 from .adapters import Trainable
 from .peft_methods import ia3_constant, ia3_pieces
 from .regime import Regime
+
+# Loops that run their own model code (F.gelu, one fused kernel), not transformers' ACT2FN (frameworks.py).
+_OWN_MODEL_CODE = ("litgpt", "torchtune")
 
 
 @dataclass(frozen=True)
@@ -178,12 +182,32 @@ class LayerWalker:
         if arch.experts:
             total += self._rec(self.experts(mlp_in, gb))
         else:
-            # g, act(g), u | fc1 output; compiled graphs recompute act(g) in the backward
-            total += self._rec(*[gb * inter] * (2 if reg.compiled else 3 if arch.gated_mlp else 1))
+            if arch.gated_mlp:  # g, act(g), u; compiled graphs recompute act(g) in the backward
+                total += self._rec(*[gb * inter] * (2 if reg.compiled else 3))
+            else:  # what the activation saves of fc1's output (its input, and a Python formula's intermediates)
+                total += self._rec(*[b * inter for b in self.act_tensors(gb)])
             total += self._rec(self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False))
         if arch.post_norms:
             total += self._rec(self.norm_saved(gb, h))
         return total
+
+    def act_tensors(self, gb: int) -> list[int]:
+        """Bytes per element of each tensor the plain MLP's activation saves, its input of gb bytes."""
+        arch, reg = self.arch, self.reg
+        # torch.compile fuses the formula and keeps only its input; LitGPT and torchtune run F.gelu
+        if arch.act_saved == 1 or reg.compiled or reg.profile.name in _OWN_MODEL_CODE:
+            return [gb]
+        fp32 = arch.act_fp32_cuda_autocast if reg.autocast and reg.backend == "cuda" else 0
+        return [4] * fp32 + [gb] * (arch.act_saved - fp32)
+
+    def act_backward_extra(self, gb: int) -> int:
+        """Bytes per element the activation's backward holds beyond its output and input gradients (measured)."""
+        if self.act_tensors(gb) == [gb]:
+            return 0
+        plain, cuda_autocast = self.arch.act_backward_extra
+        if self.reg.autocast and self.reg.backend == "cuda" and gb < 4:
+            return cuda_autocast * gb  # pow's fp32 branch of the chain
+        return plain * gb
 
     def experts(self, mlp_in: int, gb: int) -> int:
         """Routed experts [APPROX]: per routed token the gated MLP set, its output kept by the routing

@@ -116,8 +116,11 @@ class _Layer(Ops):
             ups = ups[:2]
         else:
             g_pre = s.alloc(w)
+            extra = self.walker.act_backward_extra(gb)
+            if extra:  # a Python formula's backward, op by op: its gradients' transient peak
+                s.free(s.alloc(tokens * inter * extra))
             s.free(gm)
-            s.release(w)
+            s.release(tokens * inter * sum(self.walker.act_tensors(gb)))  # all the activation saved
             outs = {ups[0].name: lambda: g_pre}
             ups = ups[:1]
         gx = self.linears(ups, outs, in_bytes, True)

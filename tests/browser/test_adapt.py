@@ -71,13 +71,24 @@ def _note(model: dict[str, Any], lang: str) -> str:
     return " ".join(parts)
 
 
-def test_every_model_the_defaults_do_not_fit_gets_numbers_when_picked(pages: Any, base_url: str) -> None:
+def _kinds(models: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One model of each kind of limit (its context length and its method): the page's rule is the same for all
+    of a kind, and every model's adapted form is checked on CPython (tests/unit/test_web_adapt.py)."""
+    seen: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for m in models:
+        seen.setdefault((m["max_seq_length"], m["method"]), m)
+    return list(seen.values())
+
+
+def test_every_kind_of_model_the_defaults_do_not_fit_gets_numbers_when_picked(pages: Any, base_url: str) -> None:
     assert len(LIMITED) >= 24  # 18 models with 2,048 tokens, 6 GPTQ checkpoints (catalog of 126)
+    kinds = _kinds(LIMITED)
+    assert len(kinds) >= 3 and {m["method"] for m in kinds} > {None}
     page = pages().page
     page.goto(base_url + "en/calculator/")
     wait_ready(page)
     previous = DEFAULT["model"]
-    for model in LIMITED:
+    for model in kinds:
         before = page.get_attribute("html", "data-shown")
         page.select_option("[name=model]", model["id"])
         page.wait_for_function("b => document.documentElement.dataset.shown !== b", arg=before, polling=20)

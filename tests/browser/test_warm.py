@@ -5,6 +5,7 @@ copy that does not restore is forgotten (the plain boot answers)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,8 +35,14 @@ def _load(page: Any, url: str) -> dict[str, int]:
 
 
 def _kept(page: Any, count: int) -> list[str]:
-    page.wait_for_function(f"async () => (await ({KEPT})()).length === {count}", polling=100, timeout=30_000)
-    return sorted(page.evaluate(KEPT))
+    """The kept copies once there are `count` of them (or after 30 s): polled from here, since page.evaluate
+    awaits the Cache API's promise (a predicate returning a promise would count as truthy at once)."""
+    deadline = time.monotonic() + 30
+    while True:
+        keys = sorted(page.evaluate(KEPT))
+        if len(keys) == count or time.monotonic() > deadline:
+            return keys
+        page.wait_for_timeout(100)
 
 
 def _manifest(page: Any, url: str) -> dict[str, Any]:
@@ -77,4 +84,4 @@ def test_copies_of_another_build_are_not_used_and_a_broken_one_is_forgotten(page
                   [heap_key, manifest["snapshot_packed_bytes"]])
     broken = _load(page, base_url)
     assert "heap_kept" in broken and "snapshot_failed" in broken, broken
-    page.wait_for_function(f"async () => (await ({KEPT})()).length === 0", polling=100, timeout=30_000)
+    assert _kept(page, 0) == []
