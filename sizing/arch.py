@@ -207,4 +207,13 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,
         checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
         act_saved=act_saved, act_fp32_cuda_autocast=act_fp32, act_backward_extra=act_bwd,
+        rope_type=_rope_type(cfg.get("rope_scaling")),
     )
+
+
+def _rope_type(scaling: Any) -> str | None:
+    """rope_scaling's rope_type (older configs spell it "type"), None without scaling."""
+    if not isinstance(scaling, Mapping):
+        return None
+    kind = scaling.get("rope_type", scaling.get("type"))
+    return kind if isinstance(kind, str) else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .config import RunConfig
+from .shapes import Architecture
 
 TORCHAO_NF4_BYTES = 0.5 + 1 / 64 + 2 / (64 * 256)  # packed + int8 scalers + bf16 factor per 256 scalers
 
@@ -90,3 +91,23 @@ def profile(cfg: RunConfig) -> Profile:
     if cfg.framework == "custom":
         return CUSTOM
     return HF
+
+
+# torchtune's RoPE keeps its cos/sin table as a non-persistent fp32 buffer built at init for the builder's
+# max_seq_len (the checkpoint's max_position_embeddings in every builder checked): [max_seq_len, head_dim // 2, 2]
+# (modules/position_embeddings.py v0.1.0 build_rope_cache; llama3_1/_position_embeddings.py v0.3.1), Qwen2 and
+# Phi-3 [max_seq_len, 2 * head_dim] (models/qwen2/_positional_embeddings.py, phi3/... v0.4.0 l.63). The builders
+# hand TransformerDecoder one layer that it deep-copies num_layers times (modules/transformer.py _get_clones), so
+# every layer holds its own table; the Llama 3.1 builder shares one RoPE from v0.3.1 (pytorch/torchtune#1554,
+# "saves 2GiB for llama 3_1"), Llama 3.2's was shared from its first release. Measured: test_torchtune_rope.py.
+ROPE_TABLE_FLOATS = {"qwen2": 2, "phi3": 2}  # fp32 values per position per head_dim, default 1
+
+
+def rope_tables(cfg: RunConfig, arch: Architecture) -> tuple[int, int]:
+    """torchtune's RoPE cos/sin buffers on the GPU: (bytes of one table, tables); (0, 0) elsewhere or without RoPE."""
+    if cfg.framework != "torchtune" or not arch.max_positions or arch.position_params or arch.eager_only:
+        return 0, 0
+    table = 4 * arch.max_positions * arch.head_dim * ROPE_TABLE_FLOATS.get(arch.model_type, 1)
+    # "0.3" is the 0.3 series: the fix landed on main 2024-09-12 and every 0.3 release after 0.3.0 has it
+    shared = arch.rope_type == "llama3" and version(cfg) >= (0, 3) and version(cfg) != (0, 3, 0)
+    return table, 1 if shared else arch.layers

@@ -75,6 +75,7 @@ class Architecture:
     act_saved: int = 1
     act_fp32_cuda_autocast: int = 0  # of those, fp32 under CUDA autocast (families.ACT_FP32_UNDER_CUDA_AUTOCAST)
     act_backward_extra: tuple[int, int] = (0, 0)  # its backward's transients (families.ACT_BACKWARD_EXTRA)
+    rope_type: str | None = None  # config.json rope_scaling's rope_type ("llama3": Llama 3.1 / 3.2)
 
     @property
     def fused_qkv(self) -> bool:

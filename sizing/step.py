@@ -8,6 +8,7 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
+from .frameworks import rope_tables
 from .grid import grid, virtual_tokens
 from .memory.adapters import trainable
 from .memory.allocator import round_up
@@ -199,8 +200,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         embed_grads=arch.embedding_params * grad_elem if reg.full else 0,
         head_grads=arch.lm_head_params * grad_elem if reg.full else 0)
     sh = shares(cfg, totals)
+    rope_table, rope_count = rope_tables(cfg, arch)  # torchtune's RoPE buffers: whole on every GPU (FSDP shards params)
+    rope = rope_table * rope_count
     inputs = StepInputs(
-        weights=sh.weights, quant_state=sh.quant_state, adapters=sh.adapters,
+        weights=sh.weights + rope, quant_state=sh.quant_state, adapters=sh.adapters,
         gradients=sh.gradients, optimizer=sh.optimizer, comm_buffers=sh.comm_buffers,
         head_gradients=int(hd.head_grad_bytes * (sh.own.share if sh.own else 1)),
         optimizer_temp=int(opt.step_temporary_bytes * sh.optimizer_fraction), body=body, shared=shared,
@@ -241,6 +244,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
                    else [per_layer_static]) * arch.layers
         if not sh.gathered:
             static.append(max(sh.weights - sum(static), 0))  # embeddings, norms, LM head
+        static += [rope_table] * rope_count
         static += [sh.quant_state, sh.adapters] if cfg.is_peft else [sh.quant_state]
         # Gradient tensors as backward produces them: per decoder layer, then the rest (embeddings, head, norms).
         share = sh.gradients / max(grads, 1)  # sharded gradients: this GPU's part of each
