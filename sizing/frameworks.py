@@ -32,6 +32,10 @@ class Profile:
     nf4_layers_cloned: bool = False  # torchtune <= 0.3: one layer built, deep-copied num_layers times
     nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
     fsdp_no_sync: bool = False  # accumulation micro-batches run under FSDP no_sync: unsharded gradients accumulate
+    # Without chunked CE, torchtune's model returns output(h).float() (its bf16 result is freed at once) and
+    # 0.1-0.2 recipes keep a sliced contiguous fp32 copy in `logits` through backward (loss "fp32_logits");
+    # from 0.3 they reshape it (a view), take the loss and `del logits` before backward.
+    drops_fp32_logits: bool = False
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
@@ -61,7 +65,11 @@ LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=T
 # v0.6.1 l.410: `with set_default_dtype(self._dtype), self._device:`); sizing/memory/load.py replays it.
 # Its distributed recipes call training.cleanup_before_training() (gc, empty_cache, reset peaks) after the setup
 # (recipes/lora_finetune_distributed.py v0.1.0 l.509).
-TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True)
+# Loss without chunking (nn.CrossEntropyLoss): recipes/full_finetune_single_device.py v0.3.0 l.503-518, v0.4.0
+# l.626-641 (`logits = self._model(...)`, reshape, `loss = self._loss_fn(logits, labels)`, `del logits`);
+# modules/transformer.py v0.4.0 l.652 `output = self.output(h).float()`. Measured: test_torchtune_loss.py.
+TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True,
+                    drops_fp32_logits=True)
 
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
@@ -86,7 +94,8 @@ def profile(cfg: RunConfig) -> Profile:
                            nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True,
                            empties_cache=True)
         if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
-            return replace(TORCHTUNE, nf4_layers_cloned=True)
+            # 0.2 has 0.1's loss path (v0.2.1 recipes l.448-458: slice, contiguous, transpose; no chunked CE)
+            return replace(TORCHTUNE, nf4_layers_cloned=True, drops_fp32_logits=version(cfg) >= (0, 3))
         return TORCHTUNE
     if cfg.framework == "custom":
         return CUSTOM

@@ -82,7 +82,7 @@ def default_loss(cfg: RunConfig) -> str:
         return cfg.loss_implementation
     if cfg.framework == "trl":
         return "fused_linear_ce"  # trl >= 1.15 fused LM head + chunked log-probs
-    if cfg.framework == "torchtune" and version(cfg) < (0, 2):
+    if cfg.framework == "torchtune" and version(cfg) < (0, 3):  # CEWithChunkedOutputLoss is new in 0.3.0
         return "fp32_logits"
     if cfg.framework in ("litgpt", "torchtune"):
         return "chunked_ce"

@@ -1,0 +1,95 @@
+"""torchtune's loss without chunking (memory/loss.py, frameworks.Profile.drops_fp32_logits), measured on the CPU.
+
+torchtune is not installed here; the code of its head and recipes is reproduced with its sources:
+- the model: `output = self.output(h).float()` (modules/transformer.py v0.1.0 TransformerDecoder.forward, v0.2.1
+  l.250, v0.4.0 l.652): the bf16 projection is freed as soon as it is upcast (nothing saves it);
+- 0.1 and 0.2 recipes (full_finetune_single_device.py v0.2.1 l.448-458): `logits = logits[..., :-1, :].contiguous()`,
+  `logits = logits.transpose(1, 2)`, `loss = self._loss_fn(logits, labels)`, `loss.backward()` with `logits`
+  still referenced; their configs all use torch.nn.CrossEntropyLoss (CEWithChunkedOutputLoss is new in 0.3.0);
+- 0.3 and 0.4 recipes (v0.4.0 l.626-641): `logits = logits.reshape(-1, logits.size(-1))`, the loss, `del logits`.
+The live bytes of the loss's forward and of its backward are counted by the harness's LiveMem, in units of
+N x V (tokens x vocabulary) bytes, and compared with the engine's logits_and_loss at those two moments.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
+
+import torch
+import torch.nn.functional as F
+from harness import LiveMem
+
+from sizing import load_config
+from sizing.catalog import resolve_architecture
+from sizing.step import step_memory
+
+B, T, H, V = 2, 64, 64, 4096
+
+
+def _measure(version: str) -> tuple[float, float]:
+    """(live at the loss's forward peak, live at its backward peak) above the body's output, in N x V bytes."""
+    torch.manual_seed(0)
+    output = torch.nn.Linear(H, V, bias=False).to(torch.bfloat16).requires_grad_(False)  # frozen head (LoRA)
+    h = torch.randn(B, T, H, dtype=torch.bfloat16, requires_grad=True)  # the final norm's output
+    labels = torch.randint(0, V, (B, T))
+    tr = LiveMem()
+    with tr:
+        logits = output(h).float()
+        # from here: the CPU's bf16 matmul has a transient of its own, and its backward keeps a V x H weight copy
+        # and a B x T x H input copy (CPU kernels) that a GPU does not; on the GPU the projection's own moment
+        # (bf16 + its fp32 copy, 6 N x V) stays below the loss's
+        cpu_only = tr.cur - 4 * B * T * V  # the bf16 projection was freed by the upcast: only fp32 logits remain
+        assert cpu_only == V * H * 2 + B * T * H * 2
+        tr.peak = tr.cur
+        if version < "0.3":
+            logits = logits[..., :-1, :].contiguous()
+            labels = labels[..., 1:].contiguous()
+            logits = logits.transpose(1, 2)
+            loss = F.cross_entropy(logits, labels)
+        else:
+            logits = logits.reshape(-1, logits.size(-1))
+            loss = F.cross_entropy(logits, labels.reshape(-1))
+            del logits
+        forward = tr.peak
+        tr.peak = tr.cur
+        loss.backward()
+    nv = B * T * V
+    return (forward - cpu_only) / nv, (tr.peak - cpu_only) / nv
+
+
+def _engine(version: str) -> tuple[float, float]:
+    conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    cfg = load_config({"model_config": conf, "method": "lora", "framework": "torchtune", "framework_version": version,
+                       "loss_implementation": "hf", "torch_dtype": "bfloat16", "max_seq_length": T,
+                       "per_device_train_batch_size": B, "packing": True, "gradient_checkpointing": True,
+                       "lora_dropout": 0.0})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    nv = B * T * V
+    fwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("cross-entropy on the logits"))
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    return fwd.parts["logits_and_loss"] / nv, bwd.parts["logits_and_loss"] / nv
+
+
+def test_03_deletes_its_fp32_logits_before_backward():
+    fwd, bwd = _measure("0.4")
+    assert fwd == pytest.approx(8, abs=0.6)  # fp32 logits + log-softmax output (the bf16 projection is gone)
+    assert bwd == pytest.approx(12, abs=0.6)  # saved output + its gradient + the logits' gradient
+    efwd, ebwd = _engine("0.4")
+    assert efwd == pytest.approx(fwd, abs=0.6) and ebwd == pytest.approx(bwd, abs=0.6)
+    assert _engine("0.3") == (efwd, ebwd)
+
+
+def test_02_keeps_the_sliced_copy_through_backward():
+    fwd, bwd = _measure("0.2")
+    assert bwd == pytest.approx(16, abs=0.6)  # + the recipe's `logits` (the sliced fp32 copy) alive
+    efwd, ebwd = _engine("0.2")
+    assert ebwd == pytest.approx(bwd, abs=0.6)
+    # forward: the CUDA log-softmax makes the transposed input contiguous (one more N x V fp32 copy) where the
+    # CPU kernel reads it strided
+    assert efwd == pytest.approx(fwd + 4, abs=0.6)
+    assert _engine("0.1") == (efwd, ebwd)
