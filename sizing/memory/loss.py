@@ -72,8 +72,16 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         # the fp32 log-softmax outputs; compiled keeps the bf16 chunks and recomputes.
         part = nv // TORCHTUNE_CHUNKS
         if reg.compiled:
-            return Head(body, 2 * nv + labels + softcap, 4 * part, 2 * part, head_grad)
+            # training.compile_loss compiles compute_cross_entropy (v0.4.0 _compile.py l.80): inductor fuses the
+            # upcast into the reductions and saves each bf16 chunk + two fp32 row statistics (no N x V fp32 in
+            # forward); backward writes the chunk's bf16 gradient (test_torchtune_loss.py, inductor on the CPU)
+            return Head(body, 2 * nv + labels + 8 * n + softcap, 0, 2 * part, head_grad)
         return Head(body, 4 * nv + labels + softcap, 2 * nv + 4 * part, 8 * part, head_grad)
+    if reg.loss == "hf" and reg.profile.drops_fp32_logits and reg.compiled:
+        # compile_loss compiles the whole nn.CrossEntropyLoss: it saves its fp32 input (the upcast logits, kept
+        # past `del logits`) + row statistics; forward's high point is the bf16 projection next to its upcast,
+        # backward's the fp32 gradient next to the saved input
+        return Head(body, 4 * nv + labels + 8 * n + softcap, 2 * nv, 4 * nv, head_grad)
     if reg.loss == "hf" and reg.profile.drops_fp32_logits:
         # torchtune >= 0.3, nn.CrossEntropyLoss: fp32 logits + the log-softmax output at the loss; the recipe
         # deletes the logits before backward, which then holds the saved output, its gradient and the logits'.

@@ -93,3 +93,87 @@ def test_02_keeps_the_sliced_copy_through_backward():
     # CPU kernel reads it strided
     assert efwd == pytest.approx(fwd + 4, abs=0.6)
     assert _engine("0.1") == (efwd, ebwd)
+
+
+def _compiled_run(fn, inputs: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[int, list[tuple[str, str]]]:
+    """Bytes the compiled loss saves for backward over all `inputs` (unique storages) and every buffer inductor's
+    generated code allocates, forward and backward, as (shape, dtype)."""
+    import re
+
+    from torch._inductor.utils import run_and_get_code
+
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    def step() -> None:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            total = sum(fn(x, y) for x, y in inputs)
+        total.backward()
+
+    _, codes = run_and_get_code(step)
+    buffers = [(shape, dtype) for code in codes
+               for shape, dtype in re.findall(r"= empty_strided_cpu\(\(([^)]*)\)[^)]*\), torch\.(\w+)", code)]
+    return sum(saved.values()), buffers
+
+
+def _engine_compiled(loss: str) -> tuple[int, int]:
+    conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    cfg = load_config({"model_config": conf, "method": "lora", "framework": "torchtune", "framework_version": "0.4",
+                       "loss_implementation": loss, "torch_compile": True, "torch_dtype": "bfloat16",
+                       "max_seq_length": T, "per_device_train_batch_size": B, "packing": True,
+                       "gradient_checkpointing": True, "lora_dropout": 0.0})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    fwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("cross-entropy on the logits"))
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    return fwd.parts["logits_and_loss"], bwd.parts["logits_and_loss"]
+
+
+# importing inductor imports torch.utils.mkldnn, whose torch.jit.script_method warns (torch 2.13); pyproject turns
+# warnings into errors
+_INDUCTOR_IMPORT = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+
+@_INDUCTOR_IMPORT
+def test_compiled_chunked_ce_keeps_only_the_bf16_chunks():
+    # CEWithChunkedOutputLoss (v0.4.0 modules/loss/ce_chunked_output_loss.py) with compute_cross_entropy compiled
+    # as training.compile_loss does; the model hands it 8 bf16 chunks of output(h) (TransformerDecoder.chunked_output)
+    chunks, rows = 8, B * T // 8
+    torch.manual_seed(0)
+
+    def compute_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
+
+    ce = torch.compile(compute_cross_entropy, backend="inductor")
+    inputs = [(torch.randn(rows, V, dtype=torch.bfloat16, requires_grad=True), torch.randint(0, V, (rows,)))
+              for _ in range(chunks)]
+    saved, buffers = _compiled_run(ce, inputs)
+    nv = B * T * V
+    # saved: the bf16 chunks, the labels and two fp32 statistics per row; nothing else
+    assert saved == 2 * nv + 8 * B * T + 2 * 4 * B * T
+    assert (f"{rows}, {V}", "float32") not in buffers  # no fp32 N x V buffer anywhere
+    assert (f"{rows}, {V}", "bfloat16") in buffers  # backward: the chunk's bf16 gradient
+    fwd, bwd = _engine_compiled("chunked_ce")
+    assert fwd == saved
+    assert bwd - saved == 2 * nv // chunks
+
+
+@_INDUCTOR_IMPORT
+def test_compiled_cross_entropy_saves_its_fp32_input():
+    # torchtune >= 0.3 with nn.CrossEntropyLoss: compile_loss compiles the whole module; its input is the model's
+    # output(h).float() (modules/transformer.py v0.4.0 l.652), reshaped to (N, V)
+    torch.manual_seed(0)
+    ce = torch.compile(torch.nn.CrossEntropyLoss(), backend="inductor")
+    x = torch.randn(B * T, V, dtype=torch.float32, requires_grad=True)
+    saved, buffers = _compiled_run(ce, [(x, torch.randint(0, V, (B * T,)))])
+    nv = B * T * V
+    assert saved - 4 * nv < 16 * B * T + 64  # the fp32 input + labels + two row statistics (+ scalars)
+    assert buffers.count((f"{B * T}, {V}", "float32")) == 1  # backward: one fp32 gradient
+    fwd, bwd = _engine_compiled("hf")
+    assert fwd - 4 * nv == pytest.approx(2 * nv, abs=16 * B * T + 64)  # + the bf16 projection at its upcast
+    assert bwd - 4 * nv == pytest.approx(4 * nv, abs=16 * B * T + 64)  # + the fp32 gradient
