@@ -177,3 +177,45 @@ def test_compiled_cross_entropy_saves_its_fp32_input():
     fwd, bwd = _engine_compiled("hf")
     assert fwd - 4 * nv == pytest.approx(2 * nv, abs=16 * B * T + 64)  # + the bf16 projection at its upcast
     assert bwd - 4 * nv == pytest.approx(4 * nv, abs=16 * B * T + 64)  # + the fp32 gradient
+
+
+def test_eager_chunked_ce_keeps_the_fp32_log_softmax_of_every_chunk():
+    # 0.3/0.4 recipes without compile: logits = model(...) (8 bf16 chunks), loss = CEWithChunkedOutputLoss,
+    # del logits, backward (v0.4.0 full_finetune_single_device.py l.626-641, ce_chunked_output_loss.py)
+    chunks = 8
+    torch.manual_seed(0)
+    output = torch.nn.Linear(H, V, bias=False).to(torch.bfloat16).requires_grad_(False)
+    h = torch.randn(B, T, H, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, V, (B, T))
+    tr = LiveMem()
+    with tr:
+        logits = [output(c) for c in h.chunk(chunks, dim=1)]
+        cpu_only = tr.cur - 2 * B * T * V  # the CPU matmul's own copies (see _measure)
+        tr.peak = tr.cur
+        lab = [t.reshape(-1) for t in labels.chunk(chunks, dim=1)]
+        flat = [c.reshape(-1, c.size(-1)) for c in logits]
+        total = sum(F.cross_entropy(c.float(), t, ignore_index=-100, reduction="sum")
+                    for c, t in zip(flat, lab, strict=True))
+        loss = total / (labels != -100).sum()
+        forward = tr.peak - cpu_only
+        del logits, flat
+        tr.peak = tr.cur
+        loss.backward()
+        backward = tr.peak - cpu_only
+    nv, part = B * T * V, B * T * V // chunks
+    assert forward == pytest.approx(2 * nv + 4 * nv + 4 * part, rel=0.02)  # chunks + fp32 log-softmax + one upcast
+    assert backward == pytest.approx(4 * nv + 8 * part, rel=0.05)
+    cfg = load_config({"model_config": {"model_type": "llama", "vocab_size": V, "hidden_size": H,
+                                        "intermediate_size": 2 * H, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                        "num_key_value_heads": 4, "max_position_embeddings": 256,
+                                        "tie_word_embeddings": False},
+                       "method": "lora", "framework": "torchtune", "framework_version": "0.4",
+                       "loss_implementation": "chunked_ce", "torch_dtype": "bfloat16", "max_seq_length": T,
+                       "per_device_train_batch_size": B, "packing": True, "gradient_checkpointing": True,
+                       "lora_dropout": 0.0})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    fwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("cross-entropy on the logits"))
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    assert fwd.parts["logits_and_loss"] == pytest.approx(forward, rel=0.02)
+    assert bwd.parts["logits_and_loss"] == pytest.approx(backward, rel=0.05)
