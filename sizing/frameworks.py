@@ -109,14 +109,16 @@ def profile(cfg: RunConfig) -> Profile:
 # hand TransformerDecoder one layer that it deep-copies num_layers times (modules/transformer.py _get_clones), so
 # every layer holds its own table; the Llama 3.1 builder shares one RoPE from v0.3.1 (pytorch/torchtune#1554,
 # "saves 2GiB for llama 3_1"), Llama 3.2's was shared from its first release. Measured: test_torchtune_rope.py.
-ROPE_TABLE_FLOATS = {"qwen2": 2, "phi3": 2}  # fp32 values per position per head_dim, default 1
+# fp32 values per position per head_dim, for the families whose builders were read (v0.1.0-v0.5.0); others: none
+ROPE_TABLE_FLOATS = {"llama": 1, "mistral": 1, "gemma": 1, "qwen2": 2, "phi3": 2}
 
 
 def rope_tables(cfg: RunConfig, arch: Architecture) -> tuple[int, int]:
     """torchtune's RoPE cos/sin buffers on the GPU: (bytes of one table, tables); (0, 0) elsewhere or without RoPE."""
-    if cfg.framework != "torchtune" or not arch.max_positions or arch.position_params or arch.eager_only:
+    floats = ROPE_TABLE_FLOATS.get(arch.model_type, 0)
+    if cfg.framework != "torchtune" or not arch.max_positions or not floats:
         return 0, 0
-    table = 4 * arch.max_positions * arch.head_dim * ROPE_TABLE_FLOATS.get(arch.model_type, 1)
+    table = 4 * arch.max_positions * arch.head_dim * floats
     # "0.3" is the 0.3 series: the fix landed on main 2024-09-12 and every 0.3 release after 0.3.0 has it
     shared = arch.rope_type == "llama3" and version(cfg) >= (0, 3) and version(cfg) != (0, 3, 0)
     return table, 1 if shared else arch.layers
