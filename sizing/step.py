@@ -215,6 +215,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
         accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward,
         kept_logits=kept_logits, kept_cache=kept_cache,
+        # torchtune 0.1-0.2: `logits = logits[..., :-1, :].contiguous()` lives until the next forward returns
+        held_logits=4 * n * arch.vocab if reg.loss == "fp32_logits" else 0,
         first_layer=layer_backward + (ls.checkpoint_per_token * n if reg.checkpointing
                                       else layer_tokens + ls.constant + ls.layer0_delta_per_token * n
                                       + ls.layer0_delta_constant),

@@ -86,8 +86,8 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         # torchtune >= 0.3, nn.CrossEntropyLoss: fp32 logits + the log-softmax output at the loss; the recipe
         # deletes the logits before backward, which then holds the saved output, its gradient and the logits'.
         return Head(body, 4 * nv + labels + softcap, 4 * nv, 8 * nv, head_grad)
-    if reg.loss == "fp32_logits" or (reg.loss == "hf" and reg.profile.name == "torchtune"):
-        # torchtune 0.1: fp32 logits, a sliced contiguous copy and CE on the transposed tensor
+    if reg.loss == "fp32_logits":
+        # torchtune 0.1-0.2: fp32 logits, a sliced contiguous copy and CE on the transposed tensor
         # (the CUDA softmax kernel makes one more contiguous copy): 12 NV forward, 16 NV backward.
         return Head(body, 4 * nv + labels + softcap, 8 * nv, 12 * nv, head_grad)
     # HF ForCausalLMLoss: logits.float() (4NV, transient), log_softmax output saved (4NV);

@@ -78,6 +78,8 @@ def adapter_dtype(cfg: RunConfig, load: str) -> str:
 
 def default_loss(cfg: RunConfig) -> str:
     """The loss implementation the framework runs unless the configuration names one."""
+    if cfg.loss_implementation == "hf" and cfg.framework == "torchtune" and version(cfg) < (0, 3):
+        return "fp32_logits"  # nn.CrossEntropyLoss on the 0.1-0.2 recipes is that path (frameworks.py)
     if cfg.loss_implementation:
         return cfg.loss_implementation
     if cfg.framework == "trl":

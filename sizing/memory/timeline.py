@@ -59,6 +59,9 @@ class StepInputs:
     layer_gradients: int = 0  # one decoder layer's gradients
     kept_logits: int = 0  # logits the loop keeps referenced (custom loop's `out`), through the next forward
     kept_cache: int = 0  # the KV cache in `out`: beyond the saved k/v once backward frees them
+    # logits a loop variable keeps from the loss through backward and the step, freed when the next forward
+    # returns (torchtune 0.1-0.2 `logits`), inside the loss's own figures at the loss moments
+    held_logits: int = 0
     cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
     root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded (parallel.Shares)
     grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
@@ -84,6 +87,7 @@ def moments(s: StepInputs) -> list[Moment]:
         # where SDPA saved repeat_kv copies instead of the cached k/v.
         own_cache = 0 if s.cache_shared else s.kept_cache
         prev = (s.kept_logits + s.kept_cache) if step else 0
+        kept = s.kept_logits + s.held_logits  # logits alive after the loss's backward
         # `weights` holds two decoder units in flight. With the head as its own unit (FSDP2, reshard after
         # forward) the last layer is resharded when the head runs: through the loss and its backward the head is
         # the one unit gathered; backward prefetches the last layer only once the head's backward starts
@@ -106,7 +110,7 @@ def moments(s: StepInputs) -> list[Moment]:
             out.append(Moment("backward", "LM head's reduce-scatter (FSDP unit of its own)", step, {
                 **base, "weights": s.weights - own.layer + s.kept_gathered, "gradients": carried + 2 * own.head_grads
                 + own.head_grads // own.world + (s.comm_buffers if s.comm_static else 0),
-                "activations": s.body + s.shared + s.head_body + own_cache, "logits_and_loss": s.kept_logits}))
+                "activations": s.body + s.shared + s.head_body + own_cache, "logits_and_loss": kept}))
         # optimizer-in-backward frees each gradient in its hook, but a tied head and embedding are one parameter
         # with one AccumulateGrad: the head's gradient waits in its input buffer until the embedding's arrives
         # (measured: tests/physics/test_tied_optim_in_bwd.py)
@@ -114,7 +118,7 @@ def moments(s: StepInputs) -> list[Moment]:
         head_grads = carried or (0 if s.grads_freed_in_backward and not held else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
             **base, "weights": s.weights + s.kept_gathered, "gradients": head_grads + s.comm_buffers,
-            "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": s.kept_logits,
+            "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": kept,
             "workspace": s.workspace + s.backward_transient}))
         if s.first_layer and not s.grads_freed_in_backward:
             # memory-model.md §9.3: the sweep's other end: layer 0 (recomputed under checkpointing) is about to
@@ -125,7 +129,7 @@ def moments(s: StepInputs) -> list[Moment]:
                       else s.gradients - s.embed_gradient - s.layer_gradients)
             out.append(Moment("backward", "first decoder layer (end of backward)", step, {
                 **base, "weights": s.weights + embed_w, "gradients": (carried or before) + s.comm_buffers,
-                "activations": s.shared + s.first_layer + s.kept_cache, "logits_and_loss": s.kept_logits,
+                "activations": s.shared + s.first_layer + s.kept_cache, "logits_and_loss": kept,
                 "workspace": s.workspace + s.backward_transient}))
         if own and own.embed_grads and not s.grads_freed_in_backward:
             # the embedding's unit after its backward, resharded like layer 0: its gradient, the reduce-scatter
@@ -133,7 +137,7 @@ def moments(s: StepInputs) -> list[Moment]:
             out.append(Moment("backward", "input embedding's reduce-scatter (FSDP unit of its own)", step, {
                 **base, "weights": s.weights - 2 * own.layer,
                 "gradients": (carried or s.grads_before_root) + 2 * own.embed_grads + own.embed_grads // own.world,
-                "activations": s.shared + s.kept_cache, "logits_and_loss": s.kept_logits}))
+                "activations": s.shared + s.kept_cache, "logits_and_loss": kept}))
         if s.root_gradients and not s.grads_freed_in_backward:
             # FSDP's root unit (embeddings, final norm, LM head) is one flat parameter whose views' gradients
             # autograd holds until the last of them, the embedding's, arrives; then it concatenates them into the
@@ -142,15 +146,15 @@ def moments(s: StepInputs) -> list[Moment]:
             # reduce-scatter buffer the same way).
             out.append(Moment("backward", "FSDP root unit's flat gradient (end of backward)", step, {
                 **base, "gradients": (carried or s.grads_before_root) + 2 * s.root_gradients,
-                "activations": s.shared + s.kept_cache, "logits_and_loss": s.kept_logits}))
+                "activations": s.shared + s.kept_cache, "logits_and_loss": kept}))
         if s.tied_gradient and not s.grads_freed_in_backward:
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.gradients + s.tied_gradient + s.comm_buffers, "activations": s.kept_cache,
-                "logits_and_loss": s.kept_logits}))
+                "logits_and_loss": kept}))
         if held:  # the tied sum (its two inputs and the result), stepped and freed by the weight's hook
             out.append(Moment("backward", "embedding backward (tied head and embedding gradients)", step, {
                 **base, "gradients": s.head_gradients + s.tied_gradient, "activations": s.kept_cache,
-                "logits_and_loss": s.kept_logits}))
+                "logits_and_loss": kept}))
         if s.grads_freed_in_backward:
             # torchtune optimizer-in-backward: states exist from the first backward; no full-grad moment.
             continue
@@ -158,7 +162,7 @@ def moments(s: StepInputs) -> list[Moment]:
         out.append(Moment("optimizer", "optimizer.step(): first step allocates its states" if step == 0
                           else "optimizer.step()", step, {
             **base, "gradients": s.gradients + s.comm_buffers, "optimizer_states": opt + new_states,
-            "activations": s.kept_cache, "logits_and_loss": s.kept_logits,
+            "activations": s.kept_cache, "logits_and_loss": kept,
             "workspace": s.workspace + s.optimizer_temp}))
     return out
 

@@ -28,8 +28,9 @@ from sizing.step import step_memory
 B, T, H, V = 2, 64, 64, 4096
 
 
-def _measure(version: str) -> tuple[float, float]:
-    """(live at the loss's forward peak, live at its backward peak) above the body's output, in N x V bytes."""
+def _measure(version: str) -> tuple[float, float, float]:
+    """(live at the loss's forward peak, live at its backward peak, live after backward) above the body's output,
+    in N x V bytes."""
     torch.manual_seed(0)
     output = torch.nn.Linear(H, V, bias=False).to(torch.bfloat16).requires_grad_(False)  # frozen head (LoRA)
     h = torch.randn(B, T, H, dtype=torch.bfloat16, requires_grad=True)  # the final norm's output
@@ -55,8 +56,9 @@ def _measure(version: str) -> tuple[float, float]:
         forward = tr.peak
         tr.peak = tr.cur
         loss.backward()
+        after = tr.cur - cpu_only  # (the CPU copies outlive this backward too); h.grad (B x T x H) is new
     nv = B * T * V
-    return (forward - cpu_only) / nv, (tr.peak - cpu_only) / nv
+    return (forward - cpu_only) / nv, (tr.peak - cpu_only) / nv, after / nv
 
 
 def _engine(version: str) -> tuple[float, float]:
@@ -76,7 +78,7 @@ def _engine(version: str) -> tuple[float, float]:
 
 
 def test_03_deletes_its_fp32_logits_before_backward():
-    fwd, bwd = _measure("0.4")
+    fwd, bwd, _ = _measure("0.4")
     assert fwd == pytest.approx(8, abs=0.6)  # fp32 logits + log-softmax output (the bf16 projection is gone)
     assert bwd == pytest.approx(12, abs=0.6)  # saved output + its gradient + the logits' gradient
     efwd, ebwd = _engine("0.4")
@@ -85,7 +87,7 @@ def test_03_deletes_its_fp32_logits_before_backward():
 
 
 def test_02_keeps_the_sliced_copy_through_backward():
-    fwd, bwd = _measure("0.2")
+    fwd, bwd, after = _measure("0.2")
     assert bwd == pytest.approx(16, abs=0.6)  # + the recipe's `logits` (the sliced fp32 copy) alive
     efwd, ebwd = _engine("0.2")
     assert ebwd == pytest.approx(bwd, abs=0.6)
@@ -93,6 +95,27 @@ def test_02_keeps_the_sliced_copy_through_backward():
     # CPU kernel reads it strided
     assert efwd == pytest.approx(fwd + 4, abs=0.6)
     assert _engine("0.1") == (efwd, ebwd)
+    # after backward the recipe's `logits` (the sliced fp32 copy) is still alive, until the next forward returns
+    # + the sliced labels and the loss (about 1 KiB)
+    assert after * B * T * V == pytest.approx(4 * B * (T - 1) * V + B * T * H * 2, abs=2048)
+    assert _held("0.2") == 4 * B * T * V and _held("0.4") == 0
+
+
+def _held(version: str) -> int:
+    """The engine's logits at the body's backward and at the optimizer step (step 1)."""
+    conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    cfg = load_config({"model_config": conf, "method": "lora", "framework": "torchtune", "framework_version": version,
+                       "loss_implementation": "hf", "torch_dtype": "bfloat16", "max_seq_length": T,
+                       "per_device_train_batch_size": B, "packing": True, "gradient_checkpointing": True,
+                       "lora_dropout": 0.0})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    later = {m.parts["logits_and_loss"] for m in mem.moments if m.step == 1 and m.phase != "forward"
+             and not m.what.startswith("gradient of the logits")}
+    assert len(later) == 1
+    return later.pop()
 
 
 def _compiled_run(fn, inputs: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[int, list[tuple[str, str]]]:
