@@ -30,6 +30,8 @@ class Profile:
     empties_cache: bool = False  # empty_cache() between the model's setup and training (no init blocks cached)
     nf4_layers_cloned: bool = False  # torchtune <= 0.3: one layer built, deep-copied num_layers times
     nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
+    nf4_chunked: bool = False  # torchao >= 0.2 quantizes in chunks of 1024**2 elements (memory/load.py)
+    nf4_copy_on_host: bool = False  # torchao 0.2-0.4: copy_ quantizes a CPU source on the CPU (memory/load.py)
     fsdp_no_sync: bool = False  # accumulation micro-batches run under FSDP no_sync: unsharded gradients accumulate
 
 
@@ -60,7 +62,11 @@ LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=T
 # v0.6.1 l.410: `with set_default_dtype(self._dtype), self._device:`); sizing/memory/load.py replays it.
 # Its distributed recipes call training.cleanup_before_training() (gc, empty_cache, reset peaks) after the setup
 # (recipes/lora_finetune_distributed.py v0.1.0 l.509).
-TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True)
+# torchao as each torchtune release installs it: 0.1.x pins torchao==0.1, 0.2.x torchao==0.3.1 (pyproject.toml at
+# v0.1.0 / v0.2.0); from 0.3 it is unpinned ("pip install torch torchvision torchao", README v0.4.0 l.112), so the
+# torchao stable at the release: 0.5.0 (2024-09-09) for torchtune 0.3.0 (2024-09-17), later ones after it.
+TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True,
+                    nf4_chunked=True)
 
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
@@ -84,6 +90,8 @@ def profile(cfg: RunConfig) -> Profile:
             return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True,
                            nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True,
                            empties_cache=True)
+        if version(cfg) < (0, 3):  # 0.2: torchao 0.3.1's copy_ quantizes the CPU checkpoint on the CPU
+            return replace(TORCHTUNE, nf4_layers_cloned=True, nf4_copy_on_host=True)
         if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
             return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE

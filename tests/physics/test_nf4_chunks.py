@@ -1,0 +1,116 @@
+"""torchao's NF4 quantization as the engine replays it (sizing/memory/load.py), held to a trace of the real to_nf4.
+
+tests/physics/data/nf4_trace.json was recorded by tests/physics/record_nf4_trace.py on the CPU (torch 2.13) from
+the nf4tensor.py of the PyPI wheels torchao 0.1 (torchtune 0.1 pins it), 0.3.1 (torchtune 0.2 pins it), 0.5.0
+(the stable release when torchtune 0.3.0 came out) and 0.14.1, through a TorchDispatchMode that logs every
+storage an op creates and frees (tests/physics/harness.LiveMem). torchao is not a dependency of this project,
+so the trace is the outside measurement and this test needs only the standard library and the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from sizing.memory.allocator import CachingAllocator
+from sizing.memory.load import NF4_CHUNK, NF4_CHUNKED_HEAD, NF4_CHUNKED_TAIL, NF4_QUANTIZE, TORCHAO_CHUNK, _Run, _state
+
+TRACE = json.loads((pathlib.Path(__file__).parent / "data" / "nf4_trace.json").read_text())
+CHUNKED = [v for v in TRACE if TRACE[v]["chunk_size"]]
+
+
+def _events(table, n, live=None):
+    """(op, bytes) of a table replayed without the allocator, as the engine sizes its blocks."""
+    live = {} if live is None else live
+    out = []
+    for op, key, per in table:
+        if op == "m":
+            live[key] = max(int(per * n), 1)
+            out.append(["m", live[key]])
+        else:
+            out.append(["f", live.pop(key)])
+    return out, live
+
+
+def _chunked(n, chunk):
+    """The engine's chunked to_nf4 as a flat (op, bytes) sequence."""
+    out, live = _events(NF4_CHUNKED_HEAD, n)
+    for start in range(0, n, chunk):
+        out += _events(NF4_CHUNK, min(chunk, n - start))[0]
+    return out + _events(NF4_CHUNKED_TAIL, n, live)[0]
+
+
+def _peak(events):
+    cur = top = 0
+    for op, size in events:
+        cur += size if op == "m" else -size
+        top = max(top, cur)
+    return top
+
+
+def _real(events, keep_tiny=False):
+    """The traced events less the 16-level lookup table (32 B, kept by the NF4 tensor) and the 2-byte mean."""
+    return [e for e in events if keep_tiny or e[1] > 32]
+
+
+def test_torchao_releases_recorded():
+    """The fixture holds the releases torchtune installed: unchunked 0.1, chunked from 0.3.1 on, same chunk."""
+    assert TRACE["0.1"]["chunk_size"] is None
+    assert {TRACE[v]["chunk_size"] for v in CHUNKED} == {TORCHAO_CHUNK}
+    assert set(CHUNKED) >= {"0.3.1", "0.5.0", "0.14.1"}
+
+
+@pytest.mark.parametrize("version", CHUNKED)
+@pytest.mark.parametrize("which", ["to_nf4", "to_nf4_small_chunk"])
+def test_chunked_sequence_is_the_traced_one(version, which):
+    """Every allocation and free of the real chunked to_nf4, in order and byte for byte, is the engine's;
+    with torchao's own CHUNK_SIZE (one chunk at this shape) and patched to 4.5 chunks (the last one partial)."""
+    e = TRACE[version]
+    chunk = e["chunk_size"] if which == "to_nf4" else e["small_chunk"]
+    assert _chunked(e["numel"], chunk) == _real(e[which])
+
+
+def test_unchunked_sequence_matches_torchao_0_1():
+    """torchao 0.1's to_nf4: the big blocks (>= N/8) in order and the peak above the input, within 1 %."""
+    e = TRACE["0.1"]
+    n = e["numel"]
+    engine, _ = _events(NF4_QUANTIZE, n)
+    real = _real(e["to_nf4"])
+    assert [s for op, s in real if op == "m" and s >= n // 8] == [s for op, s in engine if op == "m" and s >= n // 8]
+    assert _peak(engine) == pytest.approx(_peak(real), rel=0.01)
+
+
+@pytest.mark.parametrize("version", CHUNKED)
+def test_chunking_bounds_the_transient(version):
+    """The measured transient of the chunked to_nf4 over its input at 4.5 chunks: 3 N + 64 bytes per chunk
+    element plus the scalers (hand derivation: bf16 scaled copy 2 N, uint8 codes N, (chunk, 16) bf16 diff twice),
+    against 64 N + for torchao 0.1."""
+    e = TRACE[version]
+    n, c = e["numel"], e["small_chunk"]
+    assert _peak(_real(e["to_nf4_small_chunk"], True)) == pytest.approx(3 * n + 64 * c, rel=0.02)
+    assert _peak(_real(TRACE["0.1"]["to_nf4"], True)) > 64 * n
+
+
+@pytest.mark.parametrize("expandable", [False, True])
+@pytest.mark.parametrize("shape", [(4096, 14336), (1024, 4096), (4096, 4096 + 64), (8192, 28672)])
+def test_chunk_shortcut_equals_replaying_every_chunk(shape, expandable):
+    """_Run.chunks stops replaying once a chunk leaves the allocator as it found it: the allocator's state
+    after it equals a brute-force replay of every chunk (the oracle), with other blocks live around it."""
+    n = shape[0] * shape[1]
+    states = []
+    for brute in (False, True):
+        a = CachingAllocator(expandable)
+        run = _Run(a, TORCHAO_CHUNK)
+        held = [a.malloc(2 * n), a.malloc(3 << 20)]
+        a.free(held.pop())  # a cached hole the first chunk can reuse
+        live = run.play(NF4_CHUNKED_HEAD, n)
+        if brute:
+            for start in range(0, n, TORCHAO_CHUNK):
+                run.play(NF4_CHUNK, min(TORCHAO_CHUNK, n - start))
+        else:
+            run.chunks(n)
+        run.play(NF4_CHUNKED_TAIL, n, live)
+        states.append(_state(a))
+    assert states[0] == states[1]
