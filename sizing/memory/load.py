@@ -10,39 +10,43 @@ from .allocator import CachingAllocator, _Block
 from .timeline import Moment, Outside
 from .weights import Weights
 
-# torchao 0.1's NF4Tensor.from_tensor (dtypes/nf4tensor.py at tag v0.1, l.220-300 and l.378-450; torchtune 0.1
-# pins torchao==0.1): the tensors one to_nf4(w) allocates and frees, in order, as multiples of w's element count N
-# (w is bf16: 2N bytes); the whole weight at once. ("m", key, bytes per element) allocates, ("f", key) frees; keys
-# "data" and "scalers" stay: they are the NF4 weight. Checked against a trace of the real to_nf4
-# (tests/physics/data/nf4_trace.json, tests/physics/test_nf4_chunks.py).
-NF4_QUANTIZE: tuple[tuple[str, str, float], ...] = (
-    # double_quantize_scalers: get_block_absmax (abs, max values / indices), the int8 scalers
+# double_quantize_scalers (torchao v0.1 dtypes/nf4tensor.py l.292-350, v0.3.0 l.547-605), the same in every
+# release up to its return: absmax of each 64-element block (abs, max values / int64 indices), the scalers less
+# their mean, their absmax per 256, 256 / (2 * absmax) over the expanded scaler blocks (2 * x, reciprocal, * 256),
+# round / clamp, the int8 scalers. As multiples of the weight's element count N (the weight is bf16: 2N bytes);
+# ("m", key, bytes per element) allocates, ("f", key) frees. Held byte for byte to a trace of the real to_nf4 of
+# each release (tests/physics/data/nf4_trace.json, tests/physics/test_nf4_chunks.py).
+_SCALERS: tuple[tuple[str, str, float], ...] = (
     ("m", "abs", 2.0), ("m", "absmax", 1 / 32), ("m", "idx", 1 / 8), ("f", "abs", 0), ("f", "idx", 0),
-    ("m", "sub", 1 / 32), ("m", "mul", 1 / 32), ("f", "sub", 0), ("f", "mul", 0),
-    ("m", "scalers", 1 / 64 + 2 / (64 * 256)),
-    # convert_to_norm_float_weight: absmax again, blocks / scales, (value - nf4).abs() over 16 levels,
-    # min(dim=-1), the packing shifts
+    ("m", "centred", 1 / 32), ("f", "absmax", 0), ("m", "abs", 1 / 32), ("m", "smax", 1 / 8192),
+    ("m", "sidx", 1 / 2048), ("f", "abs", 0), ("f", "sidx", 0), ("m", "twice", 1 / 32), ("m", "recip", 1 / 32),
+    ("m", "factor", 1 / 32), ("f", "twice", 0), ("f", "recip", 0), ("m", "mul", 1 / 32), ("m", "round", 1 / 32),
+    ("f", "mul", 0), ("m", "clamp", 1 / 32), ("f", "round", 0), ("m", "scalers", 1 / 64),
+)
+# torchao 0.1 (torchtune 0.1 pins torchao==0.1): quantization_factor[:, 0] is returned as a view, so the whole
+# expanded factor (N/32 bytes) stays with the NF4 weight (commit 9dbc5542 "[NF4][FSDP] return contiguous
+# quantization_factor (#298)", 2024-05-31, first in v0.3.0); then convert_to_norm_float_weight (l.378-450) on the
+# whole weight at once: absmax again, blocks / scales, (value - nf4).abs() over 16 levels in bf16, min(dim=-1), the
+# int64 packing shifts. Keys "data", "scalers" and "factor" stay: they are the NF4 weight.
+NF4_QUANTIZE: tuple[tuple[str, str, float], ...] = (
+    *_SCALERS, ("f", "clamp", 0), ("f", "smax", 0), ("f", "centred", 0),
     ("m", "abs", 2.0), ("m", "absmax2", 1 / 32), ("m", "idx", 1 / 8), ("f", "abs", 0), ("f", "idx", 0),
     ("m", "scaled", 2.0), ("m", "diff", 32.0), ("m", "absdiff", 32.0), ("f", "diff", 0),
     ("m", "values", 2.0), ("m", "indices", 8.0), ("f", "values", 0), ("f", "absdiff", 0),
     ("m", "shift", 4.0), ("m", "packed", 4.0), ("f", "shift", 0), ("m", "data", 0.5),
-    ("f", "absmax", 0), ("f", "absmax2", 0), ("f", "scaled", 0), ("f", "indices", 0), ("f", "packed", 0),
+    ("f", "absmax2", 0), ("f", "scaled", 0), ("f", "indices", 0), ("f", "packed", 0),
 )
 
 # torchao >= 0.2 quantizes in chunks: commit 6081796b "perform in chunks (#196)", 2024-05-01, "Note: Quantize in
 # Chunks" (dtypes/nf4tensor.py v0.3.0 l.25-33, CHUNK_SIZE = 1024**2 elements; the same at v0.5.0 l.34 and in
 # quantization/quantize_/workflows/nf4/nf4_tensor.py at ao main 36027d82, 2026-08). convert_to_norm_float_weight
 # (v0.3.0 l.633-666) preallocates the uint8 codes of the whole weight and runs quantize_tensor_nearest on one
-# chunk at a time; the codes are uint8 already, so the packing shifts are uint8 too. Per N (the weight's elements):
+# chunk at a time; the codes are uint8 already, so the packing shifts are uint8 too. torchao >= 0.3 keeps a
+# contiguous factor (N/8192 bytes, v0.3.0 l.602) and drops the expanded one. Keys "data", "scalers", "factor_kept"
+# stay.
 NF4_CHUNKED_HEAD: tuple[tuple[str, str, float], ...] = (
-    # double_quantize_scalers (v0.3.0 l.547-605): absmax, centred scalers, their absmax, 256 / (2 * absmax)
-    # over the expanded scaler blocks, round / clamp, the int8 scalers and a contiguous factor (#298, torchao >= 0.3)
-    ("m", "abs", 2.0), ("m", "absmax", 1 / 32), ("m", "idx", 1 / 8), ("f", "abs", 0), ("f", "idx", 0),
-    ("m", "centred", 1 / 32), ("f", "absmax", 0), ("m", "abs", 1 / 32), ("m", "smax", 1 / 8192),
-    ("m", "sidx", 1 / 2048), ("f", "abs", 0), ("f", "sidx", 0), ("m", "twice", 1 / 32), ("m", "recip", 1 / 32),
-    ("m", "factor", 1 / 32), ("f", "twice", 0), ("f", "recip", 0), ("m", "mul", 1 / 32), ("m", "round", 1 / 32),
-    ("f", "mul", 0), ("m", "clamp", 1 / 32), ("f", "round", 0), ("m", "scalers", 1 / 64),
-    ("m", "factor_kept", 1 / 8192), ("f", "clamp", 0), ("f", "smax", 0), ("f", "factor", 0), ("f", "centred", 0),
+    *_SCALERS, ("m", "factor_kept", 1 / 8192), ("f", "clamp", 0), ("f", "smax", 0), ("f", "factor", 0),
+    ("f", "centred", 0),
     # convert_to_norm_float_weight: absmax again, blocks / scales, the preallocated uint8 codes
     ("m", "abs", 2.0), ("m", "absmax2", 1 / 32), ("m", "idx", 1 / 8), ("f", "abs", 0), ("f", "idx", 0),
     ("m", "scaled", 2.0), ("m", "codes", 1.0),
