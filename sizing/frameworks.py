@@ -102,7 +102,10 @@ def profile(cfg: RunConfig) -> Profile:
                            nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True,
                            empties_cache=True, peak_reset_after_load=True, nf4_factor_view=True)
         if version(cfg) < (0, 3):  # 0.2: torchao 0.3.1's copy_ quantizes the CPU checkpoint on the CPU
-            return replace(TORCHTUNE, nf4_layers_cloned=True, nf4_copy_on_host=True)
+            # and still only LoRA bases are NF4: FrozenNF4Linear for the others came with commit 898670f0
+            # "NF4 quantization of linear layers without LoRA applied (#1119)", 2024-07-29, first in v0.3.0
+            # (v0.2.0 models/llama3/_component_builders.py l.320-345: nn.Linear unless the module has LoRA)
+            return replace(TORCHTUNE, nf4_layers_cloned=True, nf4_copy_on_host=True, quantize_only_adapted=True)
         if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
             return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE

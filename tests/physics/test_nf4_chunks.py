@@ -14,6 +14,7 @@ import pathlib
 
 import pytest
 
+from sizing import estimate
 from sizing.frameworks import TORCHAO_01_NF4_BYTES, TORCHAO_NF4_BYTES
 from sizing.memory.allocator import CachingAllocator
 from sizing.memory.load import NF4_CHUNK, NF4_CHUNKED_HEAD, NF4_CHUNKED_TAIL, NF4_QUANTIZE, TORCHAO_CHUNK, _Run, _state
@@ -138,3 +139,26 @@ def test_chunk_shortcut_equals_replaying_every_chunk(shape, expandable):
         run.play(NF4_CHUNKED_TAIL, n, live)
         states.append(_state(a))
     assert states[0] == states[1]
+
+
+def test_torchtune_0_2_quantizes_only_lora_bases():
+    """torchtune 0.2's builders keep nn.Linear (bf16) where no LoRA is applied (v0.2.0
+    models/llama3/_component_builders.py l.320-345); FrozenNF4Linear came with commit 898670f0, first in v0.3.0.
+    With LoRA on q and v only, a Llama-3.1-8B layer's other five linears stay bf16 in 0.2, NF4 in 0.3."""
+    from sizing.catalog import resolve_architecture
+    from sizing.config import parse_config
+    from sizing.frameworks import profile
+
+    base = {"model": "meta-llama/Llama-3.1-8B", "method": "qlora", "framework": "torchtune",
+            "quantization_backend": "torchao", "target_modules": ["q_proj", "v_proj"], "r": 8, "lora_alpha": 16}
+    assert profile(parse_config({**base, "framework_version": "0.2"})).quantize_only_adapted
+    assert not profile(parse_config({**base, "framework_version": "0.3"})).quantize_only_adapted
+    arch, _ = resolve_architecture("meta-llama/Llama-3.1-8B", None)
+    est2 = estimate({**base, "framework_version": "0.2"})
+    est3 = estimate({**base, "framework_version": "0.3"})
+    # k (1024 x 4096), o (4096 x 4096), gate / up / down (14336 x 4096): bf16 (2 B) instead of NF4, per layer
+    shapes = [1024 * 4096, 4096 * 4096] + [14336 * 4096] * 3
+    per_layer = sum(2 * n - sum(bytes_torchao_nf4(n)) for n in shapes)
+    grown = est2.components["weights"] + est2.components["quantization_state"] - (
+        est3.components["weights"] + est3.components["quantization_state"])
+    assert grown == per_layer * arch.layers
