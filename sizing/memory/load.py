@@ -123,11 +123,16 @@ class _Run:
         return list(self.play(NF4_CHUNKED_TAIL, n, live).values())
 
     def clone(self, n: int) -> list[_Block]:
-        """torchtune's NF4 clone (deepcopy of a layer): dequantize, then quantize the bf16 weight."""
+        """copy.deepcopy of an NF4 weight (torchtune <= 0.3 clones a layer): NF4's clone dequantizes and quantizes
+        the bf16 weight; then Tensor.__deepcopy__ sets the clone's __dict__ to a deep copy of the source's
+        (torch/_tensor.py, `new_tensor.__dict__ = deepcopy(self.__dict__, memo)` for a subclass whose data_ptr is 0),
+        so the source's inner tensors are copied and the clone's own are dropped (tests/physics/test_nf4_chunks.py)."""
         weight = self.play(NF4_DEQUANT, n)["weight"]
         out = self.quantize(n)
         self.a.free(weight)
-        return out
+        copies = [self.a.malloc(b.size) for b in sorted(out, key=lambda b: b.size)]  # the dict's order
+        self.a.free_all(out)
+        return copies
 
 
 def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...], bf16_linears: tuple[int, ...],

@@ -202,6 +202,9 @@ def test_load_peak_equals_a_torchtune_style_build(version):
                     weight = torch.empty(out_f, in_f, dtype=bf).uniform_()  # nn.Linear on the device
                 nf4.append(to_nf4(weight, chunked=True))
                 del weight
+                if cloned:  # then Tensor.__deepcopy__ swaps in copies of the source's inner tensors
+                    # (test_deepcopy_of_a_wrapper_subclass_copies_its_dict below)
+                    nf4[-1] = tuple(t.clone() for t in proto[3 * k])
                 keep += [torch.zeros(r, in_f), torch.zeros(out_f, r)]  # lora_a, lora_b (fp32 adapters)
             keep += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]  # the layer's two RMSNorm weights
         del proto
@@ -222,3 +225,40 @@ def test_load_peak_equals_a_torchtune_style_build(version):
     measured_transient = measured - kept_now
     print(f"load transient: engine {engine_transient} B, measured {measured_transient} B")
     assert engine_transient == pytest.approx(measured_transient, rel=0.02)
+
+
+def test_deepcopy_of_a_wrapper_subclass_copies_its_dict():
+    """torch's Tensor.__deepcopy__ on a wrapper subclass (data_ptr 0, as NF4Tensor): it calls clone(), then sets the
+    clone's __dict__ to a deep copy of the source's, so the clone's own inner tensors die and copies of the
+    source's stay (what memory/load.py _Run.clone replays after NF4's clone)."""
+    import copy
+    import weakref
+
+    made = []
+
+    class Wrapped(torch.Tensor):
+        @staticmethod
+        def __new__(cls, inner):
+            t = torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype, device=inner.device)
+            t.inner = inner
+            return t
+
+        def __init__(self, inner):
+            pass
+
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.clone.default:  # as NF4's: a new inner tensor from the source's values
+                fresh = args[0].inner * 2
+                made.append(weakref.ref(fresh))
+                return Wrapped(fresh)
+            raise NotImplementedError(func)
+
+    src = Wrapped(torch.arange(1024, dtype=torch.bfloat16))
+    assert src.data_ptr() == 0
+    out = copy.deepcopy(src)
+    assert len(made) == 1 and made[0]() is None  # the clone's inner tensor was dropped
+    assert torch.equal(out.inner, src.inner)  # a copy of the source's (not the clone's doubled values)
+    assert out.inner.untyped_storage().data_ptr() != src.inner.untyped_storage().data_ptr()
