@@ -92,25 +92,31 @@ class Scored:
                 100.0 * (self.oom_capacity_gib - self.estimated_gib) / self.oom_capacity_gib
         return 100.0 * (self.estimated_gib - self.measured_gib) / self.measured_gib
 
+    def _holds(self, low: float, high: float) -> bool:
+        return self.measured_gib is not None and low <= self.measured_gib <= high
+
+    def _half_width(self, low: float, high: float) -> float:
+        return 100.0 * (high - low) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+
     @property
     def covered(self) -> bool:
         """The printed range holds the measured value."""
-        return self.measured_gib is not None and self.low_gib <= self.measured_gib <= self.high_gib
+        return self._holds(self.low_gib, self.high_gib)
 
     @property
     def half_width_pct(self) -> float:
         """Half the printed range's width, in percent of the estimate."""
-        return 100.0 * (self.high_gib - self.low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+        return self._half_width(self.low_gib, self.high_gib)
 
     @property
     def covered_loso(self) -> bool:
         """The range built from the other sources' rows holds the measured value."""
-        return self.measured_gib is not None and self.loso_low_gib <= self.measured_gib <= self.loso_high_gib
+        return self._holds(self.loso_low_gib, self.loso_high_gib)
 
     @property
     def half_width_loso_pct(self) -> float:
         """Half the leave-one-source-out range's width, in percent of the estimate."""
-        return 100.0 * (self.loso_high_gib - self.loso_low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+        return self._half_width(self.loso_low_gib, self.loso_high_gib)
 
     @property
     def regime(self) -> str:
