@@ -13,6 +13,8 @@ equal the load moment's allocated peak.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
@@ -109,6 +111,8 @@ def to_nf4(inpt_tensor, block_size=64, scaler_block_size=256, chunked=False):
     nf4 = torch.tensor(NF4, device=inpt_tensor.device, dtype=torch.bfloat16)
     n_blocks = inpt_tensor.numel() // block_size
     scalers = double_quantize_scalers(inpt_tensor.flatten(), block_size, scaler_block_size)
+    if chunked:  # torchao >= 0.3 returns a contiguous factor (v0.3.0 l.602), 0.1 a view of the expanded one
+        scalers = (scalers[0], scalers[1].contiguous(), scalers[2])
     convert = convert_to_norm_float_weight_chunked if chunked else convert_to_norm_float_weight
     data = convert(inpt_tensor, n_blocks, block_size, nf4)
     return (data, *scalers)
@@ -163,12 +167,13 @@ TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 768, "nu
         "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "head_dim": 64}
 
 
-@pytest.mark.parametrize("version", ["0.4", "0.3", "0.2"])
+@pytest.mark.parametrize("version", ["0.4", "0.3", "0.2", "0.1"])
 def test_load_peak_equals_a_torchtune_style_build(version):
     """Build and load a tiny Llama the way lora_finetune_single_device does with NF4 bases (allocated peak);
     torchtune <= 0.3 builds one layer and deep-copies it (NF4 clone: dequantize, then to_nf4); torchtune 0.2's
     torchao 0.3.1 quantizes the CPU checkpoint on the CPU and copies it in place (nothing on the device)."""
-    cloned = version in ("0.3", "0.2")
+    cloned = version in ("0.3", "0.2", "0.1")
+    chunked = version != "0.1"  # torchtune 0.1's torchao 0.1 quantizes the whole weight at once
     on_host = version == "0.2"
     cfg = parse_config({"model": None, "model_config": TINY, "framework": "torchtune", "method": "qlora",
                         "framework_version": version,
@@ -190,7 +195,7 @@ def test_load_peak_equals_a_torchtune_style_build(version):
         if cloned:
             for out_f, in_f in shapes:
                 weight = torch.empty(out_f, in_f, dtype=bf).uniform_()
-                proto.append(to_nf4(weight, chunked=True))
+                proto.append(to_nf4(weight, chunked=chunked))
                 del weight
                 proto += [torch.zeros(r, in_f), torch.zeros(out_f, r)]
             proto += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]
@@ -200,11 +205,11 @@ def test_load_peak_equals_a_torchtune_style_build(version):
                     weight = get_original_weight(*proto[3 * k], (out_f, in_f))
                 else:
                     weight = torch.empty(out_f, in_f, dtype=bf).uniform_()  # nn.Linear on the device
-                nf4.append(to_nf4(weight, chunked=True))
+                nf4.append(to_nf4(weight, chunked=chunked))
                 del weight
                 if cloned:  # then Tensor.__deepcopy__ swaps in copies of the source's inner tensors
                     # (test_deepcopy_of_a_wrapper_subclass_copies_its_dict below)
-                    nf4[-1] = tuple(t.clone() for t in proto[3 * k])
+                    nf4[-1] = copy.deepcopy(proto[3 * k])  # a view's whole storage, as deepcopy does
                 keep += [torch.zeros(r, in_f), torch.zeros(out_f, r)]  # lora_a, lora_b (fp32 adapters)
             keep += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]  # the layer's two RMSNorm weights
         del proto
@@ -213,7 +218,7 @@ def test_load_peak_equals_a_torchtune_style_build(version):
             if on_host:  # from_tensor(src) on the CPU, then the NF4 tensors copied in place: no device memory
                 continue
             on_device = src.clone()  # torchao >= 0.5: from_tensor(src.to(device)), copied in place, dropped
-            new = to_nf4(on_device, chunked=True)
+            new = to_nf4(on_device, chunked=chunked)
             nf4[k] = new
             del on_device, new
         measured = tr.peak
@@ -231,7 +236,6 @@ def test_deepcopy_of_a_wrapper_subclass_copies_its_dict():
     """torch's Tensor.__deepcopy__ on a wrapper subclass (data_ptr 0, as NF4Tensor): it calls clone(), then sets the
     clone's __dict__ to a deep copy of the source's, so the clone's own inner tensors die and copies of the
     source's stay (what memory/load.py _Run.clone replays after NF4's clone)."""
-    import copy
     import weakref
 
     made = []
