@@ -40,6 +40,8 @@ DEFAULT_GPU = "H100-SXM-80GB"  # card not stated: only the cuBLAS workspace size
 
 @dataclass
 class Speed:
+    """A timed row: measured and estimated tokens per second, and the utilization the estimate assumed."""
+
     row_id: str
     source: str
     measured_tps: float
@@ -48,6 +50,7 @@ class Speed:
 
     @property
     def error_pct(self) -> float:
+        """(estimated - measured) / measured throughput, in percent."""
         return 100.0 * (self.estimated_tps - self.measured_tps) / self.measured_tps
 
     @property
@@ -58,6 +61,8 @@ class Speed:
 
 @dataclass
 class Scored:
+    """A scored row: the measured peak, the estimate of the tier it is compared with, its range and regime."""
+
     row_id: str
     source: str
     method: str
@@ -80,46 +85,59 @@ class Scored:
 
     @property
     def error_pct(self) -> float:
+        """(estimate - measured) / measured in percent; an out-of-memory row errs only by how far it fits."""
         if self.measured_gib is None:  # OOM row: right (0) when the estimate exceeds the card
             assert self.oom_capacity_gib is not None
             return 0.0 if self.estimated_gib > self.oom_capacity_gib else \
                 100.0 * (self.oom_capacity_gib - self.estimated_gib) / self.oom_capacity_gib
         return 100.0 * (self.estimated_gib - self.measured_gib) / self.measured_gib
 
+    def _holds(self, low: float, high: float) -> bool:
+        return self.measured_gib is not None and low <= self.measured_gib <= high
+
+    def _half_width(self, low: float, high: float) -> float:
+        return 100.0 * (high - low) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+
     @property
     def covered(self) -> bool:
         """The printed range holds the measured value."""
-        return self.measured_gib is not None and self.low_gib <= self.measured_gib <= self.high_gib
+        return self._holds(self.low_gib, self.high_gib)
 
     @property
     def half_width_pct(self) -> float:
-        return 100.0 * (self.high_gib - self.low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+        """Half the printed range's width, in percent of the estimate."""
+        return self._half_width(self.low_gib, self.high_gib)
 
     @property
     def covered_loso(self) -> bool:
         """The range built from the other sources' rows holds the measured value."""
-        return self.measured_gib is not None and self.loso_low_gib <= self.measured_gib <= self.loso_high_gib
+        return self._holds(self.loso_low_gib, self.loso_high_gib)
 
     @property
     def half_width_loso_pct(self) -> float:
-        return 100.0 * (self.loso_high_gib - self.loso_low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+        """Half the leave-one-source-out range's width, in percent of the estimate."""
+        return self._half_width(self.loso_low_gib, self.loso_high_gib)
 
     @property
     def regime(self) -> str:
+        """method/tier/framework/single-or-multi: the group the residual bands are built per."""
         return f"{self.method}/{self.metric}/{self.framework}/{'multi' if self.gpus > 1 else 'single'}"
 
 
 def load_cases() -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+    """The curated cases of validation/cases.json and the CSV rows they fix, by row id."""
     cases = json.loads((ROOT / "validation" / "cases.json").read_text(encoding="utf-8"))["cases"]
     return cases, {r["row_id"]: r for r in load_csv(ROOT / "validation" / "measurements.csv")}
 
 
 def load_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of a measurements CSV as dicts of column -> text."""
     with open(path, encoding="utf-8-sig", newline="") as fh:  # -sig: a spreadsheet's byte-order mark
         return list(csv.DictReader(fh))
 
 
 def to_config(case: dict[str, Any]) -> dict[str, Any]:
+    """A curated case's run configuration, with the harness aliases, the longest batch seen and a default GPU."""
     cfg = {k: v for k, v in case["config"].items() if k != "eval_generation"}
     cfg["framework"] = FRAMEWORK_ALIASES.get(cfg.get("framework", "transformers"), cfg.get("framework"))
     if case.get("effective_max_seq_length"):
@@ -130,6 +148,7 @@ def to_config(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def measured_tps(row: dict[str, str]) -> float | None:
+    """The row's measured tokens per second (None when not stated or not positive)."""
     try:
         value = float(row["tokens_per_s"])
     except ValueError:
@@ -210,6 +229,7 @@ def score_as_written(csv_rows: list[dict[str, str]]) -> tuple[list[Scored], list
 
 
 def main() -> int:
+    """Score the rows, print the tables (and the refusals unless --summary)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", action="store_true", help="print every scored row")
     parser.add_argument("--summary", action="store_true", help="summary tables only (no refusal list)")

@@ -2,12 +2,12 @@
 # Standard library only: this also runs in the browser (Pyodide), where the page imports a report.
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import SizingError
+from .jsontext import read_json
 
 SCHEMA_VERSION = 1
 # interrupted: SIGTERM / SIGINT (the steps measured so far are kept); check_failed: the reload check failed
@@ -106,15 +106,10 @@ def parse_report(data: Any) -> TrialReport:
 
 
 def load_report(source: str | bytes | Mapping[str, Any]) -> TrialReport:
-    """A report from its JSON text (or the decoded object)."""
+    """A report from its JSON text (or the decoded object), read as strictly as `sizing report` reads the file:
+    deep nesting, 4300+ digit numbers, NaN and infinities are refused with bad_json (jsontext.read_json)."""
     if isinstance(source, str | bytes):
-        try:
-            data = json.loads(source)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            line = getattr(exc, "lineno", None)
-            raise SizingError("bad_json", "the report is not valid JSON" + (f" (line {line})" if line else ""),
-                              field=None, line=line) from None
-        return parse_report(data)
+        return parse_report(read_json(source, "the report"))
     return parse_report(source)
 
 
