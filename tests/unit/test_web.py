@@ -84,3 +84,19 @@ def test_the_catalog_carries_the_limits_the_engine_refuses_past() -> None:
             assert web.compute({**cfg, "max_seq_length": top}, table=False)["ok"], model["id"]
             over = web.compute({**cfg, "max_seq_length": top + 1}, table=False)
             assert over["error"]["code"] == "seq_too_long", model["id"]
+
+
+def test_the_peak_answer_is_the_estimate_without_the_own_gpus_searches() -> None:
+    words = {"lang": "en", "text": {}}
+    verdicts = set()
+    for cfg in (EXAMPLE, {**EXAMPLE, "per_device_train_batch_size": 64}):
+        full = web.compute(cfg, table=False, words=words)
+        peak = web.compute(cfg, table=False, words=words, peak=True)
+        (entry,), (fast,) = full["estimate"]["fits"], peak["estimate"]["fits"]
+        assert {k: v for k, v in entry.items() if k not in ("max_micro_batch", "max_seq_length")} == fast
+        assert {**peak["estimate"], "fits": full["estimate"]["fits"]} == full["estimate"]  # every other figure
+        assert peak["view"] == full["view"]  # the page shows the same
+        verdicts.add(fast["fits"])
+        text = json.dumps(cfg)
+        assert json.loads(web.compute_json(text, False, None, True))["estimate"] == peak["estimate"]
+    assert verdicts == {True, False}  # a run that fits and one that does not (its warning, the ladder pending)

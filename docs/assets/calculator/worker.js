@@ -363,8 +363,9 @@ function call(fn) {
 }
 
 // `words` (the page's words, JSON text): the answer then carries the results view in them (sizing.view).
+// Without the table: the peak (sizing.web.compute's peak: the own GPU's searches come with the table).
 function run(bridge, config, table, words) {
-  return call(() => bridge.compute_json(config, table, words));
+  return call(() => bridge.compute_json(config, table, words, !table));
 }
 
 // A bridge call made before the wheel is unpacked that failed inside (an import the heap lacks: code
@@ -431,6 +432,6 @@ function warmUp(rt, config, words) {
     const near = JSON.parse(config);
     if (!Number.isInteger(near.r)) return;
     near.r += 1;
-    call(() => rt.bridge.compute_json(JSON.stringify(near), false, words));
+    call(() => rt.bridge.compute_json(JSON.stringify(near), false, words, true));
   }, 50);
 }
