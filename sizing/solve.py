@@ -21,7 +21,7 @@ MAX_SEQ = 1 << 20
 MAX_GPUS = 512
 SHAPE = ("max_seq_length", "per_device_train_batch_size")
 __all__ = ["Sizer", "_boundary", "_largest", "_settle", "fewest_gpus", "fit_row", "fit_table", "max_micro_batch",
-           "max_seq_length", "runs_on"]
+           "max_seq_length", "row_entry", "runs_on"]
 
 
 class Sizer:
@@ -256,6 +256,15 @@ def fit_row(sizer: Sizer, gpu: Gpu, largest: bool = True, searches: bool = True)
         batch = max(batch, sizer.cfg.per_device_train_batch_size)
         seq = max(seq, sizer.cfg.max_seq_length)
     return {**row, "max_micro_batch": batch, "max_seq_length": seq}
+
+
+# What a fit table's row holds beyond its fit_row (fit_table): without them a row is the fit entry on that card.
+TABLE_ONLY = ("name", "fewest_gpus", "fewest_gpus_parallelism", "time")
+
+
+def row_entry(row: dict[str, Any]) -> dict[str, Any]:
+    """A fit table's row as the fit_row it starts from (the own GPU's: the estimate's fit entry)."""
+    return {k: v for k, v in row.items() if k not in TABLE_ONLY}
 
 
 def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
