@@ -85,6 +85,10 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             start: CachingAllocator | None = None) -> tuple[int, int, int]:
     """The replay, from `start` (the prefix already replayed) or from a new pool."""
     a = _prefix(r, pool()) if start is None else start
+    # The overhead is the cache above the step's own allocated peak: the FSDP wrap's transients (unit, flat
+    # parameter and shard at once) come before the step and may pass it (fsdp_qlora train.py l.809 and the
+    # Trainer reset the peak after the wrap; reserved only grows, so what the wrap cached still counts).
+    a.peak_allocated = a.allocated
     # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.

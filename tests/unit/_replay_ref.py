@@ -22,6 +22,7 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
         fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)  # type: ignore[arg-type]
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
+    a.peak_allocated = a.allocated  # the step's own allocated peak (replay.py: the wrap comes before the step)
     grads: list[_Block] = []
     states_done = False
     for _ in range(STEPS):
