@@ -6,6 +6,7 @@ from typing import Any
 
 from ..arch import Architecture
 from ..config import RunConfig
+from ..parallel import UNITS_IN_FLIGHT
 from .allocator import CachingAllocator
 from .regime import Regime
 from .weights import Weights
@@ -55,15 +56,29 @@ def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
                layer_shard: int) -> dict[str, Any]:
     """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
     tensors' full sizes, and their shards; none where the framework empties the cache before training or
-    nothing is sharded (Replay.init_units)."""
-    if cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op") or cfg.num_gpus < 2 or reg.profile.empties_cache:
-        return {}
+    nothing is sharded (Replay.init_units). Under CPU offload also the step's host-to-device copy of a shard
+    (Replay.h2d_copy)."""
+    fsdp = cfg.parallelism in ("fsdp", "fsdp_shard_grad_op") and cfg.num_gpus >= 2
     elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
     per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]
     layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
+    out: dict[str, Any] = {}
+    if fsdp and cfg.cpu_offload:
+        # torch v2.2 fsdp/_flat_param.py: pre_unshard() copies the CPU shard to the GPU (flat_param_to(device,
+        # non_blocking=True)) on the pre-unshard stream, and _all_gather_flat_param hands it to the unshard stream
+        # ("In case of offloading, `flat_param.data` (i.e. sharded param) is created on the pre-unshard stream"); it
+        # is freed when the gathered parameter replaces it. The root's copy comes alone at the forward's start,
+        # the decoder units' at most UNITS_IN_FLIGHT at once (limit_all_gathers). (NO_SHARD computes on its copy
+        # itself, already the gathered units of parallel.shares.)
+        n = cfg.num_gpus
+        own = (arch.embedding_params * reg.embed, arch.lm_head_params * reg.lm_head_weight)
+        held: tuple[int, ...] = (root - sum(own), *own) if cfg.fsdp_shard_embeddings else (root,)
+        out["h2d_copy"] = max(*(-(-u // n) for u in held), UNITS_IN_FLIGHT * -(-sum(layer) // n))
+    if cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op") or cfg.num_gpus < 2 or reg.profile.empties_cache:
+        return out
     embed = arch.embedding_params * reg.embed
     units = (layer,) * arch.layers + ((embed, root - embed),)
     # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
     shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
-    return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
+    return {**out, "init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
             "init_offload": cfg.cpu_offload, "init_sync": reg.profile.fsdp_broadcast}
