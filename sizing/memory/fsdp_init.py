@@ -7,15 +7,38 @@ from typing import Any
 from ..arch import Architecture
 from ..config import RunConfig
 from ..parallel import UNITS_IN_FLIGHT
-from .allocator import CachingAllocator
+from .allocator import CachingAllocator, _Block
 from .regime import Regime
 from .weights import Weights
 
 MiB = 2**20
 # torch.distributed.fsdp._init_utils: _sync_module_params_and_buffers broadcasts in buckets of
-# PARAM_BROADCAST_BUCKET_SIZE = int(250 * 1024 * 1024) through dist._broadcast_coalesced, which flattens
-# each bucket (torch.cat) before the broadcast (torch v2.2 _init_utils.py, csrc/distributed/c10d/comm.cpp).
+# PARAM_BROADCAST_BUCKET_SIZE = int(250 * 1024 * 1024) through dist._broadcast_coalesced (torch v2.2 _init_utils.py).
 BROADCAST_BUCKET = 250 * MiB
+
+
+def broadcast_coalesced(a: CachingAllocator, sizes: tuple[int, ...], limit: int = BROADCAST_BUCKET) -> None:
+    """Replay dist._broadcast_coalesced of tensors of `sizes` bytes (one dtype) on `a`, as rank 0 runs it.
+
+    torch/csrc/distributed/c10d/comm.cpp: compute_bucket_assignment_by_size adds each tensor to the open bucket
+    and closes it once it holds >= the limit; each BroadcastWork flattens its bucket (flatten_dense_tensors: a
+    view for a single tensor, torch.cat for more) and at most 2 are in flight, the oldest finished and dropped
+    before the next starts (measured: tests/physics/test_fsdp_broadcast.py)."""
+    buckets: list[list[int]] = [[]]
+    for s in sizes:
+        buckets[-1].append(s)
+        if sum(buckets[-1]) >= limit:
+            buckets.append([])
+    in_flight: list[_Block | None] = []
+    for bucket in filter(None, buckets):
+        if len(in_flight) >= 2:
+            done = in_flight.pop(0)
+            if done is not None:
+                a.free(done)
+        in_flight.append(a.malloc(sum(bucket)) if len(bucket) > 1 else None)
+    for done in in_flight:
+        if done is not None:
+            a.free(done)
 
 
 def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: tuple[int, ...], sync: bool,
@@ -34,14 +57,7 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
     for sizes, shard in zip(units, shards, strict=True):
         params = [a.malloc(s) for s in sizes if s]
         if sync:
-            bucket = 0
-            for s in sizes:  # take_tensors: consecutive tensors up to the bucket size, flattened per bucket
-                if bucket and bucket + s > BROADCAST_BUCKET:
-                    a.free(a.malloc(bucket))
-                    bucket = 0
-                bucket += s
-            if bucket:
-                a.free(a.malloc(bucket))
+            broadcast_coalesced(a, sizes)
         total = sum(sizes)
         flat = a.malloc(total)
         kept.append(a.malloc(shard))
