@@ -10,16 +10,13 @@ hold >= the limit, a single-tensor bucket is a view (no copy), and two broadcast
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER
+from harness import LIVE_TRACKER, SPAWN_MAIN, run_probe
 
 from sizing.memory.allocator import CachingAllocator, _Block
 from sizing.memory.fsdp_init import broadcast_coalesced
@@ -45,13 +42,7 @@ PROBE = LIVE_TRACKER + textwrap.dedent(f'''
                 json.dump(tr.events, fh)
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as s:  # a free port, chosen once by the parent for both ranks
-            s.bind(("127.0.0.1", 0))
-            port = str(s.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 class Recording(CachingAllocator):
@@ -74,12 +65,7 @@ class Recording(CachingAllocator):
 
 
 def test_broadcast_buckets_as_rank_0_allocates_them(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "events.json"
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    measured = [tuple(e[:2]) for e in json.loads(out.read_text())]
+    measured = [tuple(e[:2]) for e in run_probe(tmp_path, PROBE)]
     rec = Recording()
     broadcast_coalesced(rec, tuple(s * KiB for s in SIZES), LIMIT)
     # By hand: buckets [300, 300] (600 >= 512: closed), [1100] (alone: a view), [300, 300], [100, 100] (the
