@@ -84,8 +84,10 @@ def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
         # non_blocking=True)) on the pre-unshard stream, and _all_gather_flat_param hands it to the unshard stream
         # ("In case of offloading, `flat_param.data` (i.e. sharded param) is created on the pre-unshard stream"); it
         # is freed when the gathered parameter replaces it. The root's copy comes alone at the forward's start,
-        # the decoder units' at most UNITS_IN_FLIGHT at once (limit_all_gathers). (NO_SHARD computes on its copy
-        # itself, already the gathered units of parallel.shares.)
+        # the decoder units' at most UNITS_IN_FLIGHT at once (limit_all_gathers). FSDP2 copies each sharded
+        # parameter the same way (torch 2.13 fsdp/_fully_shard/_fsdp_param.py all_gather_inputs: .to(device,
+        # non_blocking=True) under CPUOffloadPolicy). (NO_SHARD computes on its copy itself, already the gathered
+        # units of parallel.shares.)
         n = cfg.num_gpus
         own = (arch.embedding_params * reg.embed, arch.lm_head_params * reg.lm_head_weight)
         held: tuple[int, ...] = (root - sum(own), *own) if cfg.fsdp_shard_embeddings else (root,)
