@@ -67,10 +67,11 @@ def link_script(lang: str, depth: int = 1) -> str:
             # FNV-1a over UTF-16 code units, as calculator.js's keyHash: the answer file's key must be this link's
             "function f(t){var h=2166136261,i;for(i=0;i<t.length;i++)h=Math.imul(h^t.charCodeAt(i),16777619)>>>0;"
             'return("0000000"+h.toString(16)).slice(-8)}'
-            "Promise.all([p.answer,import(" + render + ")]).then(function(v){"
+            "Promise.all([p.answer,p.render||import(" + render + ")]).then(function(v){"
             "var k=Object.keys(v[0]||{}).filter(function(x){return f(x)===p.hash});"
             'if(k.length!==1||!d.classList.contains("calc-link"))return;'
-            "var a=JSON.parse(v[0][k[0]]);if(!a.ok||!a.view)return;"  # a refusal: calculator.js shows it in its words
+            # a refusal: calculator.js shows it, in its words
+            "var a=JSON.parse(v[0][k[0]]);if(!a.ok||!a.view||!v[1])return;"
             "v[1].renderResults(a.view);"
             'document.querySelectorAll("#calc-results > .calc-stale").forEach(function(e){'
             'e.classList.add("calc-pending")});'  # the first paint's fit table is the default's
@@ -102,8 +103,10 @@ def boot_script(lang: str, depth: int = 1, early: Mapping[str, str] | None = Non
         script += ("try{var s=location.search.slice(1),h=2166136261,i;for(i=0;i<s.length;i++)"
                    "h=Math.imul(h^s.charCodeAt(i),16777619)>>>0;var k=" + json.dumps(dict(early))
                    + '[("0000000"+h.toString(16)).slice(-8)];if(k)window.calcBoot.pre={hash:k,answer:fetch('
-                   + pre + '+k+".json").then(function(r){return r.ok?r.json():{}}).catch(function(){return{}})}}'
-                   "catch(e){}")
+                   + pre + '+k+".json").then(function(r){return r.ok?r.json():{}}).catch(function(){return{}}),'
+                   # the renderer too, evaluated while the stylesheets load: link_script then renders with no wait
+                   "render:import(" + json.dumps(script_src(lang, "calc_render.js", depth))
+                   + ").catch(function(){return null})}}catch(e){}")
     return script + "</script>"
 
 
