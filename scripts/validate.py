@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +20,10 @@ from typing import Any
 from sizing import SizingError, estimate
 from sizing.catalog import find_gpu
 from sizing.estimate import ALLOC_ROUND, gaps, usable_bytes
-from validate_range import attach_loso, range_report
 from validate_rows import RowRefused, row_case, usable
+from validate_tables import group as group  # the printed tables; group and stats stay importable from here
+from validate_tables import report
+from validate_tables import stats as stats
 from validate_time import speed_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +40,8 @@ DEFAULT_GPU = "H100-SXM-80GB"  # card not stated: only the cuBLAS workspace size
 
 @dataclass
 class Speed:
+    """A timed row: measured and estimated tokens per second, and the utilization the estimate assumed."""
+
     row_id: str
     source: str
     measured_tps: float
@@ -48,6 +50,7 @@ class Speed:
 
     @property
     def error_pct(self) -> float:
+        """(estimated - measured) / measured throughput, in percent."""
         return 100.0 * (self.estimated_tps - self.measured_tps) / self.measured_tps
 
     @property
@@ -58,6 +61,8 @@ class Speed:
 
 @dataclass
 class Scored:
+    """A scored row: the measured peak, the estimate of the tier it is compared with, its range and regime."""
+
     row_id: str
     source: str
     method: str
@@ -80,46 +85,59 @@ class Scored:
 
     @property
     def error_pct(self) -> float:
+        """(estimate - measured) / measured in percent; an out-of-memory row errs only by how far it fits."""
         if self.measured_gib is None:  # OOM row: right (0) when the estimate exceeds the card
             assert self.oom_capacity_gib is not None
             return 0.0 if self.estimated_gib > self.oom_capacity_gib else \
                 100.0 * (self.oom_capacity_gib - self.estimated_gib) / self.oom_capacity_gib
         return 100.0 * (self.estimated_gib - self.measured_gib) / self.measured_gib
 
+    def _holds(self, low: float, high: float) -> bool:
+        return self.measured_gib is not None and low <= self.measured_gib <= high
+
+    def _half_width(self, low: float, high: float) -> float:
+        return 100.0 * (high - low) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+
     @property
     def covered(self) -> bool:
         """The printed range holds the measured value."""
-        return self.measured_gib is not None and self.low_gib <= self.measured_gib <= self.high_gib
+        return self._holds(self.low_gib, self.high_gib)
 
     @property
     def half_width_pct(self) -> float:
-        return 100.0 * (self.high_gib - self.low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+        """Half the printed range's width, in percent of the estimate."""
+        return self._half_width(self.low_gib, self.high_gib)
 
     @property
     def covered_loso(self) -> bool:
         """The range built from the other sources' rows holds the measured value."""
-        return self.measured_gib is not None and self.loso_low_gib <= self.measured_gib <= self.loso_high_gib
+        return self._holds(self.loso_low_gib, self.loso_high_gib)
 
     @property
     def half_width_loso_pct(self) -> float:
-        return 100.0 * (self.loso_high_gib - self.loso_low_gib) / 2 / self.estimated_gib if self.estimated_gib else 0.0
+        """Half the leave-one-source-out range's width, in percent of the estimate."""
+        return self._half_width(self.loso_low_gib, self.loso_high_gib)
 
     @property
     def regime(self) -> str:
+        """method/tier/framework/single-or-multi: the group the residual bands are built per."""
         return f"{self.method}/{self.metric}/{self.framework}/{'multi' if self.gpus > 1 else 'single'}"
 
 
 def load_cases() -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+    """The curated cases of validation/cases.json and the CSV rows they fix, by row id."""
     cases = json.loads((ROOT / "validation" / "cases.json").read_text(encoding="utf-8"))["cases"]
     return cases, {r["row_id"]: r for r in load_csv(ROOT / "validation" / "measurements.csv")}
 
 
 def load_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of a measurements CSV as dicts of column -> text."""
     with open(path, encoding="utf-8-sig", newline="") as fh:  # -sig: a spreadsheet's byte-order mark
         return list(csv.DictReader(fh))
 
 
 def to_config(case: dict[str, Any]) -> dict[str, Any]:
+    """A curated case's run configuration, with the harness aliases, the longest batch seen and a default GPU."""
     cfg = {k: v for k, v in case["config"].items() if k != "eval_generation"}
     cfg["framework"] = FRAMEWORK_ALIASES.get(cfg.get("framework", "transformers"), cfg.get("framework"))
     if case.get("effective_max_seq_length"):
@@ -130,6 +148,7 @@ def to_config(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def measured_tps(row: dict[str, str]) -> float | None:
+    """The row's measured tokens per second (None when not stated or not positive)."""
     try:
         value = float(row["tokens_per_s"])
     except ValueError:
@@ -209,74 +228,8 @@ def score_as_written(csv_rows: list[dict[str, str]]) -> tuple[list[Scored], list
     return scored, refused, n_usable
 
 
-def stats(errors: Iterable[float]) -> tuple[int, float, float, float]:
-    abs_err = sorted(abs(e) for e in errors)
-    if not abs_err:
-        return 0, float("nan"), float("nan"), float("nan")
-    p90 = abs_err[min(len(abs_err) - 1, round(0.9 * (len(abs_err) - 1)))]
-    return len(abs_err), statistics.median(abs_err), p90, abs_err[-1]
-
-
-def table(title: str, groups: dict[str, list[Scored]]) -> list[str]:
-    lines = [f"\n{title}", f"  {'group':<34} {'n':>3} {'median %':>9} {'p90 %':>7} {'worst %':>8}"
-                            f" {'in range':>9} {'half-width %':>13}"]
-    for name, items in groups.items():
-        n, med, p90, worst = stats(s.error_pct for s in items)
-        cov = 100.0 * sum(s.covered for s in items) / len(items) if items else float("nan")
-        half = statistics.median(s.half_width_pct for s in items) if items else float("nan")
-        lines.append(f"  {name:<34} {n:>3} {med:>9.1f} {p90:>7.1f} {worst:>8.1f} {cov:>8.0f}% {half:>13.1f}")
-    return lines
-
-
-def report(title: str, scored: list[Scored], refused: list[tuple[str, str]], n_usable: int | None,
-           show_rows: bool) -> list[str]:
-    """Every table of one scoring mode: by source, tier, method, single/multi-GPU and regime."""
-    measured = [s for s in scored if s.measured_gib is not None]
-    ooms = [s for s in scored if s.measured_gib is None]
-    single = [s for s in measured if s.gpus == 1]
-    multi = [s for s in measured if s.gpus > 1]
-    usable_txt = f"{n_usable} usable rows, " if n_usable is not None else ""
-    share = f" ({100.0 * len(measured) / n_usable:.0f} %)" if n_usable else ""
-    out = [f"\n=== {title} ===",
-           f"{usable_txt}{len(measured)} scored{share} ({len(single)} single-GPU, {len(multi)} multi-GPU), "
-           f"{len(refused)} refused; out-of-memory rows: {sum(s.error_pct == 0 for s in ooms)} of {len(ooms)} "
-           "estimated over the card. Absolute percentage error of the estimate; 'in range': share of rows whose "
-           "measured value lies in the printed low-high range."]
-    codes: dict[str, int] = {}
-    for _, why in refused:
-        code = why.split(":")[0].split(" [")[0]
-        codes[code] = codes.get(code, 0) + 1
-    if codes:
-        out.append("Refusals by code: " + ", ".join(f"{c} {n}" for c, n in sorted(codes.items())))
-    out += table("By source", group(measured, "source"))
-    out += table("By tier (allocated includes torch 'active'; unstated is scored against reserved)",
-                 group(measured, "metric"))
-    out += table("By method", group(measured, "method"))
-    out += table("Single vs multi-GPU (per GPU: DDP, FSDP, ZeRO)", {"single": single, "multi": multi})
-    out += table("All rows", {"all": measured})
-    attach_loso(measured)
-    out += range_report(measured)
-    out += table("By the printed confidence label (should be monotone: high errs least)",
-                 group(measured, "confidence"))
-    out += table("By regime (method/tier/framework/single-multi)", group(measured, "regime"))
-    if show_rows:
-        head = f"{'row':<6}{'src':<5}{'method':<7}{'tier':<10}{'gpus':>4}{'measured':>10}{'estimate':>10}"
-        out.append(f"\n  {head}{'err %':>8}{'low':>8}{'high':>8}")
-        for s in scored:
-            meas = f"{s.measured_gib:.2f}" if s.measured_gib is not None else f">{s.oom_capacity_gib:.1f}"
-            out.append(f"  {s.row_id:<6}{s.source:<5}{s.method:<7}{s.metric:<10}{s.gpus:>4}{meas:>10}"
-                       f"{s.estimated_gib:>10.2f}{s.error_pct:>8.1f}{s.low_gib:>8.2f}{s.high_gib:>8.2f}")
-    return out
-
-
-def group(items: list[Scored], key: str) -> dict[str, list[Scored]]:
-    out: dict[str, list[Scored]] = {}
-    for s in items:
-        out.setdefault(str(getattr(s, key)), []).append(s)
-    return dict(sorted(out.items()))
-
-
 def main() -> int:
+    """Score the rows, print the tables (and the refusals unless --summary)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", action="store_true", help="print every scored row")
     parser.add_argument("--summary", action="store_true", help="summary tables only (no refusal list)")

@@ -1,35 +1,26 @@
 # The run configuration as data: one table of fields from which the parser, CLI, form and JSON Schema derive.
-# Standard library only and no import from the rest of `sizing` but errors.py and jsontext.py: the trial recipe
-# embeds exactly config.py + contract.py + jsontext.py + errors.py to normalise configurations as the estimator does.
+# Standard library only and no import from the rest of `sizing` but choices.py, errors.py and jsontext.py: the trial
+# recipe embeds exactly config.py + contract.py + choices.py + jsontext.py + errors.py to normalise configurations as
+# the estimator does.
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+# The choice values and refused combinations live in choices.py; they stay importable from here.
+from .choices import ATTENTION as ATTENTION
+from .choices import CONFLICTS as CONFLICTS
+from .choices import DTYPE_ALIASES as DTYPE_ALIASES
+from .choices import DTYPES as DTYPES
+from .choices import FRAMEWORKS as FRAMEWORKS
+from .choices import LOSSES as LOSSES
+from .choices import METHODS as METHODS
+from .choices import OPTIMIZERS as OPTIMIZERS
+from .choices import PARALLELISM as PARALLELISM
+from .choices import PEFT_TYPES as PEFT_TYPES
+from .choices import Conflict as Conflict
 from .errors import SizingError
 from .jsontext import read_json as read_json  # re-exported: the strict JSON reader lives in jsontext.py
-
-METHODS = ("full", "lora", "qlora", "lora8")
-# The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
-# tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
-PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
-              "prefix_tuning", "ln_tuning")
-DTYPES = ("bfloat16", "float16", "float32")
-# transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
-# (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
-FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
-ATTENTION = ("sdpa", "flash_attention_2", "eager")
-OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
-              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
-# fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
-# fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
-PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")
-# hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
-# fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
-LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
-# Spellings of a dtype people paste from torch / TrainingArguments; normalised to the canonical name.
-DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
-                 "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
 
 TYPES = ("str", "int", "float", "bool", "targets", "object")  # value types of a field
 FORM_KINDS = ("int", "float", "bool", "tristate", "choice", "text", "json")
@@ -258,41 +249,6 @@ FIELDS: tuple[Field, ...] = (
 )
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(f.group for f in FIELDS if f.group))
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """A refused combination: when every `when` field holds one of its values, `field` may not be `value`."""
-
-    when: tuple[tuple[str, tuple[Any, ...]], ...]
-    field: str
-    value: Any
-    message: str  # str.format template over the configuration's values
-
-
-CONFLICTS: tuple[Conflict, ...] = (
-    Conflict((("bf16", (True,)),), "fp16", True, "bf16 and fp16 cannot both be true"),
-    Conflict((("method", ("qlora",)),), "load_in_8bit", True,
-             "method qlora loads the base in 4 bits; load_in_8bit must be false"),
-    Conflict((("method", ("qlora",)),), "load_in_4bit", False, "method qlora needs load_in_4bit"),
-    Conflict((("method", ("lora8",)),), "load_in_4bit", True,
-             "method lora8 loads the base in 8 bits; load_in_4bit must be false"),
-    Conflict((("method", ("full", "lora")),), "load_in_4bit", True,
-             "load_in_4bit needs method qlora or lora8, not {method}"),
-    Conflict((("method", ("full", "lora")),), "load_in_8bit", True,
-             "load_in_8bit needs method qlora or lora8, not {method}"),
-    Conflict((("method", ("full",)),), "use_dora", True, "use_dora applies to LoRA methods, not full fine-tuning"),
-    *(Conflict((("method", ("full",)),), "peft_type", t, "peft_type applies to PEFT methods, not full fine-tuning")
-      for t in PEFT_TYPES[1:]),
-    *(Conflict((("framework", ("litgpt", "torchtune")),), "peft_type", t,
-               "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
-    *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
-      for t in PEFT_TYPES[1:]),
-    # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
-    # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
-    Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,
-             "fsdp_shard_embeddings applies to parallelism fsdp (full sharding), not {parallelism}"),
-)
 
 
 def doc(name: str, lang: str) -> str:

@@ -37,7 +37,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -263,6 +266,31 @@ class Live(TorchDispatchMode):
             self.events.append(("m", n, str(func.overloadpacket.__name__)))
         return out
 """
+
+# The launcher of the two-rank probes, appended to a probe script that defines
+# `main(rank, world, out, port, *args)`: one free port chosen by the parent for both ranks, the output path
+# and each further command-line argument (JSON, see run_probe) handed to every rank.
+SPAWN_MAIN = """
+if __name__ == "__main__":
+    import json, socket, sys
+    import torch.multiprocessing
+    with socket.socket() as _s:  # a free port, chosen once by the parent for both ranks
+        _s.bind(("127.0.0.1", 0))
+        _port = str(_s.getsockname()[1])
+    torch.multiprocessing.spawn(main, args=(2, sys.argv[1], _port, *(json.loads(a) for a in sys.argv[2:])), nprocs=2)
+"""
+
+
+def run_probe(tmp_path, script: str, *args, timeout: int = 300):
+    """Run a probe script in a fresh interpreter as `script OUT ARG...` (each ARG as JSON), fail with its stderr
+    when it fails, and return the JSON it wrote to OUT."""
+    __tracebackhide__ = True
+    path, out = tmp_path / "probe.py", tmp_path / "out.json"
+    path.write_text(script)
+    argv = [sys.executable, str(path), str(out), *(json.dumps(a) for a in args)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(out.read_text())
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,16 +9,13 @@ trainable parameter element (gradient_as_bucket_view=False, the default).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER
+from harness import LIVE_TRACKER, run_probe
 
 from sizing.config import RunConfig
 from sizing.parallel import Totals, shares
@@ -46,12 +43,7 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
 
 
 def test_ddp_buckets_exist_from_construction(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = json.loads(out.read_text())
+    got = run_probe(tmp_path, PROBE)
     # the engine: DDP's comm buffers are the trainable gradients' bytes, allocated once before the first step
     t = Totals(base=0, quant_state=0, adapters=0, gradients=got["trainable"], optimizer=0, layer_unit=0, root_unit=0,
                layer_grads=0)

@@ -12,15 +12,11 @@ the decoder layers' backward (in the engine: only this GPU's shard of it stays).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import MODEL_CONFIGS
+from harness import MODEL_CONFIGS, run_probe
 from test_fsdp_root_grad import PROBE as FSDP1_PROBE
 
 from sizing import load_config
@@ -62,13 +58,7 @@ def _engine_config() -> dict:
 
 
 def test_fsdp2_head_unit_reduce_scatter(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(_probe())
-    out = tmp_path / "events.json"
-    proc = subprocess.run([sys.executable, str(script), str(out), json.dumps(MODEL_CONFIGS["llama"]), str(B), str(S)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    events = json.loads(out.read_text())
+    events = run_probe(tmp_path, _probe(), MODEL_CONFIGS["llama"], B, S)
     conf = MODEL_CONFIGS["llama"]
     v, h = conf["vocab_size"], conf["hidden_size"]
     head = v * h * 4  # the head's fp32 gradient

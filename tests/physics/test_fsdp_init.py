@@ -10,16 +10,13 @@ parameters with it, so its broadcast buckets are not part of this check.)
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER
+from harness import LIVE_TRACKER, SPAWN_MAIN, run_probe
 
 from sizing.memory.allocator import CachingAllocator, _Block
 from sizing.memory.fsdp_init import fsdp1_init
@@ -51,13 +48,7 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
                 json.dump(tr.events, fh)
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as s:  # a free port, chosen once by the parent for both ranks
-            s.bind(("127.0.0.1", 0))
-            port = str(s.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 class Recording(CachingAllocator):
@@ -84,12 +75,8 @@ class Recording(CachingAllocator):
 
 
 def test_fsdp1_wrap_sequence(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "events.json"
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    measured = [tuple(e[:2]) for e in json.loads(out.read_text()) if e[1] >= 256 * 256]  # blocks, not scalars
+    events = run_probe(tmp_path, PROBE)
+    measured = [tuple(e[:2]) for e in events if e[1] >= 256 * 256]  # blocks, not scalars
     a_bytes, b_bytes = 256 * 256 * 4, 512 * 256 * 4
     units = ((a_bytes, b_bytes),) * 3
     shard = (a_bytes + b_bytes) // 2

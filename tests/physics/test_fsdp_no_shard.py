@@ -9,16 +9,13 @@ is whole on every rank (all-reduced in place, not sharded): the engine's per-GPU
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER
+from harness import LIVE_TRACKER, SPAWN_MAIN, run_probe
 
 from sizing.config import RunConfig
 from sizing.parallel import Totals, shares
@@ -47,22 +44,11 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
                 json.dump({"kept": kept, "params": params, "grads": grads}, fh)
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            port = str(sk.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 def test_fsdp_no_shard_keeps_no_buckets_and_whole_gradients(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = json.loads(out.read_text())
+    got = run_probe(tmp_path, PROBE)
     # the wrap keeps the flat parameters (which replace the originals) and nothing gradient-sized besides
     assert got["kept"] == got["params"]
     assert got["grads"] == got["params"]  # every flat gradient whole on this rank

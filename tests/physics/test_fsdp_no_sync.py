@@ -9,14 +9,13 @@ backward leaves each rank its 1/2 shard (what the optimizer step sees).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
+
+from harness import SPAWN_MAIN, run_probe
 
 from sizing.config import RunConfig
 from sizing.parallel import Totals, shares
@@ -48,22 +47,11 @@ PROBE = textwrap.dedent('''
                 json.dump({"params": params, "inside": inside, "synced": synced}, fh)
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            port = str(sk.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 def test_fsdp_no_sync_accumulates_unsharded_gradients(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = json.loads(out.read_text())
+    got = run_probe(tmp_path, PROBE)
     assert got["inside"] == got["params"]  # whole gradients on this rank inside no_sync
     assert got["synced"] == pytest.approx(got["params"] / 2, abs=64)  # its shard once synced (padding: a few B)
     t = Totals(base=got["params"], quant_state=0, adapters=0, gradients=got["params"], optimizer=0, layer_unit=0,

@@ -9,15 +9,14 @@ engine keeps the whole quantization state on every GPU and shards the packed dat
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 pytest.importorskip("bitsandbytes", reason="physics tests need bitsandbytes: pip install -r requirements-physics.txt")
+
+from harness import SPAWN_MAIN, run_probe
 
 from sizing.config import RunConfig
 from sizing.memory.weights import bytes_4bit
@@ -53,23 +52,11 @@ PROBE = textwrap.dedent('''
                 json.dump({"packed": packed, "shard": shard, "state": state, "out": list(y.shape)}, fh)
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as s:  # a free port, chosen once by the parent for both ranks
-            s.bind(("127.0.0.1", 0))
-            port = str(s.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port, json.loads(sys.argv[2])), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 def test_bnb_quant_state_is_not_sharded(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, str(script), str(out), json.dumps(SHAPES)], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = json.loads(out.read_text())
+    got = run_probe(tmp_path, PROBE, SHAPES)
     assert got["out"] == [2, SHAPES[-1][1]]
     data = sum(bytes_4bit(i * o, True)[0] for i, o in SHAPES)
     state = sum(bytes_4bit(i * o, True)[1] for i, o in SHAPES)

@@ -11,16 +11,13 @@ the engine's moment "FSDP root unit's flat gradient".
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER, MODEL_CONFIGS
+from harness import LIVE_TRACKER, MODEL_CONFIGS, SPAWN_MAIN, run_probe
 
 from sizing import load_config
 from sizing.catalog import resolve_architecture
@@ -59,14 +56,7 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
                 p.grad = None
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as sk:  # a free port, chosen once by the parent for both ranks
-            sk.bind(("127.0.0.1", 0))
-            port = str(sk.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port, json.loads(sys.argv[2]), int(sys.argv[3]),
-                                                int(sys.argv[4])), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 def _engine_config() -> dict:
@@ -77,13 +67,7 @@ def _engine_config() -> dict:
 
 
 def test_fsdp1_root_flat_gradient(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "events.json"
-    proc = subprocess.run([sys.executable, str(script), str(out), json.dumps(MODEL_CONFIGS["llama"]), str(B), str(S)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    events = json.loads(out.read_text())
+    events = run_probe(tmp_path, PROBE, MODEL_CONFIGS["llama"], B, S)
     conf = MODEL_CONFIGS["llama"]
     v, h = conf["vocab_size"], conf["hidden_size"]
     root = (2 * v * h + h) * 4  # embed_tokens, lm_head, final norm in fp32

@@ -9,14 +9,13 @@ keeps any (SHARD_GRAD_OP frees each unit in its post-backward).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
+
+from harness import SPAWN_MAIN, run_probe
 
 from sizing.config import RunConfig
 from sizing.parallel import UNITS_IN_FLIGHT, Totals, shares
@@ -55,22 +54,11 @@ PROBE = textwrap.dedent('''
                 json.dump(got, fh)
         dist.destroy_process_group()
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            port = str(sk.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 def test_shard_grad_op_keeps_every_unit_gathered_until_backward(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    got = json.loads(out.read_text())
+    got = run_probe(tmp_path, PROBE)
     unit = got["unit"]
     assert got["SHARD_GRAD_OP"] == 6 * unit  # all six units gathered at the end of forward
     assert got["FULL_SHARD"] == 0  # each resharded after its forward

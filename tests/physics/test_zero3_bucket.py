@@ -10,17 +10,14 @@ one flat buffer of reduce_bucket_size elements in the trainable dtype: the engin
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER, MODEL_CONFIGS
+from harness import LIVE_TRACKER, MODEL_CONFIGS, SPAWN_MAIN, run_probe
 
 from sizing.config import RunConfig
 from sizing.parallel import Totals, shares
@@ -50,25 +47,13 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
             with open(out, "w") as fh:
                 json.dump(sorted((n for n, _ in tr.live.values()), reverse=True), fh)
 
-    if __name__ == "__main__":
-        import socket
-        with socket.socket() as s:  # a free port, chosen once by the parent for both ranks
-            s.bind(("127.0.0.1", 0))
-            port = str(s.getsockname()[1])
-        torch.multiprocessing.spawn(main, args=(2, sys.argv[1], port, json.loads(sys.argv[2])), nprocs=2)
-''')
+''') + SPAWN_MAIN
 
 
 @OPT_IN
 def test_zero3_keeps_one_reduce_bucket(tmp_path):
     pytest.importorskip("deepspeed", reason="SIZING_DEEPSPEED=1 needs deepspeed importable")
-    script = tmp_path / "probe.py"
-    script.write_text(PROBE)
-    out = tmp_path / "kept.json"
-    proc = subprocess.run([sys.executable, str(script), str(out), json.dumps(MODEL_CONFIGS["llama"])],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    kept = json.loads(out.read_text())
+    kept = run_probe(tmp_path, PROBE, MODEL_CONFIGS["llama"], timeout=600)
     t = Totals(base=0, quant_state=0, adapters=0, gradients=0, optimizer=0, layer_unit=0, root_unit=0, layer_grads=0,
                grad_elem=4)
     sh = shares(RunConfig(num_gpus=2, parallelism="zero3"), t)

@@ -170,3 +170,20 @@ def test_interrupted_and_failed_check_reports_are_read(status: str) -> None:
     cmp = compare(parse_report(data))
     assert cmp["status"] == status and cmp["steps"] == 3
     assert "check failed: reload: 2 of 8" in format_comparison(cmp)
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 100_000,  # nested past the decoder's recursion limit
+    '{"schema_version": ' + "9" * 5000 + "}",  # past int's digit limit
+    '{"schema_version": 1, "x": 1e400}',  # past the float range
+    '{"schema_version": NaN}', '{"schema_version": -Infinity}',  # not JSON numbers
+])
+def test_a_report_is_read_as_strictly_as_the_command_line_reads_it(text: str) -> None:
+    """The page imports a report through load_report (sizing/web.py report_json), the CLI through read_json: both
+    refuse what is not strict JSON with bad_json, never an internal error or a silent NaN / infinity."""
+    from sizing import web
+
+    with pytest.raises(SizingError) as err:
+        load_report(text)
+    assert err.value.code == "bad_json"
+    assert json.loads(web.report_json(text))["error"]["code"] == "bad_json"

@@ -119,18 +119,18 @@ def test_normalize_is_a_fixed_point(data: dict[str, Any]) -> None:
 
 
 def test_the_contract_files_stand_alone(tmp_path: Path) -> None:
-    # The trial recipe embeds exactly these four files; with no site-packages and nothing else of sizing.
+    # The trial recipe embeds exactly these five files; with no site-packages and nothing else of sizing.
     pkg = tmp_path / "sizing"
     pkg.mkdir()
-    for name in ("config.py", "contract.py", "errors.py", "jsontext.py"):
+    for name in ("choices.py", "config.py", "contract.py", "errors.py", "jsontext.py"):
         shutil.copy(ROOT / "sizing" / name, pkg / name)
     code = ("import json, sys; import sizing.config as c; out = c.normalize({'model': 'm', 'method': 'qlora'});"
             "print(json.dumps([out['load_in_4bit'], sorted(m for m in sys.modules if m.startswith('sizing'))]))")
     run = subprocess.run([sys.executable, "-S", "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
                           + code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == [True, ["sizing", "sizing.config", "sizing.contract", "sizing.errors",
-                                                "sizing.jsontext"]]
+    assert json.loads(run.stdout) == [True, ["sizing", "sizing.choices", "sizing.config", "sizing.contract",
+                                                "sizing.errors", "sizing.jsontext"]]
 
 
 @pytest.mark.parametrize(("name", "text", "value"), [
