@@ -20,7 +20,7 @@ from .solve import Sizer, fit_row, runs_on
 from .step import outside as outside_moments
 from .step import reserved_peak, step_memory
 from .throughput import time_estimate
-from .warnings import collect_warnings, does_not_fit
+from .warnings import collect_warnings, does_not_fit, load_above_logged_peak
 
 __all__ = ["ALLOC_ROUND", "Estimate", "estimate", "fit_entry", "reserved_bytes", "usable_bytes"]
 
@@ -123,9 +123,16 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
     paged = detail["paged_optimizer_bytes"]
 
     ample = reserved = reserved_peak(mem, cfg.expandable_segments)
+    load_hidden = 0  # a load's allocated peak that the framework's own log does not show
     for o in outside_moments(mem, cfg.expandable_segments):
         # A moment outside the step (memory/timeline.Outside) that reserves the most is the run's peak moment.
-        allocated = max(allocated, o.moment.total)
+        # torchtune resets the peaks after the model's setup (frameworks.TORCHTUNE): its logged allocated peak is
+        # the step's; the cache the load left stays in its reserved peak (and the load, as the moment that
+        # reserves the most) and in the fit verdict, and a warning says what the load allocates.
+        if reg.profile.peak_reset_after_load and o.moment.phase == "load":
+            load_hidden = max(load_hidden, o.moment.total)
+        else:
+            allocated = max(allocated, o.moment.total)
         if round_up(o.reserved) >= ample:
             pk = o.moment
         ms = [*ms, o.moment]
@@ -138,6 +145,8 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
         wall = usable_bytes(gpu) // ALLOC_ROUND * ALLOC_ROUND
         reserved = on_card(mem, cfg.expandable_segments, usable_bytes(gpu))[0]
     detail = {**detail, "ample_reserved_bytes": ample}
+    if load_hidden:
+        detail["load_allocated_bytes"] = load_hidden
     outside = paged + detail["nccl_bytes"]  # device memory PyTorch's counters do not see
     device = reserved + CUDA_CONTEXT[1] + outside
     # The range: what the published rows of this regime measured relative to the estimate
@@ -153,6 +162,8 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
                    allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
                    confidence=confidence, detail=detail, confidence_reasons=reasons)
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
+    if load_hidden > allocated:
+        est.warnings.append(load_above_logged_peak(load_hidden, allocated))
     why = trainable(cfg, arch).approximate  # a PEFT method whose saved tensors are not walked exactly
     if why:
         est.warnings.append({"code": "peft_method_approximate", "message": f"{why}: confidence low",

@@ -8,6 +8,10 @@ from dataclasses import dataclass, replace
 from .config import RunConfig
 
 TORCHAO_NF4_BYTES = 0.5 + 1 / 64 + 2 / (64 * 256)  # packed + int8 scalers + bf16 factor per 256 scalers
+# torchao 0.1 keeps its factor as a view of the expanded one, a bf16 per 64-element block (memory/load.py
+# NF4_QUANTIZE); torchtune's QLoRA tutorial at v0.1.0 measures it: LoRALinear(512, 512, rank=8, quantize_base=True)
+# on CUDA holds 177,152 bytes (docs/source/tutorials/qlora_finetune.rst l.76; tests/physics/test_nf4_chunks.py).
+TORCHAO_01_NF4_BYTES = 0.5 + 1 / 64 + 2 / 64
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,10 @@ class Profile:
     empties_cache: bool = False  # empty_cache() between the model's setup and training (no init blocks cached)
     nf4_layers_cloned: bool = False  # torchtune <= 0.3: one layer built, deep-copied num_layers times
     nf4_copy_replaces: bool = False  # torchtune 0.1: NF4 copy_ keeps the new tensors (torchao >= 0.3 copies in place)
+    nf4_chunked: bool = False  # torchao >= 0.2 quantizes in chunks of 1024**2 elements (memory/load.py)
+    nf4_copy_on_host: bool = False  # torchao 0.2-0.4: copy_ quantizes a CPU source on the CPU (memory/load.py)
+    nf4_factor_view: bool = False  # torchao 0.1: the NF4 weight keeps the expanded factor (TORCHAO_01_NF4_BYTES)
+    peak_reset_after_load: bool = False  # the recipe resets the peak counters after the model's setup (below)
     fsdp_no_sync: bool = False  # accumulation micro-batches run under FSDP no_sync: unsharded gradients accumulate
 
 
@@ -59,8 +67,17 @@ LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=T
 # torchao's to_nf4, at init and again in load_state_dict (recipes/lora_finetune_single_device.py v0.1.0 l.254,
 # v0.6.1 l.410: `with set_default_dtype(self._dtype), self._device:`); sizing/memory/load.py replays it.
 # Its distributed recipes call training.cleanup_before_training() (gc, empty_cache, reset peaks) after the setup
-# (recipes/lora_finetune_distributed.py v0.1.0 l.509).
-TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True)
+# (recipes/lora_finetune_distributed.py v0.1.0 l.509, v0.6.1 l.752). Its single-device recipes log the memory
+# right after the model's setup through get_memory_stats(device, reset_stats=True), which reads the peaks and then
+# calls torch.cuda.reset_peak_memory_stats (utils/memory.py v0.1.0 l.163-196 memory_stats_log; training/memory.py
+# v0.6.1 get_memory_stats; recipes/lora_finetune_single_device.py v0.1.0 l.299, v0.4.0 l.479, v0.6.1 l.491), and
+# again at each logged step: the allocated and active peaks a run logs restart from what is allocated after the
+# load, the reserved peak from what is reserved then (the cache the load left, no empty_cache on one device).
+# torchao as each torchtune release installs it: 0.1.x pins torchao==0.1, 0.2.x torchao==0.3.1 (pyproject.toml at
+# v0.1.0 / v0.2.0); from 0.3 it is unpinned ("pip install torch torchvision torchao", README v0.4.0 l.112), so the
+# torchao stable at the release: 0.5.0 (2024-09-09) for torchtune 0.3.0 (2024-09-17), later ones after it.
+TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True,
+                    nf4_chunked=True, peak_reset_after_load=True)
 
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
@@ -83,7 +100,12 @@ def profile(cfg: RunConfig) -> Profile:
             # utils/_register_nf4_dispatch_ops.py v0.1.0 l.22-40: copy_ swaps in the attributes of to_nf4(src)
             return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True,
                            nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True,
-                           empties_cache=True)
+                           empties_cache=True, peak_reset_after_load=True, nf4_factor_view=True)
+        if version(cfg) < (0, 3):  # 0.2: torchao 0.3.1's copy_ quantizes the CPU checkpoint on the CPU
+            # and still only LoRA bases are NF4: FrozenNF4Linear for the others came with commit 898670f0
+            # "NF4 quantization of linear layers without LoRA applied (#1119)", 2024-07-29, first in v0.3.0
+            # (v0.2.0 models/llama3/_component_builders.py l.320-345: nn.Linear unless the module has LoRA)
+            return replace(TORCHTUNE, nf4_layers_cloned=True, nf4_copy_on_host=True, quantize_only_adapted=True)
         if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
             return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE

@@ -13,7 +13,7 @@ from .memory.adapters import trainable
 from .memory.allocator import round_up
 from .memory.backward_trace import SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
-from .memory.load import NF4Load, nf4_load
+from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state
 from .memory.overhead import overhead
@@ -136,7 +136,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         load = None  # the model-load moment does not depend on the batch's shape either
         if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
             load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),
-                           reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned)
+                           reg.profile.nf4_copy_replaces, reg.profile.nf4_layers_cloned,
+                           TORCHAO_CHUNK if reg.profile.nf4_chunked else 0, reg.profile.nf4_copy_on_host)
         if len(_BASE) >= 1024:
             _BASE.clear()
             _SAVED.clear()

@@ -73,3 +73,11 @@ def does_not_fit(gpu: Gpu, shortfall: int) -> dict[str, Any]:
     return _w("does_not_fit", f"does not fit {gpu.name}: {shortfall / 2**30:.2f} GiB short; the fit table (`fit`) "
               "lists larger cards, the fewest GPUs, the largest micro-batch and the longest sequence that fit",
               gpu=gpu.id, gpu_name=gpu.name, bytes=shortfall)
+
+
+def load_above_logged_peak(load: int, logged: int) -> dict[str, Any]:
+    """torchtune's model load allocates more than the step, but its log resets the peaks after the load."""
+    return _w("load_above_logged_peak", f"the model load (NF4 quantization on the GPU) allocates {load / 2**30:.2f} "
+              f"GiB, more than the training step's {logged / 2**30:.2f} GiB; torchtune resets the peak counters after "
+              "the model's setup, so its logged peak_memory_alloc does not show it, but the card must hold it (the fit "
+              "verdict counts it)", bytes=load, logged_bytes=logged)

@@ -472,6 +472,18 @@ TEXT: dict[str, dict[str, str]] = {
               "FSDP ning bo‘linmagan ildiz bloki (embeddinglar, LM head) kiradi; baho taxminiy.",
         "en": "Sharding over {num_gpus} GPUs: each GPU's weights include two gathered layers and FSDP's unsharded "
               "root unit (embeddings, LM head); approximate."},
+    "w_load_above_logged_peak": {
+        "ru": "Загрузка модели (квантование весов в NF4 на GPU) выделяет {gib} ГиБ — больше, чем шаг обучения. "
+              "torchtune сбрасывает счётчики пиков после подготовки модели, поэтому в его журнале "
+              "(peak_memory_alloc) этого пика нет, но карта должна его вместить: вердикт о том, помещается ли "
+              "запуск, его учитывает.",
+        "uz": "Modelni yuklash (vaznlarni GPU da NF4 ga kvantlash) {gib} GiB ajratadi — o‘qitish qadamidan "
+              "ko‘p. torchtune model tayyorlangandan keyin cho‘qqi hisoblagichlarini qaytadan boshlaydi, "
+              "shuning uchun uning jurnalida (peak_memory_alloc) bu cho‘qqi ko‘rinmaydi, lekin karta uni "
+              "sig‘dirishi kerak: sig‘ish xulosasi uni hisobga oladi.",
+        "en": "The model load (weights quantized to NF4 on the GPU) allocates {gib} GiB, more than the training "
+              "step. torchtune resets the peak counters after the model's setup, so its log (peak_memory_alloc) "
+              "does not show this peak, but the card must hold it: the fit verdict counts it."},
     "w_compile_approximate": {
         "ru": "torch.compile объединяет ядра и меняет то, что сохраняется для обратного прохода: оценка приближённая.",
         "uz": "torch.compile yadrolarni birlashtiradi va teskari o‘tish uchun saqlanadiganlarni o‘zgartiradi: baho "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ..arch import Architecture
 from ..config import RunConfig
 from ..errors import SizingError
-from ..frameworks import TORCHAO_NF4_BYTES
+from ..frameworks import TORCHAO_01_NF4_BYTES, TORCHAO_NF4_BYTES
 from .regime import Regime
 
 BLOCK_4BIT = 64  # Params4bit blocksize default (bitsandbytes functional.quantize_4bit)
@@ -51,10 +51,11 @@ class Weights:
         return self.base_param_bytes + self.adapter_param_bytes
 
 
-def bytes_torchao_nf4(n: int) -> tuple[int, int]:
-    """torchao NF4Tensor: always double-quantized, second-level factors in bf16 (0.515747 B/param)."""
+def bytes_torchao_nf4(n: int, factor_view: bool = False) -> tuple[int, int]:
+    """torchao NF4Tensor: always double-quantized, second-level factors in bf16 (0.515747 B/param); factor_view:
+    torchao 0.1 keeps the expanded factor (0.546875 B/param)."""
     data = _ceil_div(n, 2)
-    return data, int(n * TORCHAO_NF4_BYTES) - data
+    return data, int(n * (TORCHAO_01_NF4_BYTES if factor_view else TORCHAO_NF4_BYTES)) - data
 
 
 def bytes_gptq(in_features: int, out_features: int, bits: int, group: int, awq: bool) -> tuple[int, int]:
@@ -135,7 +136,7 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
             # GPTQ / AWQ quantize every linear of the decoder layers, experts too; the router stays fp16.
             data, state = bytes_gptq(lin.in_features, lin.out_features, cq.bits, cq.group_size, cq.method == "awq")
         elif fmt and prof.torchao_nf4:
-            data, state = bytes_torchao_nf4(n)
+            data, state = bytes_torchao_nf4(n, prof.nf4_factor_view)
         elif fmt == "4bit":
             data, state = bytes_4bit(n, cfg.bnb_4bit_use_double_quant or cfg.quantization_backend == "torchao")
         elif fmt == "8bit":

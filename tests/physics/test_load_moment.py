@@ -1,8 +1,10 @@
 """The model-load moment of torchtune's single-device QLoRA (sizing/memory/load.py), measured on the CPU.
 
 torchao is not a dependency of this project, so torchao v0.1's NF4 quantization (dtypes/nf4tensor.py
-l.133-150, l.220-300, l.292-350, l.378-450 at tag v0.1, the version torchtune 0.1 pins; unchanged in the
-NF4 code of ao main) is transcribed below line for line, without the tensor subclass. Its tensors are
+l.133-150, l.220-300, l.292-350, l.378-450 at tag v0.1, the version torchtune 0.1 pins) is transcribed below
+line for line, without the tensor subclass, and so is the chunked convert_to_norm_float_weight of torchao >= 0.2
+(v0.3.0 l.633-666, unchanged at ao main; the real to_nf4 of each release is traced in
+tests/physics/test_nf4_chunks.py). Its tensors are
 traced through a TorchDispatchMode: what to_nf4 allocates and frees, in order, is the physics the engine's
 NF4_QUANTIZE table must equal, and the live bytes of a tiny model built and loaded as torchtune does it
 (each linear made on the device and quantized, then load_state_dict re-quantizing a bf16 copy of each) must
@@ -10,6 +12,8 @@ equal the load moment's allocated peak.
 """
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 
@@ -87,11 +91,30 @@ def get_original_weight(data, quantized_scalers, quantization_factor, scaler_mea
     return torch.stack([scaled_first, scaled_second], dim=-1).reshape(shape)
 
 
-def to_nf4(inpt_tensor, block_size=64, scaler_block_size=256):
+def convert_to_norm_float_weight_chunked(inpt_tensor, n_blocks, block_size, nf4, chunk_size=1024**2):
+    # torchao >= 0.2 (v0.3.0 l.633-666): the uint8 codes preallocated, quantize_tensor_nearest per chunk
+    numel = inpt_tensor.numel()
+    blocks = inpt_tensor.flatten().view(n_blocks, block_size)
+    scalers = get_block_absmax(inpt_tensor.flatten(), block_size)
+    scales = scalers.unsqueeze(-1).expand(n_blocks, block_size)
+    scaled_blocks = blocks / scales
+    quantized_blocks = torch.empty(numel, dtype=torch.uint8, device=inpt_tensor.device)
+    flattened = scaled_blocks.flatten()
+    for start in range(0, numel, chunk_size):
+        end = min(start + chunk_size, numel)
+        quantized_blocks[start:end] = quantize_tensor_nearest(flattened[start:end], nf4).to(torch.uint8)
+    combined_blocks = quantized_blocks[::2] << 4 | quantized_blocks[1::2]
+    return combined_blocks.to(torch.uint8)
+
+
+def to_nf4(inpt_tensor, block_size=64, scaler_block_size=256, chunked=False):
     nf4 = torch.tensor(NF4, device=inpt_tensor.device, dtype=torch.bfloat16)
     n_blocks = inpt_tensor.numel() // block_size
     scalers = double_quantize_scalers(inpt_tensor.flatten(), block_size, scaler_block_size)
-    data = convert_to_norm_float_weight(inpt_tensor, n_blocks, block_size, nf4)
+    if chunked:  # torchao >= 0.3 returns a contiguous factor (v0.3.0 l.602), 0.1 a view of the expanded one
+        scalers = (scalers[0], scalers[1].contiguous(), scalers[2])
+    convert = convert_to_norm_float_weight_chunked if chunked else convert_to_norm_float_weight
+    data = convert(inpt_tensor, n_blocks, block_size, nf4)
     return (data, *scalers)
 # ---- end of the transcription ----
 
@@ -144,11 +167,14 @@ TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 768, "nu
         "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "head_dim": 64}
 
 
-@pytest.mark.parametrize("version", ["0.4", "0.3"])
+@pytest.mark.parametrize("version", ["0.4", "0.3", "0.2", "0.1"])
 def test_load_peak_equals_a_torchtune_style_build(version):
     """Build and load a tiny Llama the way lora_finetune_single_device does with NF4 bases (allocated peak);
-    torchtune <= 0.3 builds one layer and deep-copies it (NF4 clone: dequantize, then to_nf4)."""
-    cloned = version == "0.3"
+    torchtune <= 0.3 builds one layer and deep-copies it (NF4 clone: dequantize, then to_nf4); torchtune 0.2's
+    torchao 0.3.1 quantizes the CPU checkpoint on the CPU and copies it in place (nothing on the device)."""
+    cloned = version in ("0.3", "0.2", "0.1")
+    chunked = version != "0.1"  # torchtune 0.1's torchao 0.1 quantizes the whole weight at once
+    on_host = version == "0.2"
     cfg = parse_config({"model": None, "model_config": TINY, "framework": "torchtune", "method": "qlora",
                         "framework_version": version,
                         "r": 8, "lora_alpha": 16, "max_seq_length": 64, "per_device_train_batch_size": 1,
@@ -160,6 +186,8 @@ def test_load_peak_equals_a_torchtune_style_build(version):
     shapes = [(h, h), (kv, h), (kv, h), (h, h), (i, h), (i, h), (h, i)]  # q k v o gate up down: (out, in)
     r = 8
     bf = torch.bfloat16
+    # the CPU state dict is host memory, made before the trace (a peak before load_state_dict must not lose it)
+    cpu = [torch.randn(o, i_, dtype=bf) for _ in range(TINY["num_hidden_layers"]) for o, i_ in shapes]
     with harness.LiveMem() as tr:
         keep = [torch.empty(TINY["vocab_size"], h, dtype=bf).fill_(0)]  # tok_embeddings
         nf4 = []
@@ -167,7 +195,7 @@ def test_load_peak_equals_a_torchtune_style_build(version):
         if cloned:
             for out_f, in_f in shapes:
                 weight = torch.empty(out_f, in_f, dtype=bf).uniform_()
-                proto.append(to_nf4(weight))
+                proto.append(to_nf4(weight, chunked=chunked))
                 del weight
                 proto += [torch.zeros(r, in_f), torch.zeros(out_f, r)]
             proto += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]
@@ -177,25 +205,64 @@ def test_load_peak_equals_a_torchtune_style_build(version):
                     weight = get_original_weight(*proto[3 * k], (out_f, in_f))
                 else:
                     weight = torch.empty(out_f, in_f, dtype=bf).uniform_()  # nn.Linear on the device
-                nf4.append(to_nf4(weight))
+                nf4.append(to_nf4(weight, chunked=chunked))
                 del weight
+                if cloned:  # then Tensor.__deepcopy__ swaps in copies of the source's inner tensors
+                    # (test_deepcopy_of_a_wrapper_subclass_copies_its_dict below)
+                    nf4[-1] = copy.deepcopy(proto[3 * k])  # a view's whole storage, as deepcopy does
                 keep += [torch.zeros(r, in_f), torch.zeros(out_f, r)]  # lora_a, lora_b (fp32 adapters)
             keep += [torch.ones(h, dtype=bf), torch.ones(h, dtype=bf)]  # the layer's two RMSNorm weights
         del proto
         keep += [torch.ones(h, dtype=bf), torch.empty(TINY["vocab_size"], h, dtype=bf).fill_(0)]  # norm, output
-        cpu = [torch.randn(o, i_, dtype=bf) for _ in range(TINY["num_hidden_layers"]) for o, i_ in shapes]
-        for k, src in enumerate(cpu):  # load_state_dict: to_nf4(src.to(device)) replaces each NF4 weight
-            on_device = src.clone()
-            new = to_nf4(on_device)
+        for k, src in enumerate(cpu):  # load_state_dict: copy_ into each NF4 weight
+            if on_host:  # from_tensor(src) on the CPU, then the NF4 tensors copied in place: no device memory
+                continue
+            on_device = src.clone()  # torchao >= 0.5: from_tensor(src.to(device)), copied in place, dropped
+            new = to_nf4(on_device, chunked=chunked)
             nf4[k] = new
             del on_device, new
-        measured = tr.peak - sum(t.untyped_storage().nbytes() for t in cpu)  # the CPU state dict is host memory
+        measured = tr.peak
     # the engine holds adapters in the run's adapter dtype and NF4 state per torchao's layout; compare the
     # transient on top of the weights, the quantity the load moment adds
     static = sum(load.moment.parts[k] for k in ("weights", "quantization_state", "adapters"))
     engine_transient = load.moment.total - static
     kept_now = sum(st.nbytes() for st, _ in [(ref(), None) for _, ref in tr.live.values()] if st is not None)
-    kept_now -= sum(t.untyped_storage().nbytes() for t in cpu)
     measured_transient = measured - kept_now
     print(f"load transient: engine {engine_transient} B, measured {measured_transient} B")
     assert engine_transient == pytest.approx(measured_transient, rel=0.02)
+
+
+def test_deepcopy_of_a_wrapper_subclass_copies_its_dict():
+    """torch's Tensor.__deepcopy__ on a wrapper subclass (data_ptr 0, as NF4Tensor): it calls clone(), then sets the
+    clone's __dict__ to a deep copy of the source's, so the clone's own inner tensors die and copies of the
+    source's stay (what memory/load.py _Run.clone replays after NF4's clone)."""
+    import weakref
+
+    made = []
+
+    class Wrapped(torch.Tensor):
+        @staticmethod
+        def __new__(cls, inner):
+            t = torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype, device=inner.device)
+            t.inner = inner
+            return t
+
+        def __init__(self, inner):
+            pass
+
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.clone.default:  # as NF4's: a new inner tensor from the source's values
+                fresh = args[0].inner * 2
+                made.append(weakref.ref(fresh))
+                return Wrapped(fresh)
+            raise NotImplementedError(func)
+
+    src = Wrapped(torch.arange(1024, dtype=torch.bfloat16))
+    assert src.data_ptr() == 0
+    out = copy.deepcopy(src)
+    assert len(made) == 1 and made[0]() is None  # the clone's inner tensor was dropped
+    assert torch.equal(out.inner, src.inner)  # a copy of the source's (not the clone's doubled values)
+    assert out.inner.untyped_storage().data_ptr() != src.inner.untyped_storage().data_ptr()
