@@ -300,6 +300,7 @@ async function boot() {
       const stdLibURL = manifest.snapshot_stdlib ? BASE + manifest.snapshot_stdlib : options.stdLibURL;
       handWasm();
       py = await loadPyodide({ ...options, stdLibURL, _loadSnapshot: snapshotP });
+      mark("loaded"); // Pyodide's own restore done; then the zip's directory is read again (40-130 ms under Node)
       if (manifest.snapshot_stdlib) py.runPython(REREAD_ZIP);
     } catch (err) {
       py = null; // a stale or unreadable snapshot: the plain boot below still answers
