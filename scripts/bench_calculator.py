@@ -160,16 +160,23 @@ def link_time(browser: Any, url: str, floor: str | None, query: str = "r=48",
               marks: tuple[str, ...] = (COMPUTING, OWN_PEAK, OWN)) -> tuple[float, ...]:
     """Seconds from navigation (the page's own clock) to the first moment each of `marks` held, for a shared link
     in a fresh context: by default the "computing" state, the link's own peak, and all its own numbers with the
-    fit table (not greyed). A state that came and went between two polls (10 ms) counts as NaN."""
+    fit table (not greyed). Each is checked at every change of the DOM and every 10 ms; a state that came and went
+    unseen counts as NaN."""
     context = browser.new_context()
     if floor is not None:
         context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
             status=200, content_type="text/javascript", body=floor))
+    every = ("() => { const seen = window.__marks || (window.__marks = []); const marks = [" + ", ".join(marks) + "];"
+             " marks.forEach((mark, i) => { let held = false; try { held = mark(); } catch (e) {}"
+             " if (seen[i] === undefined && held) seen[i] = performance.now(); });"
+             " return seen[marks.length - 1] !== undefined; }")
+    # Checked on every change of the page's DOM as well (a MutationObserver from before the first byte), so that a
+    # state is timed when it appears, not when a poll gets a turn on a main thread busy parsing the page.
+    context.add_init_script("(() => { const check = " + every + "; const seen = new MutationObserver(() => {"
+                            " if (check()) seen.disconnect(); }); seen.observe(document,"
+                            " { subtree: true, childList: true, attributes: true, characterData: true }); })();")
     page = context.new_page()
     page.goto(url + "?" + query, wait_until="commit")
-    every = ("() => { const seen = window.__marks || (window.__marks = []); const marks = [" + ", ".join(marks) + "];"
-             " marks.forEach((mark, i) => { if (seen[i] === undefined && mark()) seen[i] = performance.now(); });"
-             " return seen[marks.length - 1] !== undefined; }")
     page.wait_for_function(every, polling=POLL, timeout=120_000)
     seen = page.evaluate("() => window.__marks")
     context.close()

@@ -1,4 +1,5 @@
-"""Engine speed on CPython: estimate() and fit_table() for the example configurations, cold and warm.
+"""Engine speed on CPython: estimate() and fit_table() for the example configurations, cold and warm, and the
+page's recompute after a rank change (sizing.web: the peak, then the fit table; CPU seconds).
 
 Each configuration runs in a fresh process (cold: no replay cached), then once more in the same process
 (warm: the replay cache filled by the first call). Prints seconds; the best of --repeat fresh processes.
@@ -39,7 +40,27 @@ def measure(path: str) -> dict[str, float]:
             fn(cfg)
             out[f"{name}_{phase}"] = time.perf_counter() - t
             out[f"{name}_{phase}_cpu"] = time.process_time() - c
-    return out
+    return {**out, **_page(json.loads(Path(path).read_text()))}  # after the engine's: this configuration answered
+
+
+def _page(data: dict[str, object]) -> dict[str, float]:
+    """The page's two calls after a rank change (worker.js: the peak, then the answer with the fit table), CPU
+    seconds, in a process that answered the configuration before (as the page has); a tree whose
+    compute_json has no peak argument (before the peak answer) gets its first answer as it was then."""
+    from sizing import web
+
+    text = json.dumps(data)
+    web.compute_json(text, False)
+    web.compute_json(text, True)
+    changed = json.dumps({**data, "r": int(data.get("r") or 16) + 1})  # type: ignore[call-overload]
+    c = time.process_time()
+    try:
+        web.compute_json(changed, False, None, True)
+    except TypeError:
+        web.compute_json(changed, False)
+    peak = time.process_time() - c
+    web.compute_json(changed, True)
+    return {"page_peak_cpu": peak, "page_table_cpu": time.process_time() - c - peak}
 
 
 def _runs(path: str, src: Path, repeat: int) -> list[dict[str, float]]:
@@ -60,7 +81,8 @@ def main() -> int:
         return 0
     trees = [("this", ROOT)] + ([("against", args.against.resolve())] if args.against else [])
     print(f"{'configuration':32} {'tree':8} {'estimate cold':>14} {'warm':>8} {'fit_table cold':>15} {'warm':>8}"
-          f"   cpu: {'est cold':>8} {'ft cold':>8} {'ft warm':>8}  (s, best of {args.repeat})")
+          f"   cpu: {'est cold':>8} {'ft cold':>8} {'ft warm':>8} {'page peak':>9} {'table':>7}  (s, best of "
+          f"{args.repeat})")
     for path in args.files:
         runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
         for _ in range(args.repeat):
@@ -71,7 +93,8 @@ def main() -> int:
             b = best
             print(f"{Path(path).name:32} {name:8} {b['estimate_cold']:14.4f} {b['estimate_warm']:8.4f} "
                   f"{b['fit_table_cold']:15.4f} {b['fit_table_warm']:8.4f}   cpu: {b['estimate_cold_cpu']:8.4f} "
-                  f"{b['fit_table_cold_cpu']:8.4f} {b['fit_table_warm_cpu']:8.4f}")
+                  f"{b['fit_table_cold_cpu']:8.4f} {b['fit_table_warm_cpu']:8.4f} {b['page_peak_cpu']:9.4f} "
+                  f"{b['page_table_cpu']:7.4f}")
     return 0
 
 

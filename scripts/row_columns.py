@@ -142,20 +142,53 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
     return "transformers", None
 
 
+def row_date(text: str) -> tuple[int, int, int] | None:
+    """The date a free-text column states: an ISO date ("2024-04-16"), else the latest month named with a year
+    ("Feb-Mar 2024" -> the 28th of March)."""
+    d = re.search(r"(20\d\d)-(\d\d)(?:-(\d\d))?", text)
+    if d:
+        return int(d.group(1)), int(d.group(2)), int(d.group(3) or 1)
+    months = re.findall(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[- ]", text.lower())
+    year = re.search(r"\b(20\d\d)\b", text)
+    if months and year:
+        return int(year.group(1)), max(_MONTHS[m] for m in months), 28
+    return None
+
+
+# peft v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32
+# (autocast_adapter_dtype=True, commit ae1ae20b7 "Autocast adapter weights if fp16/bf16", PR #1706, 2024-05-16).
+# Before it LoraLayer.update_layer moved the new adapters to the base layer's weight dtype when it is floating
+# (v0.10.0 src/peft/tuners/lora/layer.py l.114-120: self.to(weight.device, dtype=weight.dtype)).
+_PEFT_AUTOCAST = (2024, 7, 24)
+_PEFT_AUTOCAST_VERSION = (0, 12)
+
+
+def peft_adapter_dtype(row: Mapping[str, str], cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """adapter_dtype for a PEFT run on a release before the fp32 autocast: the base weight's floating dtype (a
+    bf16/fp16 model, or bitsandbytes 4-bit with a float bnb_4bit_quant_storage); {} otherwise (fp32 either way)."""
+    if cfg.get("method") not in ("lora", "qlora") or cfg.get("framework") in ("litgpt", "torchtune"):
+        return {}
+    text = lower_col(row, "framework_version")
+    stated = re.search(r"\bpeft\s*v?(\d+)\.(\d+)", text)
+    if stated:
+        old = (int(stated.group(1)), int(stated.group(2))) < _PEFT_AUTOCAST_VERSION
+    else:
+        date = row_date(text)
+        old = date is not None and date < _PEFT_AUTOCAST
+    if not old:
+        return {}
+    if cfg.get("load_in_8bit") or cfg.get("checkpoint_quant"):
+        return {}  # Int8Params is int8, GPTQ/AWQ's qweight int32: the adapters stay in nn.Linear's fp32
+    dtype = cfg.get("bnb_4bit_quant_storage") if cfg.get("load_in_4bit") else cfg.get("torch_dtype")
+    return {"adapter_dtype": dtype} if dtype in ("bfloat16", "float16") else {}
+
+
 def torchtune_version(text: str) -> str | None:
     """A stated 0.x version, or the release a stated date runs (the last tag on or before it)."""
     m = re.search(r"\bv?(0\.\d+(?:\.\d+)?)\b", text)
     if m:
         return m.group(1)
-    date: tuple[int, int, int] | None = None
-    d = re.search(r"(20\d\d)-(\d\d)(?:-(\d\d))?", text)
-    if d:
-        date = (int(d.group(1)), int(d.group(2)), int(d.group(3) or 1))
-    else:
-        months = re.findall(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*[- ]", text)
-        year = re.search(r"\b(20\d\d)\b", text)
-        if months and year:
-            date = (int(year.group(1)), max(_MONTHS[m] for m in months), 28)
+    date = row_date(text)
     if date is None:
         return None
     release = "0.0"  # before the first tag

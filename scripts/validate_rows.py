@@ -26,9 +26,11 @@ from row_columns import (
     optimizer,
     other_settings,
     parallel,
+    peft_adapter_dtype,
     per_device,
     precision,
     quantization,
+    row_date,
     sequences,
     sharded_layers,
     target_modules,
@@ -41,8 +43,8 @@ from sizing.catalog import models
 # Column readers (row_columns.py) and catalog matchers (row_catalog.py) re-exported: one import gives the whole mapping.
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
-           "per_device", "precision", "quantization", "row_case", "sequences", "sharded_layers", "target_modules",
-           "torchtune_version", "usable", "yes_no"]
+           "peft_adapter_dtype", "per_device", "precision", "quantization", "row_case", "row_date", "sequences",
+           "sharded_layers", "target_modules", "torchtune_version", "usable", "yes_no"]
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
@@ -181,6 +183,7 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if version:
         cfg["framework_version"] = version
     cfg.update(precision(row, fw))
+    cfg.update(peft_adapter_dtype(row, cfg))
     if cfg.get("load_in_4bit") and cfg.get("torch_dtype") in ("bfloat16", "float16"):
         cfg["bnb_4bit_compute_dtype"] = cfg["torch_dtype"]  # compute in the dtype the rest of the model runs in
         notes.append("bnb_4bit_compute_dtype taken from the base dtype")

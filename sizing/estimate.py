@@ -103,10 +103,12 @@ def _bands(cfg: RunConfig, arch: Architecture,
     return out, conf, reasons
 
 
-def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Estimate:
+def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda", searches: bool = True) -> Estimate:
     """Peak GPU memory of one training step for `config` (a RunConfig or a contract mapping).
 
     backend "cpu" models CPU kernels (dropout masks in the input dtype), for the physics tests.
+    searches=False: the own GPU's fit entry without its largest micro-batch and longest sequence (the page's
+    first answer; every other figure is the same).
     """
     cfg = config if isinstance(config, RunConfig) else parse_config(config)
     arch, name = resolve_architecture(cfg.model, cfg.model_config)
@@ -169,13 +171,13 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda") -> Es
         est.warnings.append({"code": "peft_method_approximate", "message": f"{why}: confidence low",
                              "params": {"method": cfg.peft_type}})
     if gpu is not None:
-        est.fits = [fit_entry(est, gpu)]
+        est.fits = [fit_entry(est, gpu, searches)]
         if not est.fits[0]["fits"] and "refusal" not in est.fits[0]:
             est.warnings.insert(0, does_not_fit(gpu, -est.fits[0]["headroom_bytes"]))
         est.time = time_estimate(cfg, arch, reg, trainable(cfg, arch), gpu)
     return est
 
 
-def fit_entry(est: Estimate, gpu: Gpu) -> dict[str, Any]:
-    """The fit row of the estimate's configuration on one GPU."""
-    return fit_row(Sizer(est.config), gpu)
+def fit_entry(est: Estimate, gpu: Gpu, searches: bool = True) -> dict[str, Any]:
+    """The fit row of the estimate's configuration on one GPU (searches=False: verdict and headroom only)."""
+    return fit_row(Sizer(est.config), gpu, searches=searches)

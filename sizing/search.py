@@ -31,15 +31,14 @@ def _settle(ok: Callable[[int], bool], guess: int, high: int) -> int:
     return lo
 
 
-def _boundary(value: Callable[[int], int], limit: int, a: int, b: int, guess: int) -> int:
-    """Largest v in (a, b) with value(v) <= limit, a when none, for a value non-decreasing on [a, b] with
-    value(a) <= limit < value(b) (ends outside the cell stand for it): from the guess, extrapolating along
-    the last two values until the limit is bracketed, then interpolating (every guess that does not halve
-    the bracket followed by a bisection)."""
+def _bracketed(value: Callable[[int], int], limit: int, a: int, b: int, v: int,
+               one_side: Callable[[int, int], int]) -> int:
+    """The largest a with value(a) <= limit < value(a + 1) inside the bracket (a, b) from the first probe v: once
+    both ends are probed, interpolation between them, each guess that does not halve the bracket followed by a
+    bisection; before that the next probe is one_side(v, value(v)) (the caller's rule, kept inside the bracket)."""
     va: int | None = None
     vb: int | None = None
-    last: tuple[int, int] | None = None
-    v, step, bisect = min(max(guess, a + 1), b - 1), 1, False
+    bisect = False
     while b - a > 1:
         x = value(v)
         width = b - a
@@ -52,15 +51,32 @@ def _boundary(value: Callable[[int], int], limit: int, a: int, b: int, guess: in
         if va is not None and vb is not None:
             nxt = (a + b) // 2 if bisect else a + (limit - va) * (b - a) // max(vb - va, 1)
             bisect = not bisect and b - a > width // 2
-        elif last is not None and last[1] != x:  # one side: along the slope, one past the crossing
+        else:
+            nxt = one_side(v, x)
+        v = min(max(nxt, a + 1), b - 1)
+    return a
+
+
+def _boundary(value: Callable[[int], int], limit: int, a: int, b: int, guess: int) -> int:
+    """Largest v in (a, b) with value(v) <= limit, a when none, for a value non-decreasing on [a, b] with
+    value(a) <= limit < value(b) (ends outside the cell stand for it): from the guess, extrapolating along
+    the last two values until the limit is bracketed, then interpolating (every guess that does not halve
+    the bracket followed by a bisection)."""
+    last: list[int] = []  # the previous probe and its value
+    step = 1
+
+    def one_side(v: int, x: int) -> int:
+        nonlocal step
+        if last and last[1] != x:  # along the slope, one past the crossing
             d = (limit - x) * (v - last[0]) // (x - last[1])
             nxt = v + d + (1 if d >= 0 else -1)
         else:
             nxt = v + step if x <= limit else v - step
             step *= 2
-        last = v, x
-        v = min(max(nxt, a + 1), b - 1)
-    return a
+        last[:] = v, x
+        return nxt
+
+    return _bracketed(value, limit, a, b, min(max(guess, a + 1), b - 1), one_side)
 
 
 def _largest(value: Callable[[int], int], limit: int, high: int) -> int:
@@ -107,25 +123,14 @@ def _crossing(value: Callable[[int], int], limit: int, guess: int, high: int, sl
     per unit, from a cheaper model of it), doubling until the limit is bracketed, then interpolating inside
     the bracket (each guess that does not halve it followed by a bisection). Nothing but the bracket's ends is
     relied on, so a value that is not monotone still gets an answer with that property."""
-    a, b = 0, high + 1  # value(a) <= limit (a = 0: by definition); value(b) > limit (b = high + 1: beyond the range)
-    va: int | None = None
-    vb: int | None = None
-    v, step, bisect = min(max(guess, 1), high), 1, False
-    while b - a > 1:
-        x = value(v)
-        width = b - a
-        if x <= limit:
-            a, va = v, x
-        else:
-            b, vb = v, x
-        if b - a <= 1:
-            break
-        if va is not None and vb is not None:
-            nxt = (a + b) // 2 if bisect else a + (limit - va) * (b - a) // max(vb - va, 1)
-            bisect = not bisect and b - a > width // 2
-        else:  # one side known: along the slope to one past the crossing, at least `step` (doubling)
-            d = int((limit - x) / max(slope, 1e-9))
-            nxt = v + max(d + 1, step) if x <= limit else v - max(-d, step)
-            step *= 2
-        v = min(max(nxt, a + 1), b - 1)
-    return a
+    step = 1
+
+    def one_side(v: int, x: int) -> int:  # to one past the crossing along the slope, at least `step` (doubling)
+        nonlocal step
+        d = int((limit - x) / max(slope, 1e-9))
+        nxt = v + max(d + 1, step) if x <= limit else v - max(-d, step)
+        step *= 2
+        return nxt
+
+    # value(0) <= limit by definition; value(high + 1) > limit: beyond the range
+    return _bracketed(value, limit, 0, high + 1, min(max(guess, 1), high), one_side)

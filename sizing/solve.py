@@ -21,7 +21,7 @@ MAX_SEQ = 1 << 20
 MAX_GPUS = 512
 SHAPE = ("max_seq_length", "per_device_train_batch_size")
 __all__ = ["Sizer", "_boundary", "_largest", "_settle", "fewest_gpus", "fit_row", "fit_table", "max_micro_batch",
-           "max_seq_length", "runs_on"]
+           "max_seq_length", "row_entry", "runs_on"]
 
 
 class Sizer:
@@ -154,20 +154,20 @@ class Sizer:
         return _crossing(lambda x: self.exact_required(gpu, **{name: x}), usable_bytes(gpu), min(max(found, 1), high),
                          high, slope)
 
-    def max_micro_batch(self, gpu: Gpu, exact: bool = True, confirm: bool = True, largest: bool = True) -> int:
-        """Largest per-device micro-batch that fits `gpu` (0: none); confirm=False: as the grid replay has it;
-        largest=False: the largest grid point that fits by its exact replay."""
+    def max_micro_batch(self, gpu: Gpu, exact: bool = True, largest: bool = True) -> int:
+        """Largest per-device micro-batch that fits `gpu` (0: none), confirmed by its own replay; largest=False:
+        the largest grid point that fits by its exact replay."""
         if not runs_on(self.cfg, gpu):
             return 0
         guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
         if not exact:
             return guess
         found = self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
-        return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH, largest) if confirm else found
+        return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH, largest)
 
-    def max_seq_length(self, gpu: Gpu, exact: bool = True, confirm: bool = True, largest: bool = True) -> int:
-        """Longest sequence that fits `gpu` (0: none); confirm=False: as the grid replay has it; largest=False:
-        the longest grid point that fits by its exact replay."""
+    def max_seq_length(self, gpu: Gpu, exact: bool = True, largest: bool = True) -> int:
+        """Longest sequence that fits `gpu` (0: none), confirmed by its own replay; largest=False: the longest
+        grid point that fits by its exact replay."""
         if not runs_on(self.cfg, gpu):
             return 0
         limit = self.arch.max_positions or MAX_SEQ
@@ -176,7 +176,7 @@ class Sizer:
             if not exact:
                 return guess
             found = self._settle(gpu, "max_seq_length", guess, limit)
-            return self.confirm(gpu, "max_seq_length", found, limit, largest) if confirm else found
+            return self.confirm(gpu, "max_seq_length", found, limit, largest)
         except SizingError:
             return 0
 
@@ -235,40 +235,50 @@ def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
     return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
 
 
-def fit_row(sizer: Sizer, gpu: Gpu, confirm: bool = True, largest: bool = True) -> dict[str, Any]:
+def fit_row(sizer: Sizer, gpu: Gpu, largest: bool = True, searches: bool = True) -> dict[str, Any]:
     """Fits, headroom, largest micro-batch and longest sequence of the configuration on one `gpu`: the verdict
     and headroom by the replay at the run's own shape; the largest micro-batch and longest sequence confirmed
     by their own replays (Sizer.confirm; largest=False: they fit by their own replay, the largest up to the
-    grid's rounding: the largest grid points that fit), or with confirm=False as the probes' grid replay has
-    them."""
+    grid's rounding: the largest grid points that fit). searches=False: the verdict and headroom only (the
+    page's first answer: the searches cost about ten replays more)."""
     usable = usable_bytes(gpu)
     reserved = sizer.required(gpu)
     if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
         return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
                 "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
     fits = reserved <= usable
-    batch = sizer.max_micro_batch(gpu, confirm=confirm, largest=largest)
-    seq = sizer.max_seq_length(gpu, confirm=confirm, largest=largest)
-    if fits and confirm:  # the verdict's own replay fits the run's own values: the row never says less
+    row: dict[str, Any] = {"gpu": gpu.id, "usable_bytes": usable, "fits": fits, "headroom_bytes": usable - reserved}
+    if not searches:
+        return row
+    batch = sizer.max_micro_batch(gpu, largest=largest)
+    seq = sizer.max_seq_length(gpu, largest=largest)
+    if fits:  # the verdict's own replay fits the run's own values: the row never says less
         batch = max(batch, sizer.cfg.per_device_train_batch_size)
         seq = max(seq, sizer.cfg.max_seq_length)
-    return {"gpu": gpu.id, "usable_bytes": usable, "fits": fits, "headroom_bytes": usable - reserved,
-            "max_micro_batch": batch, "max_seq_length": seq}
+    return {**row, "max_micro_batch": batch, "max_seq_length": seq}
 
 
-def fit_table(cfg: RunConfig, confirm: bool = True) -> list[dict[str, Any]]:
+# What a fit table's row holds beyond its fit_row (fit_table): without them a row is the fit entry on that card.
+TABLE_ONLY = ("name", "fewest_gpus", "fewest_gpus_parallelism", "time")
+
+
+def row_entry(row: dict[str, Any]) -> dict[str, Any]:
+    """A fit table's row as the fit_row it starts from (the own GPU's: the estimate's fit entry)."""
+    return {k: v for k, v in row.items() if k not in TABLE_ONLY}
+
+
+def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
     time (and cost when a price is given) on that many GPUs. On the configuration's own GPU the largest
     micro-batch and longest sequence are confirmed by their own replays (about five); on the other cards they
     are the largest grid points that fit by their own replay (Sizer.confirm, largest=False), so a row never
-    says a value fits that the estimate on that card refuses.
-    confirm=False: as the probes' grid replay has them, except on the configuration's own GPU."""
+    says a value fits that the estimate on that card refuses."""
     sizer = Sizer(cfg)
     own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
         count, mode = sizer.fewest_gpus(gpu)
-        row: dict[str, Any] = {**fit_row(sizer, gpu, confirm or gpu.id == own, gpu.id == own), "name": gpu.name,
+        row: dict[str, Any] = {**fit_row(sizer, gpu, gpu.id == own), "name": gpu.name,
                                "fewest_gpus": count, "fewest_gpus_parallelism": mode, "time": None}
         if count:
             run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")

@@ -22,7 +22,7 @@ from .ladder import ladder
 from .memory.weights import checkpoint_method
 from .report import compare as compare_report
 from .report import load_report
-from .solve import fit_table
+from .solve import fit_table, row_entry
 from .view import own_gpu_fits, results_view
 
 
@@ -142,14 +142,32 @@ def _ladder(cfg: Any) -> dict[str, Any]:
 
 # Estimates already made, by normalised configuration: the page asks twice per change (the peak, then with the
 # fit table) and the build once per language of a prerendered link (scripts/sitebuild/prerender.py).
-_ESTIMATES: dict[str, dict[str, Any]] = {}
+_ESTIMATES: dict[tuple[str, bool], dict[str, Any]] = {}
 
 
-def _estimate(cfg: Any) -> dict[str, Any]:
-    key = repr(cfg)
+def _estimate(cfg: Any, searches: bool = True) -> dict[str, Any]:
+    key = repr(cfg), searches
     got = _ESTIMATES.get(key)
     if got is None:
-        got = estimate(cfg).to_dict()
+        got = estimate(cfg, searches=searches).to_dict()
+        if len(_ESTIMATES) >= _TABLES_MAX:
+            _ESTIMATES.pop(next(iter(_ESTIMATES)))
+        _ESTIMATES[key] = got
+    return copy.deepcopy(got)
+
+
+def _with_table(cfg: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """_estimate(cfg) from the peak's estimate and the fit table: the estimate's own-GPU fit entry is fit_row of
+    the same configuration on that card, which the table's row for it holds (solve.fit_table: largest, confirmed),
+    and nothing else differs (estimate(searches=False)); this saves the own GPU's searches a second time."""
+    key = repr(cfg), True
+    got = _ESTIMATES.get(key)
+    if got is None:
+        got = _estimate(cfg, False)
+        own = [row for row in rows if got["fits"] and row["gpu"] == got["fits"][0]["gpu"]]
+        if got["fits"] and not own:
+            return _estimate(cfg)  # a card outside the table (none today): the estimate's own search
+        got["fits"] = [row_entry(row) for row in own]
         if len(_ESTIMATES) >= _TABLES_MAX:
             _ESTIMATES.pop(next(iter(_ESTIMATES)))
         _ESTIMATES[key] = got
@@ -169,15 +187,18 @@ def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return _finite(out)  # type: ignore[no-any-return]
 
 
-def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = None,
+            peak: bool = False) -> dict[str, Any]:
     """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
     peak first, the table about half a second later), with it the ladder of sizing.ladder when the run does
     not fit its GPU (else None), and the snippet; or the SizingError as data. With the page's `words`
-    ({"lang", "text"}) the answer also holds the results view the page only has to place."""
+    ({"lang", "text"}) the answer also holds the results view the page only has to place. peak (no table):
+    the estimate's own-GPU fit entry without its largest micro-batch and longest sequence, which the view does
+    not show (estimate(searches=False): about ten replays fewer; the fit table's row has them)."""
     def answer() -> dict[str, Any]:
         cfg = data if isinstance(data, RunConfig) else load_config(data)
         rows = _fit_table(cfg) if table else None
-        est = _estimate(cfg)
+        est = _with_table(cfg, rows) if rows is not None else _estimate(cfg, not peak)
         lad = _ladder(cfg) if table and cfg.gpu and not own_gpu_fits(est) else None
         out = {"estimate": est, "fit_table": rows, "ladder": lad, "snippet": snippet(config_to_dict(cfg))}
         if words is not None:
@@ -221,8 +242,9 @@ def _key(cfg: RunConfig, table: bool, words: str | None) -> tuple[str, bool, str
     return json.dumps(whole, sort_keys=True, default=repr), table, _words_key(words) if words else ""
 
 
-def compute_json(text: str, table: bool = True, words: str | None = None) -> str:
-    """compute() over JSON text (what the worker sends); `words` the page's words as JSON text."""
+def compute_json(text: str, table: bool = True, words: str | None = None, peak: bool = False) -> str:
+    """compute() over JSON text (what the worker sends); `words` the page's words as JSON text. A remembered
+    answer without the table also answers the peak (it holds more: the own GPU's searches)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as err:
@@ -235,7 +257,7 @@ def compute_json(text: str, table: bool = True, words: str | None = None) -> str
         if answer is not None:
             return answer
         data = cfg  # loaded once: compute() takes the RunConfig as it is
-    return json.dumps(compute(data, table, _words(words) if words else None), allow_nan=False)
+    return json.dumps(compute(data, table, _words(words) if words else None, peak), allow_nan=False)
 
 
 def remember(text: str, table: bool = True, words: str | None = None) -> str:

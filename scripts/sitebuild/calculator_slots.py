@@ -25,6 +25,7 @@ from sitebuild.calculator_pages import (
     results_markdown,
     with_csp,
 )
+from sitebuild.calculator_text import TEXT
 from sitebuild.pyodide_runtime import CALC_DIR
 from sitebuild.sizing_blocks import Handler
 
@@ -45,7 +46,44 @@ def _results_slot(_: list[str], kw: dict[str, Any], lang: str) -> str:
             f"{results_markdown(default_result(), lang)}\n\n</div>")
 
 
-SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": results_block, "request": request_html}
+def link_script(lang: str, depth: int = 1) -> str:
+    """A classic inline script right after the first-paint results (hashed into the CSP): on a page opened on a
+    link (boot_script's `calc-link` mark) it says at once, in the page's language, that the link's configuration
+    is being computed, with the default configuration's numbers out of sight; when the top of <head> found the
+    link's prerendered answer (calcBoot.pre), it shows those numbers, marked as the build's, as soon as the
+    answer and the page's renderer (calc_render.js, preloaded) are in: before calculator.js runs (deferred, it
+    waits for the whole form and for Material's bundle). calculator.js then takes over as for any link; until
+    it has, `calc-link` stays on the page, so a late answer never overwrites what calculator.js put there."""
+    def text(key: str) -> str:
+        return json.dumps(TEXT[key][lang]).replace("</", "<\\/")
+
+    render = json.dumps(script_src(lang, "calc_render.js", depth))
+    return ("<script>(function(){var d=document.documentElement,b=window.calcBoot||{},"
+            's=document.getElementById("calc-status"),r=document.getElementById("calc-results");'
+            'if(!d.classList.contains("calc-link")||!s||!r)return;'
+            'd.dataset.runtime="loading";s.dataset.state="loading";s.textContent=' + text("status_link") + ";"
+            'r.classList.add("calc-stale","calc-pending");d.dataset.computing="1";'
+            "var p=b.pre;if(!p)return;"
+            # FNV-1a over UTF-16 code units, as calculator.js's keyHash: the answer file's key must be this link's
+            "function f(t){var h=2166136261,i;for(i=0;i<t.length;i++)h=Math.imul(h^t.charCodeAt(i),16777619)>>>0;"
+            'return("0000000"+h.toString(16)).slice(-8)}'
+            "Promise.all([p.answer,p.render||import(" + render + ")]).then(function(v){"
+            "var k=Object.keys(v[0]||{}).filter(function(x){return f(x)===p.hash});"
+            'if(k.length!==1||!d.classList.contains("calc-link"))return;'
+            # a refusal: calculator.js shows it, in its words
+            "var a=JSON.parse(v[0][k[0]]);if(!a.ok||!a.view||!v[1])return;"
+            "v[1].renderResults(a.view);"
+            'document.querySelectorAll("#calc-results > .calc-stale").forEach(function(e){'
+            'e.classList.add("calc-pending")});'  # the first paint's fit table is the default's
+            "s.textContent=" + text("status_prerendered") + ';d.dataset.prerendered="1";delete d.dataset.computing'
+            "}).catch(function(){})})()</script>")
+
+
+def _results(lang: str) -> str:
+    return results_block(lang) + link_script(lang)
+
+
+SLOT_HTML: dict[str, Callable[[str], str]] = {"form": form_html, "results": _results, "request": request_html}
 
 
 def boot_script(lang: str, depth: int = 1, early: Mapping[str, str] | None = None) -> str:
@@ -65,8 +103,10 @@ def boot_script(lang: str, depth: int = 1, early: Mapping[str, str] | None = Non
         script += ("try{var s=location.search.slice(1),h=2166136261,i;for(i=0;i<s.length;i++)"
                    "h=Math.imul(h^s.charCodeAt(i),16777619)>>>0;var k=" + json.dumps(dict(early))
                    + '[("0000000"+h.toString(16)).slice(-8)];if(k)window.calcBoot.pre={hash:k,answer:fetch('
-                   + pre + '+k+".json").then(function(r){return r.ok?r.json():{}}).catch(function(){return{}})}}'
-                   "catch(e){}")
+                   + pre + '+k+".json").then(function(r){return r.ok?r.json():{}}).catch(function(){return{}}),'
+                   # the renderer too, evaluated while the stylesheets load: link_script then renders with no wait
+                   "render:import(" + json.dumps(script_src(lang, "calc_render.js", depth))
+                   + ").catch(function(){return null})}}catch(e){}")
     return script + "</script>"
 
 

@@ -161,7 +161,9 @@ def site_queries(site_dir: Path, catalog: bool = True) -> list[tuple[dict[str, s
             params: dict[str, str] = {}
             for name, value in parse_qsl(query, keep_blank_values=True):
                 params.setdefault(name, value)  # URLSearchParams.get: the first one
-            found.append((params, (query,)))
+            # as written, and as URLSearchParams (or a chat client) writes the same parameters again
+            encoded = "&".join(f"{_urlencode(k)}={_urlencode(v)}" for k, v in parse_qsl(query, keep_blank_values=True))
+            found.append((params, (query,) if encoded == query else (query, encoded)))
     for model in web.catalog()["models"] if catalog else []:
         found.append(({"model": model["id"]}, (f"model={model['id']}", f"model={_urlencode(model['id'])}")))
     return found

@@ -6,15 +6,39 @@ from typing import Any
 
 from ..arch import Architecture
 from ..config import RunConfig
-from .allocator import CachingAllocator
+from ..parallel import UNITS_IN_FLIGHT
+from .allocator import CachingAllocator, _Block
 from .regime import Regime
 from .weights import Weights
 
 MiB = 2**20
 # torch.distributed.fsdp._init_utils: _sync_module_params_and_buffers broadcasts in buckets of
-# PARAM_BROADCAST_BUCKET_SIZE = int(250 * 1024 * 1024) through dist._broadcast_coalesced, which flattens
-# each bucket (torch.cat) before the broadcast (torch v2.2 _init_utils.py, csrc/distributed/c10d/comm.cpp).
+# PARAM_BROADCAST_BUCKET_SIZE = int(250 * 1024 * 1024) through dist._broadcast_coalesced (torch v2.2 _init_utils.py).
 BROADCAST_BUCKET = 250 * MiB
+
+
+def broadcast_coalesced(a: CachingAllocator, sizes: tuple[int, ...], limit: int = BROADCAST_BUCKET) -> None:
+    """Replay dist._broadcast_coalesced of tensors of `sizes` bytes (one dtype) on `a`, as rank 0 runs it.
+
+    torch/csrc/distributed/c10d/comm.cpp: compute_bucket_assignment_by_size adds each tensor to the open bucket
+    and closes it once it holds >= the limit; each BroadcastWork flattens its bucket (flatten_dense_tensors: a
+    view for a single tensor, torch.cat for more) and at most 2 are in flight, the oldest finished and dropped
+    before the next starts (measured: tests/physics/test_fsdp_broadcast.py)."""
+    buckets: list[list[int]] = [[]]
+    for s in sizes:
+        buckets[-1].append(s)
+        if sum(buckets[-1]) >= limit:
+            buckets.append([])
+    in_flight: list[_Block | None] = []
+    for bucket in filter(None, buckets):
+        if len(in_flight) >= 2:
+            done = in_flight.pop(0)
+            if done is not None:
+                a.free(done)
+        in_flight.append(a.malloc(sum(bucket)) if len(bucket) > 1 else None)
+    for done in in_flight:
+        if done is not None:
+            a.free(done)
 
 
 def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: tuple[int, ...], sync: bool,
@@ -33,14 +57,7 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
     for sizes, shard in zip(units, shards, strict=True):
         params = [a.malloc(s) for s in sizes if s]
         if sync:
-            bucket = 0
-            for s in sizes:  # take_tensors: consecutive tensors up to the bucket size, flattened per bucket
-                if bucket and bucket + s > BROADCAST_BUCKET:
-                    a.free(a.malloc(bucket))
-                    bucket = 0
-                bucket += s
-            if bucket:
-                a.free(a.malloc(bucket))
+            broadcast_coalesced(a, sizes)
         total = sum(sizes)
         flat = a.malloc(total)
         kept.append(a.malloc(shard))
@@ -55,15 +72,31 @@ def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
                layer_shard: int) -> dict[str, Any]:
     """FSDP's units as its wrap moves them to the GPU (post order: decoder layers, then the root), each as its
     tensors' full sizes, and their shards; none where the framework empties the cache before training or
-    nothing is sharded (Replay.init_units)."""
-    if cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op") or cfg.num_gpus < 2 or reg.profile.empties_cache:
-        return {}
+    nothing is sharded (Replay.init_units). Under CPU offload also the step's host-to-device copy of a shard
+    (Replay.h2d_copy)."""
+    fsdp = cfg.parallelism in ("fsdp", "fsdp_shard_grad_op") and cfg.num_gpus >= 2
     elems = [lin.in_features * lin.out_features for lin in arch.linears for _ in range(lin.count)]
     per = [w.linear_bytes_per_layer * e // max(sum(elems), 1) for e in elems]
     layer = (*per, arch.norm_params_per_layer * reg.norm_weight)
+    out: dict[str, Any] = {}
+    if fsdp and cfg.cpu_offload:
+        # torch v2.2 fsdp/_flat_param.py: pre_unshard() copies the CPU shard to the GPU (flat_param_to(device,
+        # non_blocking=True)) on the pre-unshard stream, and _all_gather_flat_param hands it to the unshard stream
+        # ("In case of offloading, `flat_param.data` (i.e. sharded param) is created on the pre-unshard stream"); it
+        # is freed when the gathered parameter replaces it. The root's copy comes alone at the forward's start,
+        # the decoder units' at most UNITS_IN_FLIGHT at once (limit_all_gathers). FSDP2 copies each sharded
+        # parameter the same way (torch 2.13 fsdp/_fully_shard/_fsdp_param.py all_gather_inputs: .to(device,
+        # non_blocking=True) under CPUOffloadPolicy). (NO_SHARD computes on its copy itself, already the gathered
+        # units of parallel.shares.)
+        n = cfg.num_gpus
+        own = (arch.embedding_params * reg.embed, arch.lm_head_params * reg.lm_head_weight)
+        held: tuple[int, ...] = (root - sum(own), *own) if cfg.fsdp_shard_embeddings else (root,)
+        out["h2d_copy"] = max(*(-(-u // n) for u in held), UNITS_IN_FLIGHT * -(-sum(layer) // n))
+    if cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op") or cfg.num_gpus < 2 or reg.profile.empties_cache:
+        return out
     embed = arch.embedding_params * reg.embed
     units = (layer,) * arch.layers + ((embed, root - embed),)
     # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
     shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
-    return {"init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
+    return {**out, "init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),
             "init_offload": cfg.cpu_offload, "init_sync": reg.profile.fsdp_broadcast}

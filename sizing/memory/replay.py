@@ -40,6 +40,7 @@ class Replay:
     init_shards: tuple[int, ...] = ()  # each unit's shard (the static block the replay then allocates)
     init_offload: bool = False  # FSDP CPU offload: each shard leaves the GPU right after its unit's wrap
     init_sync: bool = True  # the wrap broadcasts rank 0's weights (sync_module_states)
+    h2d_copy: int = 0  # FSDP CPU offload: the largest shard copied in for an all-gather, on a stream of its own
 
 
 def replay(r: Replay, expandable: bool, capacity: int | None = None) -> tuple[int, int, int]:
@@ -85,10 +86,20 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             start: CachingAllocator | None = None) -> tuple[int, int, int]:
     """The replay, from `start` (the prefix already replayed) or from a new pool."""
     a = _prefix(r, pool()) if start is None else start
+    # The overhead is the cache above the step's own allocated peak: the FSDP wrap's transients (unit, flat
+    # parameter and shard at once) come before the step and may pass it (fsdp_qlora train.py l.809 and the
+    # Trainer reset the peak after the wrap; reserved only grows, so what the wrap cached still counts).
+    a.peak_allocated = a.allocated
     # Blocks belong to the stream that allocated them and are re-used only by it (CUDACachingAllocator.cpp,
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (pool(), pool()) if r.gathered_unit else (a, a)
+    # Under CPU offload each unit's shard is copied to the GPU on FSDP's pre-unshard stream and freed once the
+    # all-gather has read it (fsdp_init.fsdp_units): a block that stays cached in that stream's pool, never
+    # alive at the step's allocated peak, so it adds to reserved only.
+    h2d = pool() if r.h2d_copy else None
+    if h2d is not None:
+        h2d.free(h2d.malloc(r.h2d_copy))
     grads: list[_Block] = []
     states_done = False
     # Every request size rounded and classed once (allocator.plan), not at each of the layers' thousands of calls
@@ -171,8 +182,9 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             grads = []
     # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
     # figure is what is reported); reserved only grows, so the reserved peaks add.
-    return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools),
-            sum(p.peak_needed for p in pools))
+    extra = (h2d.peak_reserved, h2d.peak_needed) if h2d is not None else (0, 0)
+    return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools) + extra[0],
+            sum(p.peak_needed for p in pools) + extra[1])
 
 
 # Capped replays already run, per step record: (low, capacity, result). A run at capacity c whose reserved peaked

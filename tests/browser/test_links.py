@@ -123,3 +123,45 @@ def test_a_link_hides_the_first_paint_numbers_before_the_page_script_runs(pages:
     assert page.is_hidden("[data-testid=peak-allocated]")
     page.goto(base_url + "en/calculator/")
     assert page.is_visible("[data-testid=peak-allocated]")  # no link: the build's numbers are the form's
+
+
+def _without_page_script(pages: Any) -> Any:
+    watched = pages(silent=True)
+    watched.page.context.route("**/assets/calculator/calculator.js", lambda route: route.fulfill(
+        status=200, content_type="text/javascript", body=""))
+    return watched.page
+
+
+@pytest.mark.parametrize("lang", ["ru", "uz", "en"])
+def test_a_site_link_shows_its_numbers_before_the_page_script_runs(pages: Any, base_url: str, lang: str,
+                                                                   site_link: dict[str, str]) -> None:
+    """The inline script after the first-paint results (calculator_slots.link_script) puts the link's prerendered
+    numbers in place on its own: here calculator.js never runs (an empty module) and the worker never answers."""
+    page = _without_page_script(pages)
+    page.goto(base_url + ("" if lang == "ru" else f"{lang}/") + "calculator/?" + urlencode(site_link))
+    page.wait_for_selector("html[data-prerendered='1']", timeout=10_000)
+    state = prerender.form_state(site_link)
+    assert state is not None
+    assert shown(page) == want(expected(prerender.form_config(state)))
+    assert page.text_content("#calc-status") == TEXT["status_prerendered"][lang]
+    assert page.get_attribute("html", "data-runtime") == "loading"
+    assert not greyed(page) and not pending(page) and page.is_visible("[data-testid=peak-allocated]")
+    assert page.get_attribute("html", "data-computing") is None
+    # the first paint's fit table is the default configuration's: out of sight until the runtime's comes
+    default_table = page.locator("#calc-results > [data-block=fit]")
+    assert default_table.count() == 0 or not default_table.first.is_visible()
+
+
+@pytest.mark.parametrize("lang", ["ru", "uz", "en"])
+def test_any_other_link_says_computing_before_the_page_script_runs(pages: Any, base_url: str, lang: str) -> None:
+    """Without calculator.js (an empty module): the page already says, in its language, that the link's
+    configuration is being computed, with no numbers in sight, and no prerendered answer is shown."""
+    page = _without_page_script(pages)
+    page.goto(base_url + ("" if lang == "ru" else f"{lang}/") + "calculator/?" + urlencode({"r": "48"}))
+    page.wait_for_selector("html[data-computing='1']", timeout=10_000)
+    assert page.text_content("#calc-status") == TEXT["status_link"][lang]
+    assert page.get_attribute("#calc-status", "data-state") == "loading"
+    assert pending(page) and greyed(page) and page.is_hidden("[data-testid=peak-allocated]")
+    page.wait_for_timeout(500)
+    assert pending(page) and page.is_hidden("[data-testid=peak-allocated]")
+    assert page.get_attribute("html", "data-prerendered") is None

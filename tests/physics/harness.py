@@ -293,6 +293,14 @@ def run_probe(tmp_path, script: str, *args, timeout: int = 300):
     return json.loads(out.read_text())
 
 
+def totals(**measured: int):
+    """sizing.parallel.Totals for a probe's model: the byte counts it measured, every other one 0."""
+    from sizing.parallel import Totals
+
+    zero = dict(base=0, quant_state=0, adapters=0, gradients=0, optimizer=0, layer_unit=0, root_unit=0, layer_grads=0)
+    return Totals(**{**zero, **measured})
+
+
 # ----------------------------------------------------------------------------------------------
 # Live-tensor tracker (like torch.distributed._tools.mem_tracker.MemTracker)
 

@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER, run_probe
+from harness import LIVE_TRACKER, run_probe, totals
 
 from sizing.config import RunConfig
-from sizing.parallel import Totals, shares
+from sizing.parallel import shares
 
 PROBE = LIVE_TRACKER + textwrap.dedent('''
     import json, os, socket, sys
@@ -45,8 +45,7 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
 def test_ddp_buckets_exist_from_construction(tmp_path):
     got = run_probe(tmp_path, PROBE)
     # the engine: DDP's comm buffers are the trainable gradients' bytes, allocated once before the first step
-    t = Totals(base=0, quant_state=0, adapters=0, gradients=got["trainable"], optimizer=0, layer_unit=0, root_unit=0,
-               layer_grads=0)
+    t = totals(gradients=got["trainable"])
     sh = shares(RunConfig(num_gpus=2, parallelism="ddp"), t)
     assert sh.comm_static
     assert got["kept"] == sh.comm_buffers

@@ -18,12 +18,12 @@ pytest.importorskip("torch", reason="physics tests need torch: pip install -r re
 
 from harness import MODEL_CONFIGS, run_probe
 from test_fsdp_root_grad import PROBE as FSDP1_PROBE
+from test_fsdp_root_grad import B, S  # the same few tokens
+from test_fsdp_root_grad import _engine_config as FSDP1_CONFIG
 
 from sizing import load_config
 from sizing.catalog import resolve_architecture
 from sizing.step import step_memory
-
-B, S = 1, 8  # few tokens: the gradients dominate what backward allocates
 
 # The FSDP1 probe's tracer and launcher, with torchtune's FSDP2 sharding in place of the FSDP1 wrap.
 SWAPS = (
@@ -51,10 +51,8 @@ def _probe() -> str:
 
 
 def _engine_config() -> dict:
-    return {"model_config": dict(MODEL_CONFIGS["llama"]), "method": "full", "torch_dtype": "float32",
-            "bf16": False, "max_seq_length": S, "per_device_train_batch_size": B, "packing": True,
-            "gradient_checkpointing": False, "attn_implementation": "sdpa", "optim": "adamw_torch",
-            "framework": "torchtune", "num_gpus": 2, "parallelism": "fsdp", "fsdp_shard_embeddings": True}
+    """The FSDP1 probe's run (same model, tokens and sharding), trained by torchtune with its own head unit."""
+    return {**FSDP1_CONFIG(), "framework": "torchtune", "fsdp_shard_embeddings": True}
 
 
 def test_fsdp2_head_unit_reduce_scatter(tmp_path):

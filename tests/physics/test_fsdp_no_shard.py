@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER, SPAWN_MAIN, run_probe
+from harness import LIVE_TRACKER, SPAWN_MAIN, run_probe, totals
 
 from sizing.config import RunConfig
-from sizing.parallel import Totals, shares
+from sizing.parallel import shares
 
 PROBE = LIVE_TRACKER + textwrap.dedent('''
     import json, os, sys
@@ -52,8 +52,7 @@ def test_fsdp_no_shard_keeps_no_buckets_and_whole_gradients(tmp_path):
     # the wrap keeps the flat parameters (which replace the originals) and nothing gradient-sized besides
     assert got["kept"] == got["params"]
     assert got["grads"] == got["params"]  # every flat gradient whole on this rank
-    t = Totals(base=got["params"], quant_state=0, adapters=0, gradients=got["params"], optimizer=0, layer_unit=0,
-               root_unit=0, layer_grads=0)
+    t = totals(base=got["params"], gradients=got["params"])
     sh = shares(RunConfig(num_gpus=2, parallelism="fsdp_no_shard"), t)
     ddp = shares(RunConfig(num_gpus=2, parallelism="ddp"), t)
     assert (sh.weights, sh.gradients, sh.comm_static) == (got["params"], got["grads"], False)

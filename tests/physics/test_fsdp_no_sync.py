@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import SPAWN_MAIN, run_probe
+from harness import SPAWN_MAIN, run_probe, totals
 
 from sizing.config import RunConfig
-from sizing.parallel import Totals, shares
+from sizing.parallel import shares
 
 PROBE = textwrap.dedent('''
     import json, os, sys
@@ -54,8 +54,7 @@ def test_fsdp_no_sync_accumulates_unsharded_gradients(tmp_path):
     got = run_probe(tmp_path, PROBE)
     assert got["inside"] == got["params"]  # whole gradients on this rank inside no_sync
     assert got["synced"] == pytest.approx(got["params"] / 2, abs=64)  # its shard once synced (padding: a few B)
-    t = Totals(base=got["params"], quant_state=0, adapters=0, gradients=got["params"], optimizer=0, layer_unit=0,
-               root_unit=0, layer_grads=0)
+    t = totals(base=got["params"], gradients=got["params"])
     for framework, carried in (("transformers", got["inside"]), ("litgpt", got["inside"]), ("torchtune", -1)):
         sh = shares(RunConfig(num_gpus=2, parallelism="fsdp", framework=framework, gradient_accumulation_steps=4), t)
         assert sh.carried == carried, framework  # torchtune reduce-scatters every micro-batch (FSDP2, no no_sync)

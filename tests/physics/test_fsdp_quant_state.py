@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 pytest.importorskip("bitsandbytes", reason="physics tests need bitsandbytes: pip install -r requirements-physics.txt")
 
-from harness import SPAWN_MAIN, run_probe
+from harness import SPAWN_MAIN, run_probe, totals
 
 from sizing.config import RunConfig
 from sizing.memory.weights import bytes_4bit
-from sizing.parallel import Totals, shares
+from sizing.parallel import shares
 
 SHAPES = ((256, 512), (512, 256))  # (in, out) of each Linear4bit
 
@@ -62,6 +62,5 @@ def test_bnb_quant_state_is_not_sharded(tmp_path):
     state = sum(bytes_4bit(i * o, True)[1] for i, o in SHAPES)
     assert got["packed"] == data
     assert got["shard"] == data // 2  # the packed data is sharded (no padding at these sizes)
-    t = Totals(base=data, quant_state=state, adapters=0, gradients=0, optimizer=0, layer_unit=0, root_unit=0,
-               layer_grads=0)
+    t = totals(base=data, quant_state=state)
     assert got["state"] == shares(RunConfig(num_gpus=2, parallelism="fsdp"), t).quant_state == state

@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import SPAWN_MAIN, run_probe
+from harness import SPAWN_MAIN, run_probe, totals
 
 from sizing.config import RunConfig
-from sizing.parallel import UNITS_IN_FLIGHT, Totals, shares
+from sizing.parallel import UNITS_IN_FLIGHT, shares
 
 PROBE = textwrap.dedent('''
     import json, os, sys
@@ -64,8 +64,7 @@ def test_shard_grad_op_keeps_every_unit_gathered_until_backward(tmp_path):
     assert got["FULL_SHARD"] == 0  # each resharded after its forward
     assert got["SHARD_GRAD_OP_after"] == got["FULL_SHARD_after"] == 0  # and freed in backward
     # the engine: two units in flight (as FULL_SHARD) plus the rest of the decoder units kept gathered
-    t = Totals(base=6 * unit, quant_state=0, adapters=0, gradients=6 * unit, optimizer=0, layer_unit=unit,
-               root_unit=0, layer_grads=unit)
+    t = totals(base=6 * unit, gradients=6 * unit, layer_unit=unit, layer_grads=unit)
     sgo = shares(RunConfig(num_gpus=2, parallelism="fsdp_shard_grad_op", method="full"), t)
     full = shares(RunConfig(num_gpus=2, parallelism="fsdp", method="full"), t)
     assert (sgo.gathered, full.gathered, full.kept_gathered) == (UNITS_IN_FLIGHT * unit, UNITS_IN_FLIGHT * unit, 0)

@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER, MODEL_CONFIGS, SPAWN_MAIN, run_probe
+from harness import LIVE_TRACKER, MODEL_CONFIGS, SPAWN_MAIN, run_probe, totals
 
 from sizing.config import RunConfig
-from sizing.parallel import Totals, shares
+from sizing.parallel import shares
 
 OPT_IN = pytest.mark.skipif(os.environ.get("SIZING_DEEPSPEED") != "1",
                             reason="DeepSpeed on the CPU: set SIZING_DEEPSPEED=1 (not a pinned dependency)")
@@ -54,8 +54,7 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
 def test_zero3_keeps_one_reduce_bucket(tmp_path):
     pytest.importorskip("deepspeed", reason="SIZING_DEEPSPEED=1 needs deepspeed importable")
     kept = run_probe(tmp_path, PROBE, MODEL_CONFIGS["llama"], timeout=600)
-    t = Totals(base=0, quant_state=0, adapters=0, gradients=0, optimizer=0, layer_unit=0, root_unit=0, layer_grads=0,
-               grad_elem=4)
+    t = totals(grad_elem=4)
     sh = shares(RunConfig(num_gpus=2, parallelism="zero3"), t)
     assert sh.comm_static
     assert kept[0] == sh.comm_buffers  # 2,000,000,000 bytes: 5e8 fp32 elements, far above this model's 7M parameters

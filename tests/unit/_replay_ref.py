@@ -18,10 +18,14 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (CachingAllocator(expandable), CachingAllocator(expandable)) if r.gathered_unit else (a, a)
+    h2d = CachingAllocator(expandable) if r.h2d_copy else None  # CPU offload's pre-unshard copy (replay.py)
+    if h2d is not None:
+        h2d.free(h2d.malloc(r.h2d_copy))
     if r.init_units:  # the FSDP wrap before step 0 (sizing/memory/fsdp_init.py), on the reference allocator
         fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)  # type: ignore[arg-type]
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
+    a.peak_allocated = a.allocated  # the step's own allocated peak (replay.py: the wrap comes before the step)
     grads: list[_Block] = []
     states_done = False
     for _ in range(STEPS):
@@ -81,5 +85,6 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     pools = (a,) if ag is a else (a, ag, rs)
     # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
     # figure is what is reported); reserved only grows, so the reserved peaks add.
-    return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools),
-            sum(p.peak_needed for p in pools))
+    extra = (h2d.peak_reserved, h2d.peak_needed) if h2d is not None else (0, 0)
+    return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools) + extra[0],
+            sum(p.peak_needed for p in pools) + extra[1])

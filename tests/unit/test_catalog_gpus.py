@@ -1,17 +1,11 @@
 """The GPU catalog covers the cards people rent for fine-tuning, and the row mapping reads their common spellings."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import validate_rows as vr  # noqa: E402
-from sizing.catalog import find_gpu, gpus  # noqa: E402
-from sizing.errors import SizingError  # noqa: E402
+import validate_rows as vr
+from sizing.catalog import find_gpu, gpus
+from sizing.errors import SizingError
 
 # Rented cards (the brief's list); MI300X is AMD and refused below.
 RENTED = ("T4-16GB", "L4-24GB", "A10-24GB", "A10G-24GB", "A40-48GB", "RTX-A6000-48GB", "RTX-6000-Ada-48GB", "L40-48GB",

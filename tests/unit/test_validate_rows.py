@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import csv
 import io
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import validate_rows as vr  # noqa: E402
-from sizing import estimate  # noqa: E402
+import validate_rows as vr
+from sizing import estimate
 
 HEADER = ("row_id,source_id,model,method,method_detail,base_weight_dtype,quantization,double_quant,lora_rank,"
           "lora_alpha,lora_target_modules,lora_dropout,seq_len,seq_len_mode,micro_batch_size,grad_accum_steps,"

@@ -84,3 +84,23 @@ def test_the_catalog_carries_the_limits_the_engine_refuses_past() -> None:
             assert web.compute({**cfg, "max_seq_length": top}, table=False)["ok"], model["id"]
             over = web.compute({**cfg, "max_seq_length": top + 1}, table=False)
             assert over["error"]["code"] == "seq_too_long", model["id"]
+
+
+def test_the_peak_answer_is_the_estimate_without_the_own_gpus_searches() -> None:
+    words = {"lang": "en", "text": {}}
+    verdicts = set()
+    for cfg in (EXAMPLE, {**EXAMPLE, "per_device_train_batch_size": 64}, {**EXAMPLE, "gpu": "T4-16GB", "bf16": True}):
+        # with the table, the estimate's own entry comes from the table's row (web._with_table): the engine's
+        whole = web.compute(cfg, table=True)
+        assert json.loads(json.dumps(whole["estimate"])) == json.loads(json.dumps(estimate(load_config(cfg)).to_dict()))
+        full = web.compute(cfg, table=False, words=words)
+        peak = web.compute(cfg, table=False, words=words, peak=True)
+        (entry,), (fast,) = full["estimate"]["fits"], peak["estimate"]["fits"]
+        assert {k: entry[k] for k in fast} == fast and set(entry) - set(fast) <= {"max_micro_batch", "max_seq_length"}
+        assert {**peak["estimate"], "fits": full["estimate"]["fits"]} == full["estimate"]  # every other figure
+        assert peak["view"] == full["view"]  # the page shows the same
+        verdicts.add(fast["fits"])
+        text = json.dumps(cfg)
+        assert json.loads(web.compute_json(text, False, None, True))["estimate"] == peak["estimate"]
+    assert verdicts == {True, False}  # a run that fits and one that does not (its warning, the ladder pending)
+    assert "refusal" in fast  # and one on a card without bf16 (its row is the refusal, searches or not)

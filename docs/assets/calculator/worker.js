@@ -300,6 +300,7 @@ async function boot() {
       const stdLibURL = manifest.snapshot_stdlib ? BASE + manifest.snapshot_stdlib : options.stdLibURL;
       handWasm();
       py = await loadPyodide({ ...options, stdLibURL, _loadSnapshot: snapshotP });
+      mark("loaded"); // Pyodide's own restore done; then the zip's directory is read again (40-130 ms under Node)
       if (manifest.snapshot_stdlib) py.runPython(REREAD_ZIP);
     } catch (err) {
       py = null; // a stale or unreadable snapshot: the plain boot below still answers
@@ -363,8 +364,9 @@ function call(fn) {
 }
 
 // `words` (the page's words, JSON text): the answer then carries the results view in them (sizing.view).
+// Without the table: the peak (sizing.web.compute's peak: the own GPU's searches come with the table).
 function run(bridge, config, table, words) {
-  return call(() => bridge.compute_json(config, table, words));
+  return call(() => bridge.compute_json(config, table, words, !table));
 }
 
 // A bridge call made before the wheel is unpacked that failed inside (an import the heap lacks: code
@@ -431,6 +433,6 @@ function warmUp(rt, config, words) {
     const near = JSON.parse(config);
     if (!Number.isInteger(near.r)) return;
     near.r += 1;
-    call(() => rt.bridge.compute_json(JSON.stringify(near), false, words));
+    call(() => rt.bridge.compute_json(JSON.stringify(near), false, words, true));
   }, 50);
 }

@@ -1,0 +1,56 @@
+"""Rows from before peft v0.12.0 train their LoRA weights in the base weight's dtype (scripts/row_columns.py
+peft_adapter_dtype); each expectation is read off the row's text and PEFT's release history by hand:
+v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32 (commit
+ae1ae20b7, PR #1706); v0.10.0's LoraLayer.update_layer moved new adapters to the base weight's floating dtype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import row_columns as rc  # scripts/ is on pytest's pythonpath (pyproject.toml)
+from sizing import estimate
+
+
+@pytest.mark.parametrize(("text", "date"), [
+    ("feb-mar 2024 (torch ~2.2)", (2024, 3, 28)),  # S11: the later month named, its 28th
+    ("peft @6008f272a (2024-03-13) examples/sft", (2024, 3, 13)),
+    ("torch 2.13.0+cu130; transformers 5.13.1; peft 0.19", None),
+])
+def test_row_dates(text: str, date: tuple[int, int, int] | None) -> None:
+    assert rc.row_date(text) == date
+
+
+QLORA = {"method": "qlora", "framework": "custom", "load_in_4bit": True, "bnb_4bit_quant_storage": "bfloat16"}
+LORA = {"method": "lora", "framework": "custom", "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(("version", "cfg", "expected"), [
+    ("Feb-Mar 2024 (torch ~2.2)", QLORA, {"adapter_dtype": "bfloat16"}),  # Params4bit stored as bf16
+    ("Feb-Mar 2024 (torch ~2.2)", LORA, {"adapter_dtype": "bfloat16"}),
+    ("Feb-Mar 2024", {**QLORA, "bnb_4bit_quant_storage": "uint8"}, {}),  # uint8 storage: nn.Linear's fp32 stays
+    ("Feb-Mar 2024", {**LORA, "torch_dtype": "float32"}, {}),
+    ("Feb-Mar 2024", {**LORA, "framework": "torchtune"}, {}),  # no PEFT there
+    ("Aug 2024", LORA, {}),  # after v0.12.0
+    ("transformers 4.40; peft 0.10.0", LORA, {"adapter_dtype": "bfloat16"}),  # a stated release wins
+    ("2025-01-10; peft 0.11", LORA, {"adapter_dtype": "bfloat16"}),
+    ("torch 2.13.0+cu130; transformers 5.13.1; peft 0.19", LORA, {}),
+    ("", LORA, {}),  # no date: today's PEFT
+])
+def test_peft_adapter_dtype(version: str, cfg: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert rc.peft_adapter_dtype({"framework_version": version}, cfg) == expected
+
+
+def test_bf16_adapters_halve_the_adapter_bytes() -> None:
+    # Llama-2-7B LoRA r64 on q,k,v,up,down,gate: 32 layers x (3 x 64 x (4096 + 4096) + 3 x 64 x (4096 + 11008))
+    # = 143,130,624 trainable parameters; under FSDP on 2 GPUs each holds half of them, as weights, gradients and
+    # two Adam states: 2 bytes each in bf16 instead of 4.
+    cfg = {"model": "meta-llama/Llama-2-7b-hf", "method": "lora", "torch_dtype": "bfloat16", "r": 64,
+           "target_modules": ["q_proj", "k_proj", "v_proj", "up_proj", "down_proj", "gate_proj"],
+           "num_gpus": 2, "parallelism": "fsdp", "framework": "custom"}
+    fp32, bf16 = estimate(cfg), estimate({**cfg, "adapter_dtype": "bfloat16"})
+    assert fp32.detail["trainable_params"] == bf16.detail["trainable_params"] == 143_130_624
+    assert fp32.detail["optimizer_state_bytes"] == 143_130_624 * 2 * 4
+    assert bf16.detail["optimizer_state_bytes"] == 143_130_624 * 2 * 2
+    assert bf16.detail["gradient_bytes"] == 143_130_624 * 2
