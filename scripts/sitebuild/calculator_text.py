@@ -473,7 +473,7 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "Sharding over {num_gpus} GPUs: each GPU's weights include two gathered layers and FSDP's unsharded "
               "root unit (embeddings, LM head); approximate."},
     "w_load_above_logged_peak": {
-        "ru": "Загрузка модели (квантование весов в NF4 на GPU) выделяет {gib} ГиБ — больше, чем шаг обучения. "
+        "ru": "Загрузка модели (квантизация весов в NF4 на GPU) выделяет {gib} ГиБ — больше, чем шаг обучения. "
               "torchtune сбрасывает счётчики пиков после подготовки модели, поэтому в его журнале "
               "(peak_memory_alloc) этого пика нет, но карта должна его вместить: вердикт о том, помещается ли "
               "запуск, его учитывает.",
