@@ -56,6 +56,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import transformers  # noqa: E402
 
+from sizing.memory.allocator import CachingAllocator, _Block  # noqa: E402
+
 transformers.logging.set_verbosity_error()
 transformers.utils.logging.disable_progress_bar()
 
@@ -679,3 +681,26 @@ def compare(quantity: str, case, measured, estimated, rel_tol: float, holds: str
             f"({diff:+,.1f}, {100 * rel:+.2f} %, allowed {100 * rel_tol:g} %)"
             + (f"\n  tensors: {holds}" if holds else "")
         )
+
+
+class Recording(CachingAllocator):
+    """The engine's allocator, recording each request and release in bytes (probes compare it to a trace)."""
+
+    def __init__(self) -> None:
+        super().__init__(False)
+        self.events: list[tuple[str, int]] = []
+        self.sizes: dict[int, int] = {}
+
+    def malloc(self, nbytes: int) -> _Block:
+        b = super().malloc(nbytes)
+        self.sizes[id(b)] = nbytes
+        self.events.append(("m", nbytes))
+        return b
+
+    def free(self, b: _Block) -> None:
+        self.events.append(("f", self.sizes[id(b)]))
+        super().free(b)
+
+    def free_all(self, blocks) -> None:
+        for b in blocks:
+            self.free(b)

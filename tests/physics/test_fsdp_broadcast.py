@@ -16,9 +16,8 @@ import pytest
 
 pytest.importorskip("torch", reason="physics tests need torch: pip install -r requirements-physics.txt")
 
-from harness import LIVE_TRACKER, SPAWN_MAIN, run_probe
+from harness import LIVE_TRACKER, SPAWN_MAIN, Recording, run_probe
 
-from sizing.memory.allocator import CachingAllocator, _Block
 from sizing.memory.fsdp_init import broadcast_coalesced
 
 KiB = 1024
@@ -44,24 +43,6 @@ PROBE = LIVE_TRACKER + textwrap.dedent(f'''
 
 ''') + SPAWN_MAIN
 
-
-class Recording(CachingAllocator):
-    """The engine's allocator, recording each request and release in bytes."""
-
-    def __init__(self) -> None:
-        super().__init__(False)
-        self.events: list[tuple[str, int]] = []
-        self.sizes: dict[int, int] = {}
-
-    def malloc(self, nbytes: int) -> _Block:
-        b = super().malloc(nbytes)
-        self.sizes[id(b)] = nbytes
-        self.events.append(("m", nbytes))
-        return b
-
-    def free(self, b: _Block) -> None:
-        self.events.append(("f", self.sizes[id(b)]))
-        super().free(b)
 
 
 def test_broadcast_buckets_as_rank_0_allocates_them(tmp_path):

@@ -61,7 +61,8 @@ def _measure(version: str) -> tuple[float, float, float]:
     return (forward - cpu_only) / nv, (tr.peak - cpu_only) / nv, after / nv
 
 
-def _engine(version: str) -> tuple[float, float]:
+def _memory(version: str):
+    """The engine's step for the tiny torchtune-shaped LoRA run at `version`."""
     conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
             "max_position_embeddings": 256, "tie_word_embeddings": False}
@@ -71,6 +72,11 @@ def _engine(version: str) -> tuple[float, float]:
                        "lora_dropout": 0.0})
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
     mem = step_memory(cfg, arch, None, backend="cpu")
+    return mem
+
+
+def _engine(version: str) -> tuple[float, float]:
+    mem = _memory(version)
     nv = B * T * V
     fwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("cross-entropy on the logits"))
     bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
@@ -103,15 +109,7 @@ def test_02_keeps_the_sliced_copy_through_backward():
 
 def _held(version: str) -> int:
     """The engine's logits at the body's backward and at the optimizer step (step 1)."""
-    conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
-            "max_position_embeddings": 256, "tie_word_embeddings": False}
-    cfg = load_config({"model_config": conf, "method": "lora", "framework": "torchtune", "framework_version": version,
-                       "loss_implementation": "hf", "torch_dtype": "bfloat16", "max_seq_length": T,
-                       "per_device_train_batch_size": B, "packing": True, "gradient_checkpointing": True,
-                       "lora_dropout": 0.0})
-    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-    mem = step_memory(cfg, arch, None, backend="cpu")
+    mem = _memory(version)
     later = {m.parts["logits_and_loss"] for m in mem.moments if m.step == 1 and m.phase != "forward"
              and not m.what.startswith("gradient of the logits")}
     assert len(later) == 1
