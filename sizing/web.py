@@ -114,15 +114,21 @@ _TABLES: dict[str, list[dict[str, Any]]] = {}
 _TABLES_MAX = 32
 
 
+def _memo(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """A copy of cache[key], made by make() the first time; the oldest entry goes past _TABLES_MAX (the page's
+    worker lives as long as the tab). A copy: the callers' answers are edited after they leave."""
+    got = cache.get(key)
+    if got is None:
+        got = make()
+        if len(cache) >= _TABLES_MAX:
+            cache.pop(next(iter(cache)))
+        cache[key] = got
+    return copy.deepcopy(got)
+
+
 def _fit_table(cfg: Any) -> list[dict[str, Any]]:
-    key = repr(cfg)  # every field, the frozen dataclass's own repr
-    rows = _TABLES.get(key)
-    if rows is None:
-        rows = fit_table(cfg)
-        if len(_TABLES) >= _TABLES_MAX:
-            _TABLES.pop(next(iter(_TABLES)))
-        _TABLES[key] = rows
-    return copy.deepcopy(rows)
+    # every field, the frozen dataclass's own repr
+    return _memo(_TABLES, repr(cfg), lambda: fit_table(cfg))  # type: ignore[no-any-return]
 
 
 # Ladders already climbed, by normalised configuration (a few dozen estimates; the page asks twice per change).
@@ -130,14 +136,7 @@ _LADDERS: dict[str, dict[str, Any]] = {}
 
 
 def _ladder(cfg: Any) -> dict[str, Any]:
-    key = repr(cfg)
-    got = _LADDERS.get(key)
-    if got is None:
-        got = dataclasses.asdict(ladder(cfg, cfg.gpu))
-        if len(_LADDERS) >= _TABLES_MAX:
-            _LADDERS.pop(next(iter(_LADDERS)))
-        _LADDERS[key] = got
-    return copy.deepcopy(got)
+    return _memo(_LADDERS, repr(cfg), lambda: dataclasses.asdict(ladder(cfg, cfg.gpu)))  # type: ignore[no-any-return]
 
 
 # Estimates already made, by normalised configuration: the page asks twice per change (the peak, then with the
@@ -146,32 +145,23 @@ _ESTIMATES: dict[tuple[str, bool], dict[str, Any]] = {}
 
 
 def _estimate(cfg: Any, searches: bool = True) -> dict[str, Any]:
-    key = repr(cfg), searches
-    got = _ESTIMATES.get(key)
-    if got is None:
-        got = estimate(cfg, searches=searches).to_dict()
-        if len(_ESTIMATES) >= _TABLES_MAX:
-            _ESTIMATES.pop(next(iter(_ESTIMATES)))
-        _ESTIMATES[key] = got
-    return copy.deepcopy(got)
+    return _memo(_ESTIMATES, (repr(cfg), searches),  # type: ignore[no-any-return]
+                 lambda: estimate(cfg, searches=searches).to_dict())
 
 
 def _with_table(cfg: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """_estimate(cfg) from the peak's estimate and the fit table: the estimate's own-GPU fit entry is fit_row of
     the same configuration on that card, which the table's row for it holds (solve.fit_table: largest, confirmed),
     and nothing else differs (estimate(searches=False)); this saves the own GPU's searches a second time."""
-    key = repr(cfg), True
-    got = _ESTIMATES.get(key)
-    if got is None:
+    def make() -> dict[str, Any]:
         got = _estimate(cfg, False)
         own = [row for row in rows if got["fits"] and row["gpu"] == got["fits"][0]["gpu"]]
         if got["fits"] and not own:
-            return _estimate(cfg)  # a card outside the table (none today): the estimate's own search
+            return estimate(cfg).to_dict()  # a card outside the table (none today): the estimate's own search
         got["fits"] = [row_entry(row) for row in own]
-        if len(_ESTIMATES) >= _TABLES_MAX:
-            _ESTIMATES.pop(next(iter(_ESTIMATES)))
-        _ESTIMATES[key] = got
-    return copy.deepcopy(got)
+        return got
+
+    return _memo(_ESTIMATES, (repr(cfg), True), make)  # type: ignore[no-any-return]
 
 
 def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
