@@ -201,3 +201,32 @@ def browser() -> Iterator[Any]:
             "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"])
         yield browser
         browser.close()
+
+
+# A worker that never answers: what the page shows before the runtime is up, for as long as needed.
+SILENT = "self.onmessage = () => {};"
+
+
+@pytest.fixture
+def pages(browser: Any, base_url: str) -> Iterator[Any]:
+    """pages(silent=False) opens a fresh context's page (silent: its worker never answers); at the end each
+    page must have had no uncaught exception, console error or request to another origin."""
+    from tests.browser.test_calculator import READY, Watched
+
+    made: list[tuple[Any, Any]] = []
+
+    def new(silent: bool = False) -> Any:
+        context = browser.new_context()
+        if silent:
+            context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
+                status=200, content_type="text/javascript", body=SILENT))
+        page = context.new_page()
+        page.set_default_timeout(READY)
+        made.append((context, Watched(page, base_url)))
+        return made[-1][1]
+
+    yield new
+    for context, watched in made:
+        assert not watched.errors, watched.errors  # no uncaught exception, no console error
+        assert not watched.foreign, watched.foreign
+        context.close()

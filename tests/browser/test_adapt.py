@@ -6,7 +6,6 @@ link, before the runtime is up)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,9 +14,8 @@ import pytest
 from sitebuild import calculator_pages, prerender
 from sitebuild.calculator_text import TEXT
 from sizing import web
-from tests.browser.test_calculator import READY, Watched, expected, shown, wait_ready, want
+from tests.browser.test_calculator import expected, shown, wait_ready, want
 
-SILENT = "self.onmessage = () => {};"  # a worker that never answers
 DEFAULT = calculator_pages.default_config()
 # The catalog models the form's defaults do not fit: a context shorter than its length, a method the checkpoint
 # does not train with (every one of them was refused at the defaults before the form adapted).
@@ -27,27 +25,6 @@ LIMITED = [m for m in web.catalog()["models"] if (m["max_seq_length"] or 1 << 30
 
 def _lang(lang: str) -> str:
     return "" if lang == "ru" else f"{lang}/"
-
-
-@pytest.fixture
-def pages(browser: Any, base_url: str) -> Iterator[Any]:
-    made: list[tuple[Any, Watched]] = []
-
-    def new(silent: bool = False) -> Watched:
-        context = browser.new_context()
-        if silent:
-            context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
-                status=200, content_type="text/javascript", body=SILENT))
-        page = context.new_page()
-        page.set_default_timeout(READY)
-        made.append((context, Watched(page, base_url)))
-        return made[-1][1]
-
-    yield new
-    for context, watched in made:
-        assert not watched.errors, watched.errors
-        assert not watched.foreign, watched.foreign
-        context.close()
 
 
 def _adapted(model: dict[str, Any]) -> dict[str, Any]:

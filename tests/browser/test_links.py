@@ -4,7 +4,6 @@ configuration is being computed and shows no other configuration's numbers meanw
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -13,35 +12,7 @@ import pytest
 
 from sitebuild import prerender
 from sitebuild.calculator_text import TEXT
-from tests.browser.test_calculator import READY, Watched, expected, shown, wait_ready, want
-
-# A worker that never answers: what the page shows before the runtime is up, for as long as needed.
-SILENT = "self.onmessage = () => {};"
-
-
-def _page(browser: Any, base_url: str, silent: bool) -> tuple[Any, Watched]:
-    context = browser.new_context()
-    if silent:
-        context.route("**/assets/calculator/worker.js", lambda route: route.fulfill(
-            status=200, content_type="text/javascript", body=SILENT))
-    page = context.new_page()
-    page.set_default_timeout(READY)
-    return context, Watched(page, base_url)
-
-
-@pytest.fixture
-def pages(browser: Any, base_url: str) -> Iterator[Any]:
-    made: list[tuple[Any, Watched]] = []
-
-    def new(silent: bool = False) -> Watched:
-        made.append(_page(browser, base_url, silent))
-        return made[-1][1]
-
-    yield new
-    for context, watched in made:
-        assert not watched.errors, watched.errors  # no uncaught exception, no console error
-        assert not watched.foreign, watched.foreign
-        context.close()
+from tests.browser.test_calculator import expected, shown, wait_ready, want
 
 
 @pytest.fixture(scope="module")
