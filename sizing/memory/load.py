@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from ..arch import Architecture
 from .allocator import CachingAllocator, _Block
+from .pool_state import exact_state
 from .timeline import Moment, Outside
 from .weights import Weights
 
@@ -76,14 +77,6 @@ NF4_DEQUANT: tuple[tuple[str, str, float], ...] = (
 )
 
 
-def _state(a: CachingAllocator) -> tuple[object, ...]:
-    """What the next chunk's replay depends on: the counters and every cached free block (size, address)."""
-    free = tuple((size, tuple(b.addr for b in a._bucket[size])) for size in a._sizes)
-    tail = None if a._tail is None else (a._tail.addr, a._tail.size, a._tail.free)
-    return (a.allocated, a.reserved, a.peak_allocated, a.peak_reserved, a.peak_needed, a.cached_whole,
-            a.small_live, a.small_peak, a._end, tail, free)
-
-
 @dataclass
 class _Run:
     a: CachingAllocator
@@ -106,10 +99,10 @@ class _Run:
         full, rest = divmod(n, self.chunk)
         done = 0
         while done < full:
-            before = _state(self.a)
+            before = exact_state(self.a)
             self.play(NF4_CHUNK, self.chunk)
             done += 1
-            if _state(self.a) == before:
+            if exact_state(self.a) == before:
                 break
         if rest:
             self.play(NF4_CHUNK, rest)

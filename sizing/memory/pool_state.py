@@ -1,5 +1,6 @@
 # The caching allocator's state as its future sees it: the layout two states are compared by (the replay's step
-# skip) and a copy of it (the replay's shape-free prefix, replayed once and copied for each shape).
+# skip), a copy of it (the replay's shape-free prefix, replayed once and copied for each shape) and its exact value
+# (the NF4 load's chunk skip).
 from __future__ import annotations
 
 from .allocator import CachingAllocator, _Block
@@ -66,3 +67,13 @@ def copy_state(a: CachingAllocator) -> CachingAllocator:
     new._tail = twin[a._tail] if a._tail is not None else None
     new._end = a._end
     return new
+
+
+def exact_state(a: CachingAllocator) -> tuple[object, ...]:
+    """The allocator's state itself, not up to isomorphism as layout(): the counters and peaks, every cached free
+    block (size, address), the expandable pool's last block and the next segment's address. Equal before and
+    after a replay that frees all it allocates, the replay changed nothing (memory/load.py's chunk skip)."""
+    free = tuple((size, tuple(b.addr for b in a._bucket[size])) for size in a._sizes)
+    tail = None if a._tail is None else (a._tail.addr, a._tail.size, a._tail.free)
+    return (a.allocated, a.reserved, a.peak_allocated, a.peak_reserved, a.peak_needed, a.cached_whole,
+            a.small_live, a.small_peak, a._end, tail, free)

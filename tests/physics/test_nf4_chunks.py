@@ -17,7 +17,8 @@ import pytest
 from sizing import estimate
 from sizing.frameworks import TORCHAO_01_NF4_BYTES, TORCHAO_NF4_BYTES
 from sizing.memory.allocator import CachingAllocator
-from sizing.memory.load import NF4_CHUNK, NF4_CHUNKED_HEAD, NF4_CHUNKED_TAIL, NF4_QUANTIZE, TORCHAO_CHUNK, _Run, _state
+from sizing.memory.load import NF4_CHUNK, NF4_CHUNKED_HEAD, NF4_CHUNKED_TAIL, NF4_QUANTIZE, TORCHAO_CHUNK, _Run
+from sizing.memory.pool_state import exact_state
 from sizing.memory.weights import bytes_torchao_nf4
 
 TRACE = json.loads((pathlib.Path(__file__).parent / "data" / "nf4_trace.json").read_text())
@@ -137,7 +138,7 @@ def test_chunk_shortcut_equals_replaying_every_chunk(shape, expandable):
         else:
             run.chunks(n)
         run.play(NF4_CHUNKED_TAIL, n, live)
-        states.append(_state(a))
+        states.append(exact_state(a))
     assert states[0] == states[1]
 
 
