@@ -92,7 +92,7 @@ def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
         own = (arch.embedding_params * reg.embed, arch.lm_head_params * reg.lm_head_weight)
         held: tuple[int, ...] = (root - sum(own), *own) if cfg.fsdp_shard_embeddings else (root,)
         out["h2d_copy"] = max(*(-(-u // n) for u in held), UNITS_IN_FLIGHT * -(-sum(layer) // n))
-    if cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op") or cfg.num_gpus < 2 or reg.profile.empties_cache:
+    if not fsdp or reg.profile.empties_cache:
         return out
     embed = arch.embedding_params * reg.embed
     units = (layer,) * arch.layers + ((embed, root - embed),)
