@@ -311,6 +311,8 @@ def _with_defaults(cfg: RunConfig) -> RunConfig:
         changes["torch_dtype"] = "float32"
     if cfg.num_gpus == 1 and cfg.parallelism not in ("none", "ddp") and not cfg.cpu_offload:
         changes["parallelism"] = "none"  # sharding over one GPU is a no-op; ZeRO-Offload on one GPU is not
+        # and so is FSDP's choice of units: kept, the normalised config would be refused (CONFLICTS) on re-reading
+        changes["fsdp_shard_embeddings"] = False
     return _replace(cfg, changes)
 
 def _replace(cfg: RunConfig, changes: dict[str, Any]) -> RunConfig:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sizing import SizingError
@@ -106,6 +106,8 @@ CONFIGS = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=CONFIGS)
+# found by this test: one GPU drops the sharding mode, and FSDP's units with it (else the result is refused)
+@example(data={"model": "meta-llama/Llama-3.1-8B", "parallelism": "fsdp", "fsdp_shard_embeddings": True})
 def test_normalize_is_a_fixed_point(data: dict[str, Any]) -> None:
     try:
         cfg = parse_config(data)
