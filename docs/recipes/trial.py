@@ -1236,9 +1236,7 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
 
 def _check_launch(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None:
     world, gpus, parallelism = int(launched["world_size"]), int(cfg["num_gpus"]), cfg["parallelism"]
-    if world != gpus:
-        raise _refuse("num_gpus", f"the configuration says {gpus} GPU(s) but {world} process(es) were launched "
-                      f"(accelerate launch --num_processes {gpus})")
+    # what the trial cannot run at all comes before how it was launched: no relaunch would help
     if parallelism in ("zero2", "zero3") or launched["deepspeed"]:
         raise _refuse("parallelism", "DeepSpeed ZeRO is estimated by sizing, but the trial does not run it")
     if parallelism in ("fsdp_no_shard", "fsdp_shard_grad_op"):
@@ -1246,6 +1244,9 @@ def _check_launch(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None:
     if cfg.get("fsdp_shard_embeddings"):
         raise _refuse("fsdp_shard_embeddings", "the embedding and head as FSDP units of their own are estimated by "
                       "sizing, but the trial wraps decoder layers only")
+    if world != gpus:
+        raise _refuse("num_gpus", f"the configuration says {gpus} GPU(s) but {world} process(es) were launched "
+                      f"(accelerate launch --num_processes {gpus})")
     if parallelism == "fsdp" and not launched["fsdp"]:
         raise _refuse("parallelism", "fsdp needs `accelerate launch --config_file fsdp.yaml`")
     if parallelism != "fsdp" and launched["fsdp"]:

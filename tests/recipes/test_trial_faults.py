@@ -66,7 +66,7 @@ BAD: list[tuple[str, dict[str, Any] | str, tuple[str, ...], str, str]] = [
     ("gpus vs launch", {**FAST, "num_gpus": 2, "parallelism": "ddp"}, (), "num_gpus", "1 process"),
     ("zero", {**FAST, "num_gpus": 1, "cpu_offload": True}, (), "cpu_offload", "false"),
     ("peft type not run", {**FAST, "peft_type": "ia3"}, (), "peft_type", "LoRA only"),
-    ("own fsdp units not run", {**FAST, "parallelism": "fsdp", "fsdp_shard_embeddings": True}, (),
+    ("own fsdp units not run", {**FAST, "num_gpus": 2, "parallelism": "fsdp", "fsdp_shard_embeddings": True}, (),
      "fsdp_shard_embeddings",
      "decoder layers only"),
     ("max steps 0", FAST, ("--max-steps", "0"), "--max-steps", "at least 1"),
