@@ -87,6 +87,37 @@ SECRETS = {
     "ru_key": "ключ " + body(30, B64),
     "uz_key": "kalit " + body(28),
     "api_key_words": "the api key is " + body(20),
+    # short password words and PINs, a value written right after the word, user:password@host without a scheme
+    "en_pw": "pw: hunter22",
+    "en_pass": "login root / pass: Qwerty123",
+    "en_pass_no_colon": "login root pass Qwerty123",
+    "en_pin": "PIN: 4821",
+    "en_digits": "password 123456",
+    "ru_digits": "пароль 123456",
+    "uz_digits": "parol 123456",
+    "ru_access_code": "код доступа: 834712",
+    "ru_pin": "ПИН-код 4821",
+    "uz_login_word": "kirish so‘zi: Tashkent2024",
+    "uz_secret_code": "maxfiy kod 90817",
+    "userinfo": "ssh root:Hunter22@10.0.0.5",
+    "env_password": "PGPASSWORD=" + body(10),
+    "env_tracking": "MLFLOW_TRACKING_PASSWORD=" + body(12),
+    "env_token_json": '{"HF_TOKEN": "' + body(20) + '"}',
+    # more service formats
+    "yandex_api_key": "AQVN" + body(36, string.ascii_letters + string.digits + "_-"),
+    "yandex_iam": "t1." + body(30) + "." + body(86),
+    "yandex_oauth": "y0_" + body(55),
+    "databricks": "dapi" + body(32, HEX),
+    "atlassian": "ATATT3x" + body(40),
+    "google_refresh": "1//0" + body(40),
+    "discord_webhook": "https://discord.com/api/webhooks/123456789012345678/" + body(68),
+    "runpod": "rpa_" + body(40, string.ascii_uppercase + string.digits),
+    "pinecone": "pcsk_" + body(50),
+    "together": "tgp_v1_" + body(40),
+    "perplexity": "pplx-" + body(48),
+    "neptune_base64": "eyJhcGlfYWRkcmVzcyI6" + body(60, B64) + "==",
+    "bare_aws_secret": "aws " + body(20, B64) + "/" + body(19, B64),
+    "mixed_case_key_anywhere": "here it is " + body(40),
     # disguises
     "zero_width": "gh\u200bp_" + body(36),
     "full_width": "ｈｆ_" + body(34, string.ascii_letters),
@@ -116,6 +147,23 @@ ORDINARY = {
     "uuid_free": "order 2026-0042, ticket #1337",
     "price": "budget $2.50 per GPU-hour, up to $4,000 total",
     "mixed": "QLoRA r=16, lora_alpha=32, bf16, packing=true, max_seq_length=4096, gradient_accumulation_steps=8",
+    # words that hold a secret word or look like one
+    "tokenizer": '"tokenizer_class": "LlamaTokenizer", "bos_token_id": 1, "pad_token_id": null',
+    "ru_tokenizer": "токенизатор: LlamaTokenizerFast, токенов в батче: 16384",
+    "uz_tokenizer": "tokenizatsiya: LlamaTokenizer, tokenlar: 2 mlrd",
+    "pass_metric": "pass@1 = 45.2 %, a single pass over 2B tokens, two-pass packing",
+    "pin_memory": "pin_memory=True, num_workers=8, persistent_workers=True",
+    "pin_code_not_needed": "PIN code not required",
+    "env_vars": "TOKENIZERS_PARALLELISM=false MAX_TOKENS=4096 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    "env_references": "HF_TOKEN=$HF_TOKEN WANDB_API_KEY=${WANDB_API_KEY} password: ******** token: <your token>",
+    "auth_method": "AUTH=ssh-key; auth: ssh only; OAuth2 via the provider's console",
+    "key_names": "key: num_key_value_heads, keys: lora_A, lora_B",
+    "model_ids_camel": "HuggingFaceTB/SmolLM2-360M-Instruct and HuggingFaceTB/smollm2-1.7B-8k-mix7-ep2-v2-dpo-ultraf-ep3",
+    "file_path": "config from aic-core/src/aiconfigurator_core/model_configs/meta-llama--Meta-Llama-3.1-8B_config.json",
+    "docker_digest": "nvcr.io/nvidia/pytorch:24.05-py3@sha256:" + "0" * 64,
+    "email_label": "email:ml-team@example.com, telegram: @mlteam",
+    "ru_password_later": "Пароль пришлю отдельно, по SSH-ключу",
+    "time_ratio": "10:30 UTC, ratio 1:100@bs8",
 }
 
 
@@ -140,3 +188,21 @@ def test_secret_is_refused(answers: dict[str, object], name: str) -> None:
 @pytest.mark.parametrize("name", sorted(ORDINARY))
 def test_ordinary_note_passes(answers: dict[str, object], name: str) -> None:
     assert answers[name] is None, (ORDINARY[name], answers[name])
+
+
+def test_catalog_config_json_passes() -> None:
+    """The request page reads a pasted config.json too: no catalog model's config (as Hugging Face writes it:
+    tokenizer_class, *_token_id, num_key_value_heads) is taken for a secret."""
+    node = shutil.which("node")
+    if node is None:
+        cannot_run("node is not installed (apt-get install nodejs)")
+    data = json.loads((ROOT / "sizing" / "data" / "models.json").read_text(encoding="utf-8"))
+    records = data if isinstance(data, list) else data["models"]
+    texts = {r["id"]: json.dumps(r["config"], indent=2) for r in records if isinstance(r.get("config"), dict)}
+    assert len(texts) >= 100
+    proc = subprocess.run([node, "--input-type=commonjs", "-e", RUNNER, FILTER.as_uri()],
+                          input=json.dumps(list(texts.values())), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    refused = {name: hit for name, hit in zip(texts, json.loads(proc.stdout), strict=True) if hit is not None}
+    assert refused == {}

@@ -38,20 +38,46 @@ const FORMATS = [
   ["bearer", /\bbearer\s+[A-Za-z0-9._~+/-]{16,}/i],
   ["sshpass", /\bsshpass\s+-p\s*\S+/],
   ["authorization_header", /authorization\s*:\s*(?:basic|bearer|token|digest)\s+\S{8,}/i],
+  // Russian and CIS clouds: Yandex Cloud IAM token, API key, static access key, OAuth token
+  ["yandex_cloud", /(?<![A-Za-z0-9])(?:t1\.[A-Za-z0-9_-]{20,}={0,2}\.[A-Za-z0-9_-]{40,}|AQVN[A-Za-z0-9_-]{35,}|YCAJ[A-Za-z0-9_-]{20,}|YC[A-Za-z0-9_-]{38}(?![A-Za-z0-9_-])|y[0-3]_[A-Za-z0-9_-]{50,})/],
+  ["alibaba_tencent", /(?<![A-Za-z0-9])(?:LTAI[A-Za-z0-9]{12,24}|AKID[A-Za-z0-9]{13,40})(?![A-Za-z0-9])/],
+  ["databricks", /(?<![A-Za-z0-9])dapi[a-f0-9]{32}/],
+  ["atlassian_bitbucket", /(?<![A-Za-z0-9])(?:ATATT3|ATBB|ATCTT3)[A-Za-z0-9_=.-]{24,}/],
+  ["google_refresh", /(?<![A-Za-z0-9])1\/\/0[A-Za-z0-9_-]{30,}/],
+  ["mailgun_twilio", /(?<![A-Za-z0-9-])(?:key-[0-9a-f]{32}|SK[0-9a-f]{32})(?![A-Za-z0-9])/],
+  ["discord", /discord(?:app)?\.com\/api\/webhooks\/\d+\/[A-Za-z0-9_-]{20,}|(?<![A-Za-z0-9])[MN][A-Za-z0-9]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}/],
+  // AI and ML services with a fixed prefix: Perplexity, Fireworks, Cerebras, Tavily, Together, RunPod, Modal,
+  // Pinecone, Linear, Notion, Postman, Supabase, Shopify, W&B local servers
+  ["ai_services", /(?<![A-Za-z0-9])(?:pplx-[A-Za-z0-9]{32,}|fw_[A-Za-z0-9]{20,}|csk-[a-z0-9]{32,}|tvly-[A-Za-z0-9-]{20,}|tgp_v1_[A-Za-z0-9_-]{20,}|rpa_[A-Za-z0-9]{20,}|a[ks]-[A-Za-z0-9]{22,}|pcsk_[A-Za-z0-9_]{30,}|lin_api_[A-Za-z0-9]{30,}|ntn_[A-Za-z0-9]{30,}|PMAK-[a-f0-9]{24}-[a-f0-9]{30,}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|local-[a-f0-9]{40})(?![A-Za-z0-9])/],
+  // a JSON object in base64 ('{"' encodes as eyJ), one long blob: API tokens of Neptune and others
+  ["base64_json", /(?<![A-Za-z0-9+/])eyJ[A-Za-z0-9+/_-]{40,}={0,2}/],
 ];
 
 // Words that announce a secret, in the page's three languages (a letter or digit may not touch them).
-const PASSWORD = String.raw`passwords?|passwd|pwd|passphrase|passcode|парол\p{L}*|пасворд|parol\p{L}*|maxfiy\s+so[‘'ʻ’\x60]?z\p{L}*`;
-const KEY = String.raw`secrets?|tokens?|api[\s_-]?keys?|apikey|access[\s_-]?keys?|private[\s_-]?keys?|client[\s_-]?secret|credentials?|keys?|токен\p{L}*|ключ(?:а|ом|и|у|ей|ами|ах)?|секрет\p{L}*|kalit\p{L}*|token\p{L}*`;
+const APOSTROPHE = "[‘'ʻ’\\x60]?";
+const PASSWORD = String.raw`passwords?|passwd|pwd|passphrase|passcode|access\s+code|парол\p{L}*|пасворд|код\p{L}*\s+доступа|пин[\s-]?код\p{L}*|parol\p{L}*|maxfiy\s+so${APOSTROPHE}z\p{L}*|maxfiy\s+kod\p{L}*|kirish\s+(?:so${APOSTROPHE}z|kod)\p{L}*|pin[\s-]?(?:code|kod\p{L}*)`;
+// Short words that are also ordinary ones (a single pass, pin_memory): a secret only when a value is written
+// right after them with ":" or "=", or a password-looking value follows.
+const WEAK = String.raw`pass|pw|pin|пин`;
+// "token" but not tokenizer / tokenization / токенизатор (a config.json names its tokenizer_class)
+const KEY = String.raw`secrets?|tokens?(?!i[zsз])|api[\s_-]?keys?|apikey|access[\s_-]?keys?|private[\s_-]?keys?|client[\s_-]?secret|credentials?|keys?|auth|токен(?!из)\p{L}*|ключ(?:а|ом|и|у|ей|ами|ах)?|секрет\p{L}*|kalit\p{L}*|token(?!i[zs])\p{L}*`;
 const EDGE_L = String.raw`(?<![\p{L}\p{N}])`;
 const EDGE_R = String.raw`(?![\p{L}\p{N}])`;
-const WORD = new RegExp(`${EDGE_L}(?:(${PASSWORD})|${KEY})${EDGE_R}`, "giu");
+const WORD = new RegExp(`${EDGE_L}(?:(${PASSWORD})|(${WEAK})|(?:${KEY}))${EDGE_R}`, "giu");
+// NAME=value with a secret in an upper-case variable name (PGPASSWORD, MLFLOW_TRACKING_PASSWORD, HF_TOKEN)
+const ENV = /(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*?(PASSWORD|PASSWD|PWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH)[A-Z0-9_]*\s*[:=]\s*["']?([^\s"',;]+)/g;
+// user:password@host without a scheme (root:hunter2@10.0.0.5); the user is not a label such as "email:"
+const USERINFO = /(?<![\w.%+/-])([\w.+-]{1,64}):([^\s:/@]{3,128})@(?!sha\d)[A-Za-z0-9][A-Za-z0-9.-]*/g;
+const LABELS = new Set(["email", "e-mail", "mail", "contact", "contacts", "почта", "pochta", "kontakt", "telegram", "tg"]);
 // keyword[_suffix]["]: value  or  keyword = value (HF_TOKEN=…, "api_key": "…", пароль: …)
 const ASSIGNED = /^(?:[_-][\p{L}\p{N}_-]{0,30})?["']?\s*[:=]\s*["'«]?([^\s"'»,;]+)/u;
 const COPULA = new Set(["is", "was", "are", "=", "—", "–", "-", "это", "будет", "был", "такой", "bu", "esa", "—"]);
 // after a keyword these are words of an ordinary sentence, not a value
 const NOT_A_VALUE = new Set(["none", "no", "not", "n/a", "na", "null", "never", "required", "needed", "empty", "unknown",
-  "нет", "не", "нужен", "нужно", "не нужен", "yo‘q", "yoq", "yo'q", "emas", "kerak", "kerakmas", "-", "—"]);
+  "нет", "не", "нужен", "нужно", "не нужен", "yo‘q", "yoq", "yo'q", "emas", "kerak", "kerakmas", "-", "—",
+  "true", "false", "yes", "on", "off"]);
+// A placeholder or a reference, not a value: <your token>, ***, xxxx, $HF_TOKEN, ${SECRET}, %TOKEN%, your_key_here, ...
+const PLACEHOLDER = /^(?:<.*>?|\*+|[xX]{3,}|\.{3}|…|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|(?:your|my|ваш|sizning)[\p{L}_-]*)$/u;
 const NUMBER = /^[~≈]?\d[\d\s.,_]*(?:[kmgtb]|k?ib|[kmg]b|млн|млрд|тыс|mln|mlrd|ming)?$/iu;
 
 function entropy(text) {
@@ -62,7 +88,7 @@ function entropy(text) {
   return bits;
 }
 
-const strip = (token) => token.replace(/^[\s"'«“(<\[{]+|[\s"'»”)>\]}.,;:!?]+$/gu, "");
+const strip = (token) => token.replace(/^[\s"'«“(<\[{\x60]+|[\s"'»”)>\]}.,;:!?\x60]+$/gu, "");
 
 // A password a person picked: six or more characters mixing at least `kinds` of lower, upper, digit, symbol.
 function passwordLike(token, kinds = 2) {
@@ -79,9 +105,24 @@ function randomLooking(token, min = 16) {
   const digits = /\d/.test(token);
   const mixed = /[a-z]/.test(token) && /[A-Z]/.test(token);
   if (!letters || !(digits || mixed)) return false;
-  const run = Math.max(...token.split(/[-_./]/).map((s) => s.length));
-  return run >= Math.min(12, min) && entropy(token) >= 3.2;
+  // the longest run between separators is itself key-like: digits or mixed case (a path of words such as
+  // src/aiconfigurator_core/model_configs is not)
+  const run = token.split(/[-_./]/).reduce((a, b) => (b.length > a.length ? b : a), "");
+  const keyRun = /\d/.test(run) || (/[a-z]/.test(run) && /[A-Z]/.test(run));
+  return run.length >= Math.min(12, min) && keyRun && entropy(token) >= 3.2;
 }
+
+// words joined by _ . - (num_key_value_heads, eu-west-1, lora_A): a name, not a generated key
+const IDENTIFIER = /^_*[A-Za-z][a-z0-9]*(?:[_.-][A-Za-z0-9][a-z0-9]*)*$/;
+// A run of a random key changes between lower case, upper case and digits often; words (HuggingFaceTB, SmolLM2) rarely.
+function scrambled(run) {
+  const kind = (ch) => (/[a-z]/.test(ch) ? 0 : /[A-Z]/.test(ch) ? 1 : /\d/.test(ch) ? 2 : 3);
+  let changes = 0;
+  for (let i = 1; i < run.length; i++) if (kind(run[i]) !== kind(run[i - 1])) changes++;
+  return changes >= 0.4 * (run.length - 1);
+}
+
+const placeholder = (value) => PLACEHOLDER.test(value) || NOT_A_VALUE.has(value.toLowerCase());
 
 /** The first rule a text breaks ({rule, match}), or null: what request.js refuses to put in a request. */
 export function findSecret(raw) {
@@ -91,16 +132,40 @@ export function findSecret(raw) {
     const m = re.exec(text);
     if (m) return { rule, match: m[0] };
   }
+  for (const m of text.matchAll(ENV)) {
+    const value = strip(m[2]);
+    const password = /PASS|PWD/.test(m[1]);
+    if (!value || placeholder(value) || /^(?:~|\.{0,2}\/)/.test(value)) continue;
+    if (password ? value.length >= 4
+      : !NUMBER.test(value) && !IDENTIFIER.test(value) && (passwordLike(value) || value.length >= 12)) {
+      return { rule: "env", match: m[0].split(/[:=]/)[0].trim() };
+    }
+  }
+  for (const m of text.matchAll(USERINFO)) {
+    const value = m[2];
+    if (!LABELS.has(m[1].toLowerCase()) && passwordLike(value) && /[^A-Za-z._-]/.test(value)) {
+      return { rule: "url_credentials", match: `${m[1]}:…@` };
+    }
+  }
   for (const m of text.matchAll(WORD)) {
-    const password = Boolean(m[1]);
     const after = text.slice(m.index + m[0].length);
+    if (m[2]) {  // pass / pw / PIN: only "word: value" or a value that looks like a picked password
+      const pin = /^п?[иi]н$|^pin$/iu.test(m[2]);
+      const direct = /^\s*[:=]\s*["'«]?([^\s"'»,;]+)/u.exec(after);
+      const value = direct ? strip(direct[1]) : strip(after.split(/\s+/u).filter(Boolean)[0] || "");
+      if (!value || placeholder(value)) continue;
+      if (pin ? /^\d{4,8}$/.test(value) : direct ? passwordLike(value) || /^\d{4,}$/.test(value)
+        : passwordLike(value, 3)) return { rule: "password", match: m[0] };
+      continue;
+    }
+    const password = Boolean(m[1]);
     const assigned = ASSIGNED.exec(after);
     if (assigned) {
       const value = strip(assigned[1]);
-      const plain = !value || NOT_A_VALUE.has(value.toLowerCase());
+      const plain = !value || placeholder(value);
       // after a password word any value is one (a PIN too); after "key"/"token" a number is a count
       // ("tokens: 50M"), a path names a file (~/.ssh/id_ed25519.pub), a short plain word is prose
-      const keyValue = !NUMBER.test(value) && !/^(?:~|\.{0,2}\/)/.test(value)
+      const keyValue = !NUMBER.test(value) && !/^(?:~|\.{0,2}\/)/.test(value) && !IDENTIFIER.test(value)
         && (passwordLike(value) || value.length >= 12);
       if (!plain && (password || keyValue)) return { rule: "assigned", match: m[0] };
     }
@@ -108,9 +173,13 @@ export function findSecret(raw) {
     for (let i = 0; i < next.length; i++) {
       const token = next[i];
       if (randomLooking(token)) return { rule: "random_after_keyword", match: m[0] };
-      // right after the word two kinds of character suffice; further on, three with a lower-case letter
-      // (a GPU name such as H100-SXM is upper case and digits)
-      if (password && passwordLike(token, i === 0 ? 2 : 3)) return { rule: "password", match: m[0] };
+      // right after the word two kinds of character suffice; further on, three with a lower-case letter and a
+      // digit (a GPU name such as H100-SXM is upper case and digits; SSH-ключу is a word)
+      if (password && passwordLike(token, i === 0 ? 2 : 3) && (i === 0 || /\d/.test(token))) {
+        return { rule: "password", match: m[0] };
+      }
+      // a PIN or an all-digit password right after the word: "password 123456", "пароль 4821"
+      if (password && i === 0 && /^\d{4,}$/.test(token)) return { rule: "password", match: m[0] };
       // "my password is swordfish", "пароль — qwerty", "parolim bu olma"
       if (password && i > 0 && COPULA.has(next[i - 1].toLowerCase()) && token.length >= 4
           && !NOT_A_VALUE.has(token.toLowerCase())) return { rule: "password", match: m[0] };
@@ -118,7 +187,10 @@ export function findSecret(raw) {
   }
   // A long random token anywhere: not hex (a commit hash is ordinary), mixed case with digits.
   for (const token of text.split(/\s+/u).map(strip)) {
-    if (token.length >= 32 && /[a-z]/.test(token) && /[A-Z]/.test(token) && /\d/.test(token)
+    if (token.length < 32 || !/[a-z]/.test(token) || !/[A-Z]/.test(token) || !/\d/.test(token)) continue;
+    const run = token.split(/[-_./]/).reduce((a, b) => (b.length > a.length ? b : a), "");
+    // base64 (a bare AWS secret key) has no - _ . at all; a model id or a file name has words between them
+    if ((/^[A-Za-z0-9+/=]+$/.test(token) || run.length >= 24 || (run.length >= 16 && scrambled(run)))
         && randomLooking(token, 32) && entropy(token) >= 4.3) return { rule: "random", match: token };
   }
   return null;
