@@ -32,3 +32,14 @@ def test_check_reports_a_changed_page(tmp_path: Path, monkeypatch: pytest.Monkey
     target.write_text(target.read_text("utf-8") + "hand edit\n", "utf-8")
     assert gpu_pages.main(["--check"]) == 1
     assert "stale: docs/gpus/t4-16gb.en.md" in capsys.readouterr().out
+
+
+def test_what_fits_comes_before_the_specification_sources() -> None:
+    """Issue 15, item 10: a GPU page answers first (specifications, then what fits); the long list of sources
+    of the specifications (repository paths, commits) stands at the end, not before the answer."""
+    for path, text in gpu_pages.pages().items():
+        heads = [line for line in text.splitlines() if line.startswith("## ")]
+        assert len(heads) >= 3, path
+        before_fits = text.split(heads[1], 1)[0]
+        assert "github.com" not in before_fits and "](" not in before_fits.split(heads[0], 1)[1], path
+        assert "github.com" in text.split(heads[-1], 1)[1], path  # the sources are the last section
