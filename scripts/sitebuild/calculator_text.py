@@ -65,6 +65,7 @@ TEXT: dict[str, dict[str, str]] = {
                          "uz": "Maqsadli modullar (all-linear yoki vergul bilan)",
                          "en": "Target modules (all-linear or comma-separated)"},
     "f_use_dora": {"ru": "DoRA", "uz": "DoRA", "en": "DoRA"},
+    "f_peft_type": {"ru": "Метод PEFT", "uz": "PEFT usuli", "en": "PEFT method"},
     "f_max_seq_length": {"ru": "Длина последовательности", "uz": "Ketma-ketlik uzunligi",
                          "en": "Sequence length"},
     "f_per_device_train_batch_size": {"ru": "Микробатч на GPU", "uz": "GPU uchun mikrobatch",

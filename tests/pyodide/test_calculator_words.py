@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sitebuild.calculator_pages import FIELDS, GROUPS
 from sitebuild.calculator_results import warning_text
 from sitebuild.calculator_text import TEXT
 
@@ -41,3 +42,12 @@ def test_warning_text_fills_parameters_and_falls_back_to_the_message() -> None:
     w = {"code": "paged_optimizer", "message": "x", "params": {"bytes": 3 * 2**30}}
     assert "3,00 ГиБ" in warning_text(w, "ru") and "3.00 GiB" in warning_text(w, "en")
     assert warning_text({"code": "new_code", "message": "English text", "params": {}}, "uz") == "English text"
+
+
+def test_every_form_field_and_group_has_a_label_in_three_languages() -> None:
+    """T() falls back to the key itself: a field added to the contract without words showed 'f_peft_type' as its
+    label on the page."""
+    keys = [f"f_{name}" for name, _, _ in FIELDS] + [group for group, _ in GROUPS]
+    assert len(keys) > 20
+    for key in keys:
+        assert set(TEXT.get(key, {})) == {"ru", "uz", "en"}, key
