@@ -96,7 +96,7 @@ SECRETS = {
     "ru_digits": "пароль 123456",
     "uz_digits": "parol 123456",
     "ru_access_code": "код доступа: 834712",
-    "ru_pin": "ПИН-код 4821",
+    "ru_pin_code": "ПИН-код 4821",
     "uz_login_word": "kirish so‘zi: Tashkent2024",
     "uz_secret_code": "maxfiy kod 90817",
     "userinfo": "ssh root:Hunter22@10.0.0.5",
@@ -158,7 +158,8 @@ ORDINARY = {
     "env_references": "HF_TOKEN=$HF_TOKEN WANDB_API_KEY=${WANDB_API_KEY} password: ******** token: <your token>",
     "auth_method": "AUTH=ssh-key; auth: ssh only; OAuth2 via the provider's console",
     "key_names": "key: num_key_value_heads, keys: lora_A, lora_B",
-    "model_ids_camel": "HuggingFaceTB/SmolLM2-360M-Instruct and HuggingFaceTB/smollm2-1.7B-8k-mix7-ep2-v2-dpo-ultraf-ep3",
+    "model_ids_camel": "HuggingFaceTB/SmolLM2-360M-Instruct and "
+                       "HuggingFaceTB/smollm2-1.7B-8k-mix7-ep2-v2-dpo-ultraf-ep3",
     "file_path": "config from aic-core/src/aiconfigurator_core/model_configs/meta-llama--Meta-Llama-3.1-8B_config.json",
     "docker_digest": "nvcr.io/nvidia/pytorch:24.05-py3@sha256:" + "0" * 64,
     "email_label": "email:ml-team@example.com, telegram: @mlteam",
