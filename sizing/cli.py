@@ -100,7 +100,8 @@ def format_estimate(est: Estimate) -> str:
         f"  confidence: {est.confidence}" + "".join(f"; {r['message']}" for r in est.confidence_reasons),
     ]
     for fit in est.fits:
-        verdict = "fits" if fit["fits"] else "does NOT fit"
+        verdict = "fits" if fit["fits"] else ("does NOT run (the card has no bf16)"
+                                               if fit.get("refusal") == "gpu_no_bf16" else "does NOT fit")
         lines += ["", f"{fit['gpu']}: {verdict} ({_gib(fit['usable_bytes'])} GiB usable after the CUDA context, "
                   f"headroom {_gib(fit['headroom_bytes'])} GiB); largest micro-batch {fit['max_micro_batch']}, "
                   f"longest sequence {fit['max_seq_length']}"]
@@ -152,11 +153,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         tps = f"{t['tokens_per_second']:,.0f}" if t else "-"
         mode = r["fewest_gpus_parallelism"]
         fewest = f"{r['fewest_gpus']}" + ("" if mode == "none" else f" {mode}")
-        print(f"{r['gpu']:<20} {'yes' if r['fits'] else 'no':<4} {_gib(r['headroom_bytes']):>9} "
+        fits = "yes" if r["fits"] else "no*" if r.get("refusal") == "gpu_no_bf16" else "no"
+        print(f"{r['gpu']:<20} {fits:<4} {_gib(r['headroom_bytes']):>9} "
               f"{r['max_micro_batch']:>9} {r['max_seq_length']:>8} {fewest if r['fewest_gpus'] else '-':>7} "
               f"{tps:>9} {hours:>8} {cost:>10}")
     if not rows and deadline is not None:
         print("no GPU fits and finishes within the deadline (hours need dataset_tokens)")
+    if any(r.get("refusal") == "gpu_no_bf16" for r in rows):
+        print("\nno*: the card has no bf16 (compute capability below 8.0), whatever its headroom; set fp16 instead")
     print("\nheadroom in GiB on one GPU of the configured run; tokens/s, hours and cost on the fewest GPUs;\n"
           "max batch / max seq: the largest that fit on the configured GPU, on the others the largest on the\n"
           "allocator's replay grid (4 steps per doubling: ..., 4096, 5120, 6144, 7168, 8192, ...): up to 20 % below")

@@ -179,7 +179,7 @@ def _compare(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
 
     lines: list[tuple[str, list[str]]] = [
         ("capacity", [f"{fmt_gib(int(r['usable_bytes']), lang)} {w.get('gib', 'GiB')}" for r in rows]),
-        ("th_fits", ["✓" if r["fits"] else "✗" for r in rows]),
+        ("th_fits", [_fits_mark(r, w) for r in rows]),
         ("th_headroom", [fmt_gib(int(r["headroom_bytes"]), lang) for r in rows]),
         ("th_batch", [str(int(r["max_micro_batch"])) for r in rows]),
         ("th_seq", [fmt_int(int(r["max_seq_length"]), lang) for r in rows]),
@@ -196,11 +196,18 @@ def _compare(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
             "head": ["", *(str(r["name"]) for r in rows)], "align": ["left", *("right" for _ in rows)], "rows": body}
 
 
+def _fits_mark(row: Mapping[str, Any], w: Words) -> str:
+    """✓ / ✗, and why a card is refused whatever the memory (no bf16: its headroom alone would say it fits)."""
+    if row.get("refusal") == "gpu_no_bf16":
+        return w.get("fit_no_bf16", "✗ no bf16")
+    return "✓" if row["fits"] else "✗"
+
+
 def _fit(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
     rows = []
     for row in table:
         t = row.get("time") or {}
-        cells = [str(row["name"]), "✓" if row["fits"] else "✗", fmt_gib(int(row["headroom_bytes"]), lang),
+        cells = [str(row["name"]), _fits_mark(row, w), fmt_gib(int(row["headroom_bytes"]), lang),
                  str(int(row["max_micro_batch"])), fmt_int(int(row["max_seq_length"]), lang),
                  str(int(row["fewest_gpus"] or 0) or "—"), _opt(t.get("total_hours"), lang, 1),
                  _opt(t.get("cost"), lang, 2)]

@@ -168,6 +168,8 @@ TEXT: dict[str, dict[str, str]] = {
     "cost": {"ru": "стоимость", "uz": "narx", "en": "cost"},
     "th_gpu": {"ru": "GPU", "uz": "GPU", "en": "GPU"},
     "th_fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
+    # a card refused for its precision, not its memory (sizing.solve: refusal gpu_no_bf16)
+    "fit_no_bf16": {"ru": "✗ нет bf16", "uz": "✗ bf16 yo‘q", "en": "✗ no bf16"},
     "th_headroom": {"ru": "Запас, ГиБ", "uz": "Zaxira, GiB", "en": "Headroom, GiB"},
     "th_batch": {"ru": "Макс. микробатч", "uz": "Maks. mikrobatch", "en": "Max micro-batch"},
     "th_seq": {"ru": "Макс. длина", "uz": "Maks. uzunlik", "en": "Max length"},

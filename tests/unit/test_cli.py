@@ -127,3 +127,15 @@ def test_a_typed_flag_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> 
     assert "wrong_type [r]" in capsys.readouterr().err
     assert main(["estimate", str(EXAMPLE), "--set", "=3"]) == 2
     assert "bad_override" in capsys.readouterr().err
+
+
+def test_a_card_without_bf16_is_marked_in_the_fit_table_and_the_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+    """V100 (compute capability 7.0) has no bf16: the example's bf16 run is refused there although 12.9 GiB are
+    left, and the table says why instead of a bare 'no' next to a positive headroom."""
+    assert main(["fit", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    v100 = next(line for line in out.splitlines() if line.startswith("V100-32GB"))
+    assert v100.split()[1] == "no*" and float(v100.split()[2]) > 0
+    assert "no*: the card has no bf16" in out
+    assert main(["estimate", str(EXAMPLE), "--gpu", "V100-32GB"]) == 0
+    assert "V100-32GB: does NOT run (the card has no bf16)" in capsys.readouterr().out

@@ -72,3 +72,15 @@ def test_the_worker_gets_the_view_in_the_words_it_sends() -> None:
     answer = json.loads(web.compute_json(json.dumps(EXAMPLE), False, words))
     assert answer["view"] == json.loads(json.dumps(results_view(web.compute(EXAMPLE, False), WORDS, "ru")))
     assert "view" not in json.loads(web.compute_json(json.dumps(EXAMPLE), False))
+
+
+def test_a_card_without_bf16_says_why_it_does_not_fit() -> None:
+    """T4 and V100 (compute capability 7.x) have no bf16 (NVIDIA's CUDA guide: bf16 arithmetic from 8.0): a bf16
+    run is refused there however much memory is left, so the row says so instead of '✗' next to a positive
+    headroom (V100 32GB: +12.9 GiB for the 8B QLoRA example)."""
+    answer = web.compute(EXAMPLE)
+    words = {**WORDS, "fit_no_bf16": "✗ no bf16"}
+    fit = next(b for b in results_view(answer, words, "en")["blocks"] if b["key"] == "fit")
+    mark = {r["attrs"]["data-testid"]: r["cells"][1]["text"] for r in fit["rows"]}
+    assert mark["fit-V100-32GB"] == mark["fit-T4-16GB"] == "✗ no bf16"
+    assert mark["fit-A100-SXM-80GB"] == "✓"
