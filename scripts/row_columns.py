@@ -14,6 +14,11 @@ from typing import Any
 # releases runs the code of the earlier one (main after it).
 _TORCHTUNE_RELEASES = (((2024, 4, 15), "0.1"), ((2024, 7, 16), "0.2"), ((2024, 9, 17), "0.3"),
                        ((2024, 11, 13), "0.4"), ((2024, 12, 20), "0.5"), ((2025, 3, 18), "0.6"))
+# transformers releases around the changes the engine models (frameworks.HF_ROPE_CACHES), dated by the build time
+# of each PyPI wheel (transformers/__init__.py in transformers-X-py3-none-any.whl).
+_TRANSFORMERS_RELEASES = (((2024, 1, 29), "4.37.2"), ((2024, 2, 21), "4.38.0"), ((2024, 3, 20), "4.39.0"),
+                          ((2024, 4, 2), "4.39.3"), ((2024, 4, 18), "4.40.0"), ((2024, 5, 17), "4.41.0"),
+                          ((2024, 6, 27), "4.42.0"), ((2024, 9, 25), "4.45.0"), ((2024, 10, 24), "4.46.0"))
 _MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
                                            "nov", "dec"))}
 
@@ -138,8 +143,20 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
     if "trl" in f or "sfttrainer" in f:
         return "trl", None
     if re.search(r"custom|loop|train\.py|example script|accelerate|fsdp_qlora", f):
-        return "custom", None
-    return "transformers", None
+        return "custom", transformers_version(v)
+    return "transformers", transformers_version(v)
+
+
+def transformers_version(text: str) -> str | None:
+    """The transformers release a Hugging Face stack runs (frameworks.HF_STACKS): as stated ("transformers 4.37.2"),
+    else the last release of _TRANSFORMERS_RELEASES on or before a stated date; None (the current one) otherwise."""
+    m = re.search(r"\btransformers\s*v?(\d+\.\d+(?:\.\d+)?)", text)
+    if m:
+        return m.group(1)
+    date = row_date(text)
+    if date is None or date < _TRANSFORMERS_RELEASES[0][0]:
+        return None
+    return [name for when, name in _TRANSFORMERS_RELEASES if date >= when][-1]
 
 
 def row_date(text: str) -> tuple[int, int, int] | None:

@@ -135,8 +135,28 @@ def profile(cfg: RunConfig) -> Profile:
 ROPE_TABLE_FLOATS = {"llama": 1, "mistral": 1, "gemma": 1, "qwen2": 2, "phi3": 2}
 
 
-def rope_tables(cfg: RunConfig, arch: Architecture) -> tuple[int, int]:
-    """torchtune's RoPE cos/sin buffers on the GPU: (bytes of one table, tables); (0, 0) elsewhere or without RoPE."""
+# transformers' own RoPE modules kept cos and sin caches as non-persistent buffers, one pair per attention layer,
+# each [max_position_embeddings, head_dim] in the default dtype at the model's construction (from_pretrained's
+# torch_dtype): LlamaRotaryEmbedding._set_cos_sin_cache (v4.37.2 models/llama/modeling_llama.py l.134-146) and
+# its "For BC" _cos_cached/_sin_cached (v4.39.0 and v4.40.0 l.111-113); v4.38.0 registers none (l.101, only
+# inv_freq) and v4.41.0 dropped them. Mistral keeps cos_cached/sin_cached through v4.41.0 (modeling_mistral.py
+# l.114-115 in v4.37.2, v4.38.0, v4.39.3, v4.40.0, v4.41.0); v4.42.0 registers only inv_freq. FSDP and ZeRO-3
+# shard parameters, not buffers: every GPU holds them whole. The releases that hold them, per model_type:
+# [first, end) transformers versions.
+HF_ROPE_CACHES = {"llama": (((0,), (4, 38)), ((4, 39), (4, 41))), "mistral": (((0,), (4, 42)),)}
+# The stacks whose framework_version is the transformers release (a hand-written loop runs its models too).
+HF_STACKS = ("transformers", "custom")
+
+
+def rope_tables(cfg: RunConfig, arch: Architecture, load_bytes: int = 4) -> tuple[int, int]:
+    """RoPE cos/sin buffers on the GPU: (bytes of one table, tables); (0, 0) elsewhere or without RoPE.
+    torchtune's (fp32, below) or the per-layer caches of a transformers release that has them (HF_ROPE_CACHES),
+    in the dtype the model was built in (`load_bytes`)."""
+    if cfg.framework in HF_STACKS and arch.max_positions:
+        v = version(cfg)
+        if any(lo <= v < hi for lo, hi in HF_ROPE_CACHES.get(arch.model_type, ())):
+            return 2 * arch.max_positions * arch.head_dim * load_bytes, arch.layers
+        return 0, 0
     floats = ROPE_TABLE_FLOATS.get(arch.model_type, 0)
     if cfg.framework != "torchtune" or not arch.max_positions or not floats:
         return 0, 0

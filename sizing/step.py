@@ -201,7 +201,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         embed_grads=arch.embedding_params * grad_elem if reg.full else 0,
         head_grads=arch.lm_head_params * grad_elem if reg.full else 0)
     sh = shares(cfg, totals)
-    rope_table, rope_count = rope_tables(cfg, arch)  # torchtune's RoPE buffers: whole on every GPU (FSDP shards params)
+    # RoPE buffers (torchtune's, older transformers'): whole on every GPU (FSDP shards params)
+    rope_table, rope_count = rope_tables(cfg, arch, reg.weight)
     rope = rope_table * rope_count
     inputs = StepInputs(
         weights=sh.weights + rope, quant_state=sh.quant_state, adapters=sh.adapters,
