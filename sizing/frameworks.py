@@ -44,6 +44,9 @@ class Profile:
     # 0.1-0.2 recipes keep a sliced contiguous fp32 copy in `logits` through backward (loss "fp32_logits");
     # from 0.3 they reshape it (a view), take the loss and `del logits` before backward.
     drops_fp32_logits: bool = False
+    # torchtune 0.1's LoRA builders never hand lora_dropout to a LoRALinear (below): nn.Dropout(p=0.0) returns its
+    # input, so no mask and no dropped copy exist whatever the config says.
+    ignores_lora_dropout: bool = False
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
@@ -106,9 +109,14 @@ def profile(cfg: RunConfig) -> Profile:
     if cfg.framework == "torchtune":
         if version(cfg) < (0, 2):  # 0.1: only the bases of LoRA layers were NF4
             # utils/_register_nf4_dispatch_ops.py v0.1.0 l.22-40: copy_ swaps in the attributes of to_nf4(src)
+            # models/llama2/_component_builders.py v0.1.0: lora_llama2 calls lora_llama2_mlp without lora_dropout
+            # (l.215-221) and lora_llama2_self_attention builds its LoRALinear without dropout (l.320-327), so
+            # LoRALinear keeps dropout=0.0 (modules/peft/lora.py); llama3 and mistral alike at v0.1.1; fixed by
+            # commit 9f31a882 "fix: lora dropout applied to all models (#995)", 2024-05-17, first in v0.2.0
             return Profile("torchtune", expand_kv=True, torchao_nf4=True, quantize_only_adapted=True,
                            nf4_load_on_device=True, nf4_copy_replaces=True, nf4_layers_cloned=True,
-                           empties_cache=True, peak_reset_after_load=True, nf4_factor_view=True)
+                           empties_cache=True, peak_reset_after_load=True, nf4_factor_view=True,
+                           ignores_lora_dropout=True)
         if version(cfg) < (0, 3):  # 0.2: torchao 0.3.1's copy_ quantizes the CPU checkpoint on the CPU
             # and still only LoRA bases are NF4: FrozenNF4Linear for the others came with commit 898670f0
             # "NF4 quantization of linear layers without LoRA applied (#1119)", 2024-07-29, first in v0.3.0

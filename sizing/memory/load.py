@@ -128,6 +128,16 @@ class _Run:
         return copies
 
 
+def head_and_embedding(a: CachingAllocator, arch: Architecture) -> None:
+    """The builders make tok_embeddings, then the output projection, after the decoder layers: after the one layer
+    TransformerDecoder then clones (models/llama2/_component_builders.py lora_llama2 v0.1.0 l.225-240, v0.4.0
+    l.248-270), after the loop that builds every layer (models/llama3_1/_component_builders.py lora_llama3_1 v0.4.0
+    l.209-257, v0.6.1 l.210-258). They are carved out of what the layers' quantization left cached."""
+    a.malloc(arch.embedding_params * 2)
+    if not arch.tied_embeddings:  # llama3_2's TiedLinear holds no weight of its own
+        a.malloc(arch.lm_head_params * 2)
+
+
 def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...], bf16_linears: tuple[int, ...],
                      adapters: int, expandable: bool, replaces: bool = True, cloned: bool = False,
                      chunk: int = 0, copy_on_host: bool = False) -> Outside:
@@ -150,8 +160,6 @@ def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...],
     layer's NF4 linears; `bf16_linears`: bytes of the others."""
     a = CachingAllocator(expandable)
     run = _Run(a, chunk)
-    embed = arch.embedding_params * 2
-    a.malloc(embed)
     per_layer_adapter = adapters // max(arch.layers, 1)
     nf4: list[list[_Block]] = []
     small = [b for b in (*bf16_linears, per_layer_adapter, arch.norm_params_per_layer * 2) if b]
@@ -162,6 +170,7 @@ def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...],
             proto += run.quantize(n)
             a.free(src)
         proto += [a.malloc(b) for b in small]
+        head_and_embedding(a, arch)
     for _ in range(arch.layers):  # instantiation on the device
         for n in quantized:
             if cloned:
@@ -172,9 +181,9 @@ def torchao_nf4_load(arch: Architecture, w: Weights, quantized: tuple[int, ...],
             a.free(src)
         for b in small:
             a.malloc(b)
+    if not cloned:
+        head_and_embedding(a, arch)
     a.free_all(proto)
-    if not arch.tied_embeddings:
-        a.malloc(arch.lm_head_params * 2)
     for i, blocks in enumerate(nf4):  # load_state_dict: copy_ into each NF4 weight
         if copy_on_host:
             break

@@ -102,6 +102,7 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     other = 4 if kbit_prep else w
     attention = "eager" if arch.eager_only else cfg.attn_implementation
     adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
+    prof = profile(cfg)
     return Regime(
         backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
         lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
@@ -109,7 +110,8 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         # LitGPT and torchtune train padded batches without a mask tensor (is_causal + ignore_index).
         padded=not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK,
         attention=attention, loss=default_loss(cfg),
-        checkpointing=bool(cfg.gradient_checkpointing or kbit_prep), dropout=cfg.lora_dropout if cfg.is_peft else 0.0,
-        dora=cfg.use_dora, load_dtype=load, profile=profile(cfg), compiled=cfg.torch_compile,
+        checkpointing=bool(cfg.gradient_checkpointing or kbit_prep),
+        dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
+        dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
     )
