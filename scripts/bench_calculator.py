@@ -7,7 +7,10 @@ prints the medians of: time to first numbers (the build-time results are in the 
 runtime answers (<html data-runtime="ready">: Pyodide restored, the current configuration computed with
 its fit table), as the page itself records it from navigation start (design/pyodide-load.md's
 nav->answer) and as Playwright sees it (a few ms more: its polling and messages); the time of
-one recompute after changing the rank, to the new peak and to the new fit table; and the bytes
+one recompute after changing the rank, to the new peak and to the new fit table ("new": the edit made the moment
+the page is ready, which can meet the end of the boot: the wheel's unpack, the heap's write to the cache, the
+warm-up estimate; "later": a second edit a second after the first recompute is complete, the steady cost of one
+recompute); and the bytes
 transferred for the load (headers + bodies of every response the page and its worker got; cache hits
 count 0) with the number of requests. "cold" is a fresh browser context (empty HTTP cache), "warm" a
 later visit in the same context (after about:blank: the first visit's page and worker are gone). Then
@@ -79,7 +82,8 @@ self.postMessage({ type: "ready", ms: 0, stages: {} });
 self.onmessage = (event) => {
   const msg = event.data || {};
   if (msg.type !== "compute") return;
-  const json = ANSWERS[JSON.parse(msg.config).r === DEFAULT_R ? 1 : 0];
+  const r = JSON.parse(msg.config).r;
+  const json = ANSWERS[r === DEFAULT_R ? 1 : r < 100 ? 0 : 2];
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, json, ms: 0 });
   self.postMessage({ type: "result", phase: "full", id: msg.id, json, ms: 0 });
 };
@@ -87,23 +91,26 @@ self.onmessage = (event) => {
 
 
 def floor_worker(site: Path, lang: str) -> str:
-    """The floor worker's source: two fixed answers, the default configuration's and r=64's (for any other
-    rank, so that a recompute shows), computed here with the words of the built page."""
+    """The floor worker's source: three fixed answers, the default configuration's, r=64's (for any other rank
+    under 100) and r=128's (100 and above), so that each of the two recomputes shows; computed here with the words
+    of the built page."""
     from sitebuild import calculator_pages
 
     page = (site / ("" if lang == "ru" else lang) / "calculator" / "index.html").read_text("utf-8")
     data = json.loads(page.split('id="calc-data">', 1)[1].split("</script>", 1)[0])
     words = {"lang": data["lang"], "text": data["text"]}
     config = calculator_pages.default_config()
-    answers = [json.dumps(calculator_pages.bridge().compute(c, True, words)) for c in ({**config, "r": 64}, config)]
+    answers = [json.dumps(calculator_pages.bridge().compute(c, True, words))
+               for c in ({**config, "r": 64}, config, {**config, "r": 128})]
     return FLOOR_JS % (json.dumps(answers), config["r"])
 READY = "() => document.documentElement.dataset.runtime === 'ready'"
 FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]') !== null"
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
 # (measured here: 150-500 ms after the page had answered).
 POLL = 10
-COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "site link",
-           "site confirmed", "computing", "link peak", "link", "bytes", "requests")
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "later peak", "later table",
+           "site link", "site confirmed", "computing", "link peak", "link", "bytes", "requests")
+SETTLE = 1.0  # s between the first recompute and the "later" edit: about the least a visitor takes
 
 
 def transferred(requests: list[Any]) -> tuple[int, int]:
@@ -139,7 +146,8 @@ def listing(requests: list[Any]) -> list[str]:
 
 def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     """Seconds from navigation to the build-time numbers and to the runtime's first answer (in the page and
-    as seen from here); after a rank change, to the recomputed peak and to the recomputed fit table."""
+    as seen from here); after a rank change, to the recomputed peak and to the recomputed fit table; the same for a
+    second rank change SETTLE seconds later."""
     start = time.perf_counter()
     page.goto(url, wait_until="commit")
     page.wait_for_function(FIRST, polling=POLL)
@@ -147,13 +155,18 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     page.wait_for_function(READY, polling=POLL, timeout=120_000)
     ready = time.perf_counter() - start
     in_page = int(page.get_attribute("html", "data-ready-at") or 0) / 1000
-    before = page.get_attribute("[data-testid=peak-allocated]", "data-bytes")
-    t0 = time.perf_counter()
-    page.fill("#calc-r", rank)
-    page.wait_for_function(CHANGED, arg=before, polling=POLL, timeout=120_000)
-    peak = time.perf_counter() - t0
-    page.wait_for_function(READY, polling=POLL, timeout=120_000)
-    return first, in_page, ready, peak, time.perf_counter() - t0
+    edits: list[float] = []
+    for value in (rank, str(int(rank) + 100)):
+        if edits:
+            time.sleep(SETTLE)
+        before = page.get_attribute("[data-testid=peak-allocated]", "data-bytes")
+        t0 = time.perf_counter()
+        page.fill("#calc-r", value)
+        page.wait_for_function(CHANGED, arg=before, polling=POLL, timeout=120_000)
+        edits.append(time.perf_counter() - t0)
+        page.wait_for_function(READY, polling=POLL, timeout=120_000)
+        edits.append(time.perf_counter() - t0)
+    return (first, in_page, ready, *edits)
 
 
 def link_time(browser: Any, url: str, floor: str | None, query: str = "r=48",
