@@ -1,7 +1,6 @@
 # The step's cache keys and caches: configurations, architectures and cards as small hashable keys.
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import fields, replace
 from operator import attrgetter
@@ -22,9 +21,10 @@ def with_fields(obj: T, **changes: Any) -> T:
     names = _FIELD_NAMES.get(cls)
     if names is None:
         names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
-    if hasattr(cls, "__post_init__") or not names.issuperset(changes):
+    if hasattr(cls, "__post_init__") or not names.issuperset(changes) or not hasattr(obj, "__dict__"):
         return replace(obj, **changes)  # type: ignore[type-var]
-    new = copy.copy(obj)
+    new = object.__new__(cls)  # copy.copy's own steps for a plain instance, without __reduce_ex__
+    new.__dict__.update(obj.__dict__)
     for name, value in changes.items():
         object.__setattr__(new, name, value)
     return new

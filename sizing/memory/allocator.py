@@ -77,6 +77,8 @@ class CachingAllocator:
         # minus those, at the worst moment. peak_reserved is what an ample card shows.
         self.cached_whole = self.peak_needed = 0
 
+    dry = True  # run_free may take its dry path (a capped pool's small segments must pass its wall: memory/wall.py)
+
     def _remove_free(self, b: _Block) -> None:
         size = b.size
         if b.prev is None and b.next is None and not self.expandable:
@@ -182,11 +184,16 @@ class CachingAllocator:
         large, small = self._large, self._small
         return [large(s) if s > 0 else small(-s) for s in requests]
 
-    def run_free(self, requests: tuple[int, ...]) -> None:
-        """malloc_free_all of the sizes `requests` was planned from (plan())."""
+    def run_free(self, requests: tuple[int, ...], keep: int = 0) -> None:
+        """malloc_free_all of the sizes `requests` was planned from (plan()); keep: bytes of its small requests
+        that stay allocated (small tensors made among the transients and kept: a layer's gradients)."""
+        if self.dry and self._dry_run_free(requests):
+            self.allocated += keep
+            self.small_live += keep
+            return
         large, small = self._large, self._small
         blocks = []
-        gone = 0
+        gone = -keep
         for s in requests:
             if s > 0:
                 blocks.append(large(s))
@@ -198,6 +205,63 @@ class CachingAllocator:
             free(b)
         self.allocated -= gone
         self.small_live -= gone
+
+    def _dry_run_free(self, requests: tuple[int, ...]) -> bool:
+        """run_free(requests) without a block, when no request needs a new segment (False, nothing changed, when
+        one does). Every block it takes is free again at its end, so the large pool ends as it began: its free
+        blocks are the maximal free ranges of its segments (free() merges neighbours) and the live ranges are
+        those it began with. Only the peaks and the small pool move; best fit is followed on (size, address)."""
+        sizes, buckets = self._sizes, self._bucket
+        n = len(sizes)
+        taken: dict[int, int] = {}  # per cached size: how many of its blocks, lowest addresses first, are taken
+        tails: list[tuple[int, int]] = []  # the free tails split off taken blocks: (size, address), in order
+        allocated = top = self.allocated
+        whole, reserved, live, small_peak = self.cached_whole, self.reserved, self.small_live, self.small_peak
+        peak_reserved, peak_needed = self.peak_reserved, self.peak_needed
+        for size in requests:
+            if size < 0:  # _small(-size)
+                allocated -= size
+                live -= size
+                if live > small_peak:
+                    reserved += (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+                    small_peak = live
+                    peak_reserved = max(peak_reserved, reserved)
+                    peak_needed = max(peak_needed, reserved - whole)
+                if allocated > top:
+                    top = allocated
+                continue
+            i = bisect_left(sizes, size)  # the smallest cached size with a block not taken yet
+            while i < n:
+                have = sizes[i]
+                k = taken.get(have, 0)
+                bucket = buckets[have]
+                if k < len(bucket):
+                    break
+                i += 1
+            if tails:
+                j = bisect_left(tails, (size,))
+                if j < len(tails) and (i == n or tails[j] < (have, bucket[k].addr)):
+                    got, addr = tails.pop(j)
+                    i = -1
+            if i == n:
+                return False  # a new segment (_new_segment): the real run
+            if i >= 0:
+                b = bucket[k]
+                got, addr = have, b.addr
+                taken[have] = k + 1
+                if b.prev is None and b.next is None and not self.expandable:
+                    whole -= have
+            if got - size > SMALL_SIZE:  # split as _large does
+                insort(tails, (got - size, addr + size))
+                got = size
+            allocated += got
+            if allocated > top:
+                top = allocated
+        if top > self.peak_allocated:
+            self.peak_allocated = top
+        self.reserved, self.small_peak, self.peak_reserved, self.peak_needed = reserved, small_peak, peak_reserved, \
+            peak_needed
+        return True
 
     def free_all(self, blocks: Iterable[_Block]) -> None:
         """free(b) for each block in order; the small ones' bytes subtracted at once (a free moves no peak)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .allocator import CachingAllocator, _Block, plan
+from .allocator import CachingAllocator, _Block, plan, round_size
 from .fsdp_init import fsdp1_init
 from .pool_state import copy_state
 from .wall import CappedAllocator, OutOfMemory, Wall
@@ -108,6 +108,8 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     forward_transient, loss_forward = plan((r.forward_transient,)), plan((r.loss_forward,))
     checkpoint = plan((r.checkpoint,))
     events = [(e > 0, plan((e,))[0] if e > 0 else ~e) for e in r.backward_events]
+    layer_runs = _layer_runs(r, saved, events)
+    grad_blocks = [round_size(n) for n in r.layer_grads]
     temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
     seen: tuple[object, ...] | None = None  # the previous step's counters and layouts, at its start
@@ -148,6 +150,14 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
         comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
             unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            if layer_runs is not None:  # the same operations, the layer's transients as one run (_layer_runs)
+                a.run_free(layer_runs[new_grads], sum(grad_blocks) if new_grads else 0)
+                if new_grads:
+                    grads += [_Block(size, False, True) for size in grad_blocks]
+                a.free_all(blocks)
+                if unit is not None:
+                    ag.free(unit)
+                continue
             recomputed = a.run(saved) if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
@@ -185,6 +195,22 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     extra = (h2d.peak_reserved, h2d.peak_needed) if h2d is not None else (0, 0)
     return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools) + extra[0],
             sum(p.peak_needed for p in pools) + extra[1])
+
+
+def _layer_runs(r: Replay, saved: tuple[int, ...],
+                events: list[tuple[bool, int]]) -> dict[bool, tuple[int, ...]] | None:
+    """One layer's backward as one run_free (by whether it makes the layer's gradients), when everything it
+    allocates but its gradients is freed by its end and nothing is freed before its last malloc: the recomputed
+    saved tensors, the dequantized weight, the gradients (all small: their bytes are kept) and the events, which
+    allocate, then free each block. Freeing them in another order leaves the same pool (its free blocks are the
+    maximal free ranges), and no peak moves at a free. None: the op-by-op loop."""
+    grows = [e for grow, e in events if grow]
+    grads = plan(r.layer_grads)
+    if any(grow for grow, _ in events[len(grows):]) or sorted(e for grow, e in events if not grow) != \
+            list(range(len(grows))) or any(x > 0 for x in grads):
+        return None
+    body = (saved if r.checkpoint else ()) + (plan((r.backward_transient,)) if r.backward_transient else ())
+    return {False: body + tuple(grows), True: body + grads + tuple(grows)}
 
 
 # Capped replays already run, per step record: (low, capacity, result). A run at capacity c whose reserved peaked

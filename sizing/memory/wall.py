@@ -61,6 +61,8 @@ class CappedAllocator(CachingAllocator):
     """CachingAllocator whose every new segment goes through the card's Wall (a separate class: the ample
     replay's hot paths stay as they are)."""
 
+    dry = False  # run_free's dry path would pass no new small segment through the wall
+
     def __init__(self, wall: Wall, expandable: bool = False) -> None:
         super().__init__(expandable)
         self.wall = wall
