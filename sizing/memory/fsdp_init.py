@@ -17,33 +17,59 @@ MiB = 2**20
 BROADCAST_BUCKET = 250 * MiB
 
 
-def broadcast_coalesced(a: CachingAllocator, sizes: tuple[int, ...], limit: int = BROADCAST_BUCKET) -> None:
-    """Replay dist._broadcast_coalesced of tensors of `sizes` bytes (one dtype) on `a`, as rank 0 runs it.
+def broadcast_coalesced(a: CachingAllocator, sizes: tuple[int, ...], limit: int = BROADCAST_BUCKET,
+                        waiting: list[_Block] | None = None) -> tuple[int, ...]:
+    """Replay dist._broadcast_coalesced of tensors of `sizes` bytes (one dtype) on `a`, as rank 0 runs it; returns
+    the indices of the tensors broadcast alone (their bucket is a view of their own storage).
 
     torch/csrc/distributed/c10d/comm.cpp: compute_bucket_assignment_by_size adds each tensor to the open bucket
     and closes it once it holds >= the limit; each BroadcastWork flattens its bucket (flatten_dense_tensors: a
     view for a single tensor, torch.cat for more) and at most 2 are in flight, the oldest finished and dropped
-    before the next starts (measured: tests/physics/test_fsdp_broadcast.py)."""
+    before the next starts (measured: tests/physics/test_fsdp_broadcast.py). waiting: over NCCL the flattened
+    buckets' blocks go there instead of back to the pool (NCCL_STREAM below)."""
     buckets: list[list[int]] = [[]]
+    alone: list[int] = []
     for s in sizes:
         buckets[-1].append(s)
         if sum(buckets[-1]) >= limit:
             buckets.append([])
     in_flight: list[_Block | None] = []
+    first = 0
     for bucket in filter(None, buckets):
         if len(in_flight) >= 2:
             done = in_flight.pop(0)
             if done is not None:
-                a.free(done)
+                a.free(done) if waiting is None else waiting.append(done)
+        if len(bucket) == 1:
+            alone.append(first)
         in_flight.append(a.malloc(sum(bucket)) if len(bucket) > 1 else None)
+        first += len(bucket)
     for done in in_flight:
         if done is not None:
-            a.free(done)
+            a.free(done) if waiting is None else waiting.append(done)
+    return tuple(alone)
+
+
+# A broadcast's input is recorded on NCCL's stream (ProcessGroupNCCL.cpp collective(): recordStream(inputs[i],
+# ncclStream) unless TORCH_NCCL_AVOID_RECORD_STREAMS, default false), so freeing it only queues an event
+# (CUDACachingAllocator.cpp DeviceCachingAllocator::free: stream_uses -> insert_events) and the block returns to
+# the pool at the first malloc whose process_events() finds the broadcast done. The CPU learns that at its next
+# blocking copy: a parameter's move (param.to(device), Copy.cu copy_kernel_cuda: memcpy_and_sync) synchronises
+# the default stream, which waits for the broadcast (BroadcastWork::finish: work_->wait()). So a unit's flat
+# parameter and shard cannot reuse its own buckets, and the next unit gets them back from its second tensor on.
+
+
+def _release(a: CachingAllocator, waiting: list[_Block]) -> None:
+    """The blocks waiting for NCCL's stream back to the pool (a blocking copy has synchronised the stream)."""
+    for b in waiting:
+        a.free(b)
+    waiting.clear()
 
 
 def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: tuple[int, ...], sync: bool,
-               offload: bool = False) -> None:
-    """Replay FullyShardedDataParallel(module on CPU, device_id=cuda) on `a`, unit by unit in post order.
+               offload: bool = False) -> list[_Block]:
+    """Replay FullyShardedDataParallel(module on CPU, device_id=cuda) on `a`, unit by unit in post order; returns the
+    blocks still waiting for NCCL's stream at its end (the caller frees them at the step's first malloc).
 
     torch v2.2 fsdp/_init_utils.py _init_param_handle_from_module: _move_module_to_device moves the unit's
     own parameters (not those of nested units, _wrap_utils._auto_wrap wraps children first) to the GPU,
@@ -52,20 +78,29 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
     and frees the flat parameter; the original tensors go when _init_param_handle_from_params returns.
     `shards`: each unit's shard as the replay holds it. They are freed at the end: the replay allocates the
     resident shards itself, in the same slots (same sizes, best fit). offload (CPUOffload(offload_params=True)):
-    _init_param_handle_from_params moves each shard to the CPU right after its unit (handle.flat_param_to)."""
+    _init_param_handle_from_params moves each shard to the CPU right after its unit (handle.flat_param_to), a
+    blocking copy. sync: the broadcast's buffers (and a tensor broadcast alone) wait for NCCL's stream."""
     kept = []
+    waiting: list[_Block] = []
     for sizes, shard in zip(units, shards, strict=True):
-        params = [a.malloc(s) for s in sizes if s]
-        if sync:
-            broadcast_coalesced(a, sizes)
+        params = []
+        moved = tuple(filter(None, sizes))
+        for s in moved:
+            params.append(a.malloc(s))
+            _release(a, waiting)  # its copy to the GPU synchronised the stream: the next malloc finds them free
+        alone = broadcast_coalesced(a, moved, waiting=waiting) if sync else ()
         total = sum(sizes)
         flat = a.malloc(total)
         kept.append(a.malloc(shard))
         a.free(flat)  # shard(): orig_storage._resize_(0)
-        a.free_all(params)  # the caller's managed_params list keeps them until the handle is built
+        # the caller's managed_params list keeps them until the handle is built
+        a.free_all([b for i, b in enumerate(params) if i not in alone])
+        waiting += [params[i] for i in alone]
         if offload:
             a.free(kept.pop())
+            _release(a, waiting)  # flat_param_to(cpu): a blocking copy
     a.free_all(kept)
+    return waiting
 
 
 def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root: int,
@@ -94,8 +129,11 @@ def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root
         out["h2d_copy"] = max(*(-(-u // n) for u in held), UNITS_IN_FLIGHT * -(-sum(layer) // n))
     if not fsdp or reg.profile.empties_cache:
         return out
-    embed = arch.embedding_params * reg.embed
-    units = (layer,) * arch.layers + ((embed, root - embed),)
+    embed, head = arch.embedding_params * reg.embed, arch.lm_head_params * reg.lm_head_weight
+    # The root's own tensors in the order sync_module_states broadcasts them: managed_params, module.parameters()
+    # less the nested units' (torch v2.2.1 fsdp/_init_utils.py l.581-585, _get_orig_params l.1133): embeddings,
+    # final norm, LM head; a layer's: its linears, then its norms.
+    units = (layer,) * arch.layers + ((embed, root - embed - head, head),)
     # CPU offload keeps no resident shard: the wrap still makes it on the GPU, then moves it to the host
     shard = layer_shard or -(-sum(layer) // cfg.num_gpus)
     return {**out, "init_units": units, "init_shards": (shard,) * arch.layers + (-(-root // cfg.num_gpus),),

@@ -64,10 +64,13 @@ PREFIX: dict[tuple[object, ...], CachingAllocator] = {}
 
 
 def _prefix(r: Replay, a: CachingAllocator) -> CachingAllocator:
-    if r.init_units:  # what the FSDP wrap leaves cached on the default stream (memory/fsdp_init.py)
-        fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)
+    waiting = []  # what the FSDP wrap leaves cached on the default stream (memory/fsdp_init.py)
+    if r.init_units:
+        waiting = fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
+    for b in waiting:  # its last broadcast buffers: back in the pool at the step's first malloc
+        a.free(b)
     return a
 
 

@@ -21,10 +21,13 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
     h2d = CachingAllocator(expandable) if r.h2d_copy else None  # CPU offload's pre-unshard copy (replay.py)
     if h2d is not None:
         h2d.free(h2d.malloc(r.h2d_copy))
+    waiting = []
     if r.init_units:  # the FSDP wrap before step 0 (sizing/memory/fsdp_init.py), on the reference allocator
-        fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)  # type: ignore[arg-type]
+        waiting = fsdp1_init(a, r.init_units, r.init_shards, r.init_sync, r.init_offload)  # type: ignore[arg-type]
     for size in r.static + ((r.comm_buffer,) if r.comm_static and r.comm_buffer else ()):
         a.malloc(size)
+    for b in waiting:  # the wrap's last broadcast buffers, freed once NCCL's stream is done (replay._prefix)
+        a.free(b)  # type: ignore[arg-type]
     a.peak_allocated = a.allocated  # the step's own allocated peak (replay.py: the wrap comes before the step)
     grads: list[_Block] = []
     states_done = False
