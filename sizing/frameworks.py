@@ -156,6 +156,36 @@ HF_ROPE_CACHES = {"llama": (((0,), (4, 38)), ((4, 39), (4, 41))), "mistral": (((
 HF_STACKS = ("transformers", "custom")
 
 
+# The causal-LM loss of older transformers releases (memory/loss.py). In the releases below, per model_type, the
+# model's forward upcast its logits unconditionally and returned the fp32 tensor (`logits = logits.float()` right
+# after lm_head: modeling_llama.py v4.31.0 l.825 (none in v4.28.1), v4.38.2 l.1196, v4.45.2 l.1214; mistral from its
+# first release, v4.34.0 l.1059; qwen2 v4.38.2 l.1187; gemma l.1088; gemma2 v4.45.2 l.1073; phi3 v4.45.2 l.1285;
+# mixtral v4.45.2 l.1309). From the end release self.loss_function (ForCausalLMLoss) upcasts a local copy and the
+# output keeps the projection's dtype (modeling_llama.py v4.46.0 l.1210-1214). Mistral kept its own loss, upcasting
+# `logits` in place of the output's, through v4.47.1 (modeling_mistral.py v4.46.0 l.1085, v4.47.1 l.1090;
+# loss_function from v4.48.0 l.852); Starcoder2 through v4.46. [first, end) transformers versions.
+HF_UPCAST = {"llama": ((4, 31), (4, 46)), "qwen2": ((0,), (4, 46)), "gemma": ((0,), (4, 46)),
+             "gemma2": ((0,), (4, 46)), "phi3": ((0,), (4, 46)), "mixtral": ((0,), (4, 46)),
+             "qwen2_moe": ((0,), (4, 46)), "phi": ((0,), (4, 46)), "starcoder2": ((0,), (4, 47)),
+             "mistral": ((0,), (4, 48))}
+# Both losses shifted the fp32 logits, `logits[..., :-1, :].contiguous()` (a B(S-1) x V copy), until ForCausalLMLoss
+# padded the labels instead (loss/loss_utils.py v4.48.0 l.36-43; v4.49.0 l.36-46).
+HF_SHIFTED_UNTIL = (4, 49)
+
+
+def hf_logits(cfg: RunConfig, model_type: str) -> str:
+    """The transformers loss path of a Hugging Face stack's release: "upcast" (the forward returns fp32 logits and
+    the loss shifts them), "shifted" (ForCausalLMLoss upcasts and shifts a copy), "current" (it pads the labels).
+    Releases and model types whose forward was not read (Llama before 4.31 kept bf16 logits) take the current path."""
+    if cfg.framework not in HF_STACKS or model_type not in HF_UPCAST:
+        return "current"
+    v = version(cfg)
+    first, end = HF_UPCAST[model_type]
+    if first <= v < end:
+        return "upcast"
+    return "shifted" if end <= v < HF_SHIFTED_UNTIL else "current"
+
+
 def rope_tables(cfg: RunConfig, arch: Architecture, load_bytes: int = 4) -> tuple[int, int]:
     """RoPE cos/sin buffers on the GPU: (bytes of one table, tables); (0, 0) elsewhere or without RoPE.
     torchtune's (fp32, below) or the per-layer caches of a transformers release that has them (HF_ROPE_CACHES),

@@ -185,8 +185,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
     kept_logits = kept_cache = 0
     if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
-        kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * (reg.compute if reg.autocast
-                                                                                else reg.lm_head_weight)
+        # transformers < 4.46 returned the fp32 upcast in out.logits (frameworks.hf_logits)
+        logit_bytes = 4 if reg.loss == "hf" and reg.hf_logits == "upcast" else (reg.compute if reg.autocast
+                                                                               else reg.lm_head_weight)
+        kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * logit_bytes
         kept_cache = 0 if reg.checkpointing else 2 * arch.layers * n * arch.kv_width * reg.compute
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,

@@ -90,6 +90,13 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         # torchtune 0.1-0.2: fp32 logits, a sliced contiguous copy and CE on the transposed tensor
         # (the CUDA softmax kernel makes one more contiguous copy): 12 NV forward, 16 NV backward.
         return Head(body, 4 * nv + labels + softcap, 8 * nv, 12 * nv, head_grad)
+    if reg.loss == "hf" and reg.hf_logits != "current":
+        # transformers < 4.49 (frameworks.hf_logits): the loss shifts the fp32 logits into a B(S-1) x V copy and
+        # saves log_softmax over it; its backward holds that output, its gradient and the softmax's (12 B(S-1)V).
+        # "upcast" (< 4.46): the forward's .float() freed the projection, the fp32 logits stay with the output.
+        shifted = 4 * (n - n // seq) * vocab
+        held = 4 * nv if reg.hf_logits == "upcast" else logits * nv + (4 * nv if logits != 4 else 0)
+        return Head(body, shifted + labels + softcap, held + shifted, 2 * shifted, head_grad)
     # HF ForCausalLMLoss: logits.float() (4NV, transient), log_softmax output saved (4NV);
     # backward: grad of log_softmax output + fp32 grad of logits = 8NV above what is saved.
     saved = 4 * n * vocab + labels + softcap

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
-from ..frameworks import Profile, profile, version
+from ..frameworks import Profile, hf_logits, profile, version
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 HF_STACK = ("transformers", "trl", "custom")
@@ -39,6 +39,8 @@ class Regime:
     # prepare_model_for_kbit_training's own checkpointing is reentrant (memory-model §2); a Trainer's
     # gradient_checkpointing=True re-enables it non-reentrant and wins
     reentrant: bool = False
+    # the transformers release's causal-LM loss path when the model computes the loss (frameworks.hf_logits)
+    hf_logits: str = "current"
 
     @property
     def resid(self) -> int:
@@ -114,4 +116,5 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
+        hf_logits=hf_logits(cfg, arch.model_type),
     )
