@@ -94,7 +94,8 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     per all-reduce, (n-1)/n per all-gather / reduce-scatter; divided by the link's busbw they give the time."""
     paged = 2 * paged_overflow(cfg, arch, reg, tr, usable) if usable else 0.0
     n = cfg.num_gpus
-    trainable = (arch.total_params if reg.full else tr.params) * (reg.weight if reg.full else reg.adapter)
+    params = arch.total_params if reg.full else tr.params
+    trainable = params * (reg.weight if reg.full else reg.adapter)  # bytes
     weights = arch.total_params * (reg.weight if not reg.quant else 0.6)
     share = (n - 1) / n if n > 1 else 0.0
     accum = cfg.gradient_accumulation_steps
@@ -113,5 +114,5 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     pcie = cpu = 0.0
     if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
         pcie = (weights * 2 * accum + trainable) / n
-        cpu = trainable / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
+        cpu = params / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
     return Traffic(link, pcie, "step", cpu, paged)

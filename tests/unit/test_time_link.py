@@ -68,3 +68,13 @@ def test_fsdp_full_finetune_moves_three_quarters_of_three_model_copies_on_four_g
     cfg, arch, reg, tr, _gpu = _inputs(num_gpus=4, parallelism="fsdp", method="full", gradient_accumulation_steps=2)
     per_micro = 3 / 4 * 3 * arch.total_params * reg.weight  # gather, gather, reduce-scatter
     assert traffic(cfg, arch, reg, tr).link_bytes == pytest.approx(2 * per_micro)
+
+
+def test_cpu_offload_runs_the_update_on_the_host_at_16_bytes_per_parameter() -> None:
+    # FSDP CPU offload: each rank's shard of the trainable parameters is updated by the host's Adam, which reads and
+    # writes ~16 B per parameter (fp32 master, m, v and the gradient, 4 B each); the count is parameters, not bytes
+    # (a bf16 full fine-tune used to be charged 32 B per parameter)
+    for method, over in (("full", {}), ("lora", {"r": 8})):
+        cfg, arch, reg, tr, _card = _inputs(method=method, num_gpus=4, parallelism="fsdp", cpu_offload=True, **over)
+        params = arch.total_params if method == "full" else tr.params
+        assert traffic(cfg, arch, reg, tr).cpu_optimizer_bytes == pytest.approx(params / 4 * 16)
