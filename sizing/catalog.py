@@ -19,6 +19,9 @@ GPU_KEYS = frozenset({"id", "name", "reported_name", "architecture", "compute_ca
                       "torch_total_memory_bytes", "memory_bandwidth_GBps", "bf16_dense_tflops", "fp16_dense_tflops",
                       "fp8_dense_tflops", "tf32_dense_tflops", "fp32_tflops", "tdp_watts", "interconnect",
                       "nvlink_GBps", "pcie_gen", "supports", "notes", "sources"})
+# Keys a record may leave out: peer_to_peer = false where the driver refuses GPU-to-GPU access over PCIe
+# (GeForce cards); absent means the card's PCIe peer access works (data-center and workstation cards).
+GPU_OPTIONAL_KEYS = frozenset({"peer_to_peer"})
 
 
 def _check_keys(kind: str, rec: Mapping[str, Any], required: frozenset[str], allowed: frozenset[str]) -> None:
@@ -136,7 +139,7 @@ def models() -> dict[str, ModelRecord]:
 def gpus() -> dict[str, Gpu]:
     out: dict[str, Gpu] = {}
     for rec in _load("gpus.json")["gpus"]:
-        _check_keys("gpu", rec, GPU_KEYS, GPU_KEYS)
+        _check_keys("gpu", rec, GPU_KEYS, GPU_KEYS | GPU_OPTIONAL_KEYS)
         total = rec.get("memory_bytes") or rec.get("torch_total_memory_bytes")
         if not total:
             continue  # no trustworthy capacity: a card we cannot size against

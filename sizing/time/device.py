@@ -35,7 +35,7 @@ class Device:
     gemm_efficiency: float
     bandwidth_efficiency: float
     pcie_GBps: float
-    link_GBps: float  # NVLink bidirectional per GPU, or PCIe when none
+    link_GBps: float  # NCCL bus bandwidth of GPU-to-GPU collectives: NVLink, PCIe peer-to-peer, or via host memory
     fitted: bool = False  # gemm_efficiency comes from this GPU's own timed runs (or the user's utilization)
 
 
@@ -43,6 +43,24 @@ class Device:
 # ~80 % of it is reached by large pinned copies.
 PCIE_GBPS = {3: 15.8, 4: 31.5, 5: 63.0, 6: 121.0}
 PCIE_EFFICIENCY = 0.8
+
+# GPU-to-GPU collectives are costed at NCCL's bus bandwidth (busbw: the per-GPU rate independent of the GPU count;
+# NVIDIA/nccl-tests doc/PERFORMANCE.md), one figure per kind of link, measured at large (>= 256 MB) messages.
+# NVLink: ring busbw is ~80 % of the one-way rate: A100 all-reduce 234.89 of 300 GB/s (78 %, stas00/ml-engineering
+# network/README.md @744d01e1 L1283), 231.58 at 8 GB (Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md
+# @3bb66cac); H200 all-gather 361.4 / reduce-scatter 362.9 of 450 (80-81 %, same README L980-981); "effective
+# NVLink bandwidth of 370GB/s" for H100 (NVIDIA/nccl-tests #212, sjeaugey 2024-05-06).
+NVLINK_EFFICIENCY = 0.8
+# PCIe with peer access, all-reduce busbw: 6x RTX 4090 on the P2P driver 24.54 GB/s at 32 MB, 0.78 of Gen4 x16
+# (tinygrad/open-gpu-kernel-modules README @ tag 550.54.15-p2p); 8x RTX 5090 on the P2P driver 45.4-45.7 GB/s at
+# 16-64 MB, 0.72 of Gen5 x16 (aikitoria/open-gpu-kernel-modules README @08dc3455): PCIE_EFFICIENCY.
+# Without peer access (GeForce: gpus.json peer_to_peer false) NCCL diverts every hop through host memory (NVIDIA/nccl
+# src/graph/paths.cc @5067397c L762-772) and a ring's two directions share that path: 2x RTX 2080 Ti, Gen3 x16,
+# P2P "NS": all_gather busbw 3.79 GB/s, all_reduce 4.00 at 1 GiB (Anthony-Hoo/Anthony-Hoo.github.io
+# posts/AutoDL_Multi-GPU_Interconnection_Test.md @37e805e8), 0.24-0.25 of 15.8; 2x RTX 3090, Gen4 x16, P2P off:
+# 16.77 GB/s both ways together, 0.27 of 31.5 each way (noonghunna/club-3090 docs/PCIE_P2P.md @00ee3a68, 4a).
+# The host sets it: a Gen5 dual-EPYC host copies at 0.45 (aikitoria README, 5090 bidirectional P2P=Disabled ~57).
+PCIE_NO_P2P_EFFICIENCY = 0.25
 
 
 def matmul_dtype(cfg: RunConfig, reg: Regime, gpu: Gpu) -> str:
@@ -84,8 +102,11 @@ def device(cfg: RunConfig, reg: Regime, gpu: Gpu) -> Device | None:
     fitted = ratio is not None or cfg.utilization is not None
     share = ratio if ratio is not None else float(data["default_matmul_ratio"])
     eff = cfg.utilization if cfg.utilization is not None else share * float(data["training_gemm_factor"])
-    pcie = PCIE_GBPS.get(int(rec.get("pcie_gen") or 4), 31.5) * PCIE_EFFICIENCY
-    link = float(rec.get("nvlink_GBps") or 0) / 2 * 0.8 or pcie  # bidirectional -> one way, ~80 % reached
+    line = PCIE_GBPS.get(int(rec.get("pcie_gen") or 4), 31.5)
+    pcie = line * PCIE_EFFICIENCY
+    link = float(rec.get("nvlink_GBps") or 0) / 2 * NVLINK_EFFICIENCY  # NVLink: bidirectional -> one way
+    if not link:
+        link = line * (PCIE_EFFICIENCY if rec.get("peer_to_peer", True) else PCIE_NO_P2P_EFFICIENCY)
     return Device(gpu.id, str(rec.get("architecture", "")), dtype, float(peak) * 1e12, float(fp32) * 1e12,
                   float(gpu.memory_bandwidth_GBps) * 1e9, int(data["sm_count"].get(gpu.id, data["default_sm_count"])),
                   float(eff), _bandwidth_efficiency(str(rec.get("architecture", ""))), pcie * 1e9, link * 1e9, fitted)

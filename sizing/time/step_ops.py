@@ -90,10 +90,12 @@ def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainabl
 
 
 def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int | None = None) -> Traffic:
-    """Ring collectives move 2(n-1)/n of the buffer per all-reduce and (n-1)/n per all-gather / reduce-scatter."""
+    """Bytes per GPU at NCCL's bus-bandwidth factors (nccl-tests doc/PERFORMANCE.md L136-140): 2(n-1)/n of the buffer
+    per all-reduce, (n-1)/n per all-gather / reduce-scatter; divided by the link's busbw they give the time."""
     paged = 2 * paged_overflow(cfg, arch, reg, tr, usable) if usable else 0.0
     n = cfg.num_gpus
-    trainable = (arch.total_params if reg.full else tr.params) * (reg.weight if reg.full else reg.adapter)
+    params = arch.total_params if reg.full else tr.params
+    trainable = params * (reg.weight if reg.full else reg.adapter)  # bytes
     weights = arch.total_params * (reg.weight if not reg.quant else 0.6)
     share = (n - 1) / n if n > 1 else 0.0
     accum = cfg.gradient_accumulation_steps
@@ -103,11 +105,14 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
         return Traffic(2 * share * trainable, 0.0, "backward", 0.0, paged)
     # FSDP / ZeRO-3: all-gather weights for forward and again for backward (per micro-batch), reduce-scatter
     # gradients; ZeRO-2 keeps weights whole and reduce-scatters gradients, all-gathers the updated shards.
+    # LoRA shards and gathers the frozen base weights too: torchtune's FSDP1 FULL_SHARD wrap of every decoder layer
+    # (recipes/lora_finetune_distributed.py @0217d44c L332-351) and FSDP2 fully_shard per layer with
+    # reshard_after_forward=True (torchtune/training/_distributed.py @30b8519e L586-623).
     zero2 = cfg.parallelism == "zero2"
     gathers = 1 if cfg.parallelism == "fsdp_shard_grad_op" else 2  # SHARD_GRAD_OP keeps forward's gather for backward
     link = share * trainable * 2 if zero2 else share * (weights * gathers * accum + trainable * accum)
     pcie = cpu = 0.0
     if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
         pcie = (weights * 2 * accum + trainable) / n
-        cpu = trainable / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
+        cpu = params / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
     return Traffic(link, pcie, "step", cpu, paged)
