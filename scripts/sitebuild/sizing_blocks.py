@@ -17,7 +17,7 @@ import validate  # scripts/validate.py: the accuracy benchmark whose scores the 
 from sitebuild import accuracy_sources, cost_block, gpu_facts, gpu_verdict
 from sitebuild.ladder_block import fits_word, ladder_block
 from sitebuild.quick_answer import quick_answer
-from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, label
+from sitebuild.sizing_labels import LABELS, fmt_bytes, fmt_gib, fmt_int, fmt_num, interconnect, label
 from sitebuild.sizing_svg import line_chart, scatter_chart
 from sizing import SizingError, estimate
 from sizing.arch import ATTN_IN, Linear
@@ -136,12 +136,12 @@ def _gpu_specs(_: list[str], kw: dict[str, Any], lang: str) -> str:
     rows = [
         [label("reported_name", lang), f"`{rec.get('reported_name', gpu.name)}`"],
         [label("architecture", lang), f"{rec.get('architecture', '')} · sm {gpu.compute_capability}"],
-        [label("memory_smi", lang), fmt_gib(gpu.memory_bytes, lang) + " GiB"],
-        [label("memory_cuda", lang), fmt_gib(gpu.usable_bytes, lang) + " GiB"],
-        [label("capacity", lang), fmt_gib(usable_bytes(gpu), lang) + " GiB"],
-        [label("bandwidth", lang), fmt_num(gpu.memory_bandwidth_GBps or 0, lang, 0) + " GB/s"],
+        [label("memory_smi", lang), fmt_gib(gpu.memory_bytes, lang) + " " + label("gib_unit", lang)],
+        [label("memory_cuda", lang), fmt_gib(gpu.usable_bytes, lang) + " " + label("gib_unit", lang)],
+        [label("capacity", lang), fmt_gib(usable_bytes(gpu), lang) + " " + label("gib_unit", lang)],
+        [label("bandwidth", lang), fmt_num(gpu.memory_bandwidth_GBps or 0, lang, 0) + " " + label("gbps_unit", lang)],
         [label("bf16_tflops", lang), fmt_num(gpu.bf16_dense_tflops, lang, 1) if gpu.bf16_dense_tflops else "—"],
-        [label("interconnect", lang), str(rec.get("interconnect", "—"))],
+        [label("interconnect", lang), interconnect(str(rec.get("interconnect", "—")), lang)],
     ]
     for key in ("bf16", "flash_attention_2", "bitsandbytes"):
         rows.append([label(key, lang), yes_no.get(gpu.supports.get(key), "?")])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # One number format for the pages, the calculator's results and its worker: sizing.view's.
 from sizing.view import fmt_gib, fmt_int, fmt_num
 
@@ -28,6 +30,8 @@ LABELS: dict[str, dict[str, str]] = {
                     "uz": "Jadvalning qolgan sozlamalari (boshqalari — standart)",
                     "en": "The table's other settings (the rest at their defaults)"},
     "component": {"ru": "Компонент", "uz": "Komponent", "en": "Component"},
+    "gib_unit": {"ru": "ГиБ", "uz": "GiB", "en": "GiB"},
+    "gbps_unit": {"ru": "ГБ/с", "uz": "GB/s", "en": "GB/s"},
     "gib": {"ru": "ГиБ", "uz": "GiB", "en": "GiB"},
     "fits": {"ru": "Помещается", "uz": "Sig‘adi", "en": "Fits"},
     "yes": {"ru": "да", "uz": "ha", "en": "yes"},
@@ -94,6 +98,44 @@ def label(key: str, lang: str) -> str:
     return LABELS.get(key, {}).get(lang, key)
 
 
+# A GPU record's `interconnect` (sizing/data/gpus.json) is English; on ru / uz pages its words are these, longest
+# phrase first, and its units are the page's (the product names, PCIe generations and figures stay as they are).
+_LINK_WORDS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("no peer-to-peer between cards", {"ru": "без прямого обмена (P2P) между картами",
+                                       "uz": "kartalar orasida to‘g‘ridan-to‘g‘ri almashuv (P2P) yo‘q"}),
+    ("no GPU-GPU NVLink figure given", {"ru": "данных об NVLink между GPU нет",
+                                        "uz": "GPUlar orasidagi NVLink ko‘rsatkichi berilmagan"}),
+    ("NVLink bridge between card pairs", {"ru": "мост NVLink между парами карт",
+                                          "uz": "karta juftlari orasida NVLink ko‘prigi"}),
+    ("NVLink bridge (3rd gen, bandwidth not sourced)", {
+        "ru": "мост NVLink (3-е поколение, пропускная способность без источника)",
+        "uz": "NVLink ko‘prigi (3-avlod, o‘tkazuvchanlik manbasiz)"}),
+    ("NVLink bridge (up to 4-way)", {"ru": "мост NVLink (до 4 карт)", "uz": "NVLink ko‘prigi (4 tagacha karta)"}),
+    ("2-way NVLink bridge", {"ru": "мост NVLink на 2 карты", "uz": "2 karta uchun NVLink ko‘prigi"}),
+    ("NVLink bridge", {"ru": "мост NVLink", "uz": "NVLink ko‘prigi"}),
+    ("no NVLink", {"ru": "без NVLink", "uz": "NVLink yo‘q"}),
+    ("8 per node common", {"ru": "обычно 8 на узел", "uz": "odatda tugunda 8 ta"}),
+    ("8 per node observed", {"ru": "встречается по 8 на узел", "uz": "tugunda 8 tadan uchraydi"}),
+    ("PCIe variant", {"ru": "вариант PCIe", "uz": "PCIe varianti"}),
+    ("AWS G5 instances", {"ru": "инстансы AWS G5", "uz": "AWS G5 instanslari"}),
+    ("to the Grace CPU", {"ru": "к CPU Grace", "uz": "Grace CPU bilan"}),
+    ("bidirectional", {"ru": "в обе стороны", "uz": "ikki tomonga"}),
+    (" links)", {"ru": " линий)", "uz": " ta liniya)"}),
+    ("TB/s", {"ru": "ТБ/с", "uz": "TB/s"}),
+    ("GB/s", {"ru": "ГБ/с", "uz": "GB/s"}),
+    (" GB ", {"ru": " ГБ ", "uz": " GB "}),
+)
+
+
+def interconnect(text: str, lang: str) -> str:
+    """A GPU record's interconnect in the page's language: its words, units, and the decimal comma of a rate."""
+    for english, words in _LINK_WORDS:
+        text = text.replace(english, words.get(lang, english))
+    if lang in ("ru", "uz"):  # 112.5 GB/s -> 112,5 (a PCIe generation such as 4.0 keeps its point)
+        text = re.sub(r"(\d)\.(\d+)(?= [GTГТ][BБ])", r"\1,\2", text)
+    return text
+
+
 def fmt_bytes(value: int, lang: str) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if value >= size:
@@ -102,4 +144,4 @@ def fmt_bytes(value: int, lang: str) -> str:
     return fmt_int(value, lang) + " B"
 
 
-__all__ = ["LABELS", "fmt_bytes", "fmt_gib", "fmt_int", "fmt_num", "label"]
+__all__ = ["LABELS", "fmt_bytes", "fmt_gib", "fmt_int", "fmt_num", "interconnect", "label"]

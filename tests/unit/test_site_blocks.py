@@ -53,3 +53,26 @@ def test_json_list_arguments() -> None:
     est = estimate({"model": "meta-llama/Llama-3.1-8B", "method": "lora", "target_modules": ["q_proj", "v_proj"],
                     "r": 16})
     assert text == fmt_num(est.components["adapters"] / 2**30, "en", 2)
+
+
+# Product and bus names that stay as written in every language; any other Latin word on a ru page is English left over.
+TECH = {"PCIe", "NVLink", "NVLink-C", "NVSwitch", "HGX", "GPU", "CPU", "SXM", "Gen", "Grace", "AWS", "LPDDR", "P"}
+
+
+@pytest.mark.parametrize("lang", ["ru", "uz"])
+def test_gpu_specs_speak_the_page_language(lang: str) -> None:
+    """The specifications table of every catalog card: the interconnect (English in gpus.json) in the page's words,
+    GiB as the page writes it (ГиБ in ru), no English phrase left (it read 'PCIe 4.0 x16; no NVLink' on ru pages)."""
+    from sizing.catalog import gpus
+
+    for gpu in gpus().values():
+        table = sizing_blocks.HANDLERS["gpu_specs"]([], {"gpu": gpu.id}, lang)
+        row = next(line for line in table.splitlines() if sizing_blocks.label("interconnect", lang) in line)
+        value = row.split("|")[2]
+        if lang == "ru":
+            # whole Latin words (model codes such as G5, x16, LPDDR5X, C2C are not words)
+            latin = set(re.findall(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z-]*[A-Za-z](?![A-Za-z0-9])", value))
+            assert latin <= TECH, (gpu.id, value)
+            assert " GiB" not in table and "ГиБ" in table, gpu.id
+        assert not re.search(r"\b(?:no|between|cards?|links|bridge|per|node|common|variant|instances)\b", value), (
+            gpu.id, value)
