@@ -12,7 +12,8 @@ from row_names import checkpoint_id, parse
 MATCHES = [
     # the spellings refused before the token rule
     ("Llama-3-8B", "", "meta-llama/Meta-Llama-3-8B"),
-    ("Qwen2 7B", "", "Qwen/Qwen2-7B-Instruct"),  # the only Qwen2 7B record: its instruct sibling
+    ("Qwen2 7B", "", "Qwen/Qwen2-7B"),
+    ("Qwen2 72B", "", "Qwen/Qwen2-72B-Instruct"),  # the only Qwen2 72B record: its instruct sibling
     ("Phi-3 mini", "", "microsoft/Phi-3-mini-4k-instruct"),  # 4k and 128k share the architecture: file order
     ("TinyLlama 1.1B", "", "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T"),  # the base before the chat
     # the ones that worked stay
@@ -64,6 +65,13 @@ MATCHES = [
     ("SmolLM2 360M", "", "HuggingFaceTB/SmolLM2-360M"),
     ("InternLM2.5-7B", "", "internlm/internlm2_5-7b"),
     ("chatglm3 6b", "", "THUDM/chatglm3-6b"),
+    ("Qwen2-1.5B", "", "Qwen/Qwen2-1.5B"),
+    ("Yi 6B", "", "01-ai/Yi-6B"),
+    ("StarCoder", "", "bigcode/starcoder"),  # not StarCoder2: another generation
+    ("starcoder2 7b", "", "bigcode/starcoder2-7b"),
+    ("DeepSeek R1 Distill Qwen 14B", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"),
+    ("deepseek-r1-distill-qwen-1.5b", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"),
+    ("unsloth/DeepSeek-R1-Distill-Qwen-32B-bnb-4bit", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"),
     ("Llama 2 70B GPTQ", "", "TheBloke/Llama-2-70B-GPTQ"),
     # organisations and re-uploads of the same weights: read by the checkpoint name
     ("NousResearch/Llama-2-7b-chat-hf", "", "meta-llama/Llama-2-7b-chat-hf"),
@@ -97,7 +105,8 @@ REFUSED = [
     ("StableLM 3B", "row_ambiguous_model"),  # base-alpha-3b (gpt_neox) vs 3b-4e1t (stablelm)
     ("Llama 70B", "row_unknown_model"),  # no generation: LLaMA 1 has 65B; Llama 2 / 3 70B are other names
     ("Llama 34B", "row_unknown_model"),  # Code Llama's 34B is not a "Llama 34B"
-    ("StarCoder", "row_unknown_model"),  # StarCoder2 is another generation
+    ("StarCoder 7B", "row_unknown_model"),  # StarCoder is 15.5B; StarCoder2 7B is another generation
+    ("SOLAR 10.7B", "row_unknown_model"),  # no sourced config in the catalog
     ("OpenHermes 2.5 Mistral 7B", "row_unknown_model"),  # a fine-tune with its own name: not provable by name
     ("TheBloke/Llama-2-7B-GPTQ", "row_unknown_model"),  # a GPTQ checkpoint whose quantization_config is unknown
     ("TheBloke/Llama-2-7B-Chat-GGUF", "row_unknown_model"),
