@@ -158,3 +158,15 @@ def test_bnb_upload_loads_in_its_format() -> None:
         assert err.value.code == "row_inconsistent"
     # a name without the marker is unchanged
     assert vr.method_fields(_row("unsloth/llama-3-8b", "LoRA", "")) == {"method": "lora"}
+
+
+def test_bnb_upload_row_estimates_as_its_base_in_4bit() -> None:
+    from sizing import estimate
+    from tests.unit.test_validate_rows import rows
+
+    row = rows()["R063"]  # LitGPT QLoRA on Llama-2-7b-hf, bnb nf4
+    case = vr.row_case({**row, "model": "unsloth/llama-2-7b-bnb-4bit"})
+    assert case.config["model"] == "meta-llama/Llama-2-7b-hf" and case.config["load_in_4bit"] is True
+    assert any("bitsandbytes 4-bit upload" in note for note in case.assumptions)
+    base = vr.row_case(row).config
+    assert estimate(case.config).allocated_bytes == estimate(base).allocated_bytes
