@@ -1,16 +1,21 @@
 """A published measurement row's model and GPU columns matched to the sizing catalog (scripts/validate_rows.py).
 
-A model column names a catalog id, an alias, a checkpoint without its organisation, a display name or a chat /
-instruct sibling of one; a gpu_model column names a card by nvidia-smi's name or by its model words, memory and form
-factor. What is taken as what is returned as an assumption; a model the catalog lacks is refused.
+A model column names a catalog id, an alias, a checkpoint without its organisation, a display name, or records
+by its name tokens (row_names.py: "Llama-3-8B", "Phi-3 mini", a chat / instruct sibling); a gpu_model column
+names a card by nvidia-smi's name or by its model words, memory and form factor. What is taken as what is
+returned as an assumption; a model the catalog lacks, or a name that fits several architectures, is refused.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from functools import cache
 
 from row_columns import RowRefused
-from sizing.catalog import gpus, models
+from row_names import Name, checkpoint_id, checkpoint_name, encoder_decoder_word, fit, parse
+from sizing.arch import from_hf_config
+from sizing.catalog import gpus, model_records, models
 
 
 def model_id(text: str) -> str:
@@ -19,34 +24,91 @@ def model_id(text: str) -> str:
     return words[0] if words else ""
 
 
-def catalog_model(text: str) -> tuple[str, str | None]:
-    """The catalog id a model column names: its first word as an id or alias, else that word without the
-    organisation, else the column as a display name (each only when it names one model)."""
-    word = model_id(text)
+def catalog_model(text: str, size_hint: str = "") -> tuple[str, str | None]:
+    """The catalog id a model column names: a one-word name (its comments aside) as an id or alias, else that
+    word without the organisation, else the column as a display name (each only when it names one model), else
+    the records whose name tokens fit it (scripts/row_names.py): the closest tier of them, only when they share
+    one architecture. size_hint (the row's params_nominal) stands in for a size the name does not state."""
+    written = checkpoint_id(text)
+    word = written if " " not in written else ""  # "gpt2 medium" is not gpt2, "Phi-4 mini" not phi-4
     if word.lower() in models():
         return word, None
     base = word.lower().rsplit("/", 1)[-1]
-    by_base = {rec.id for key, rec in models().items() if key.rsplit("/", 1)[-1] == base}
+    by_base = {rec.id for key, rec in models().items() if base and key.rsplit("/", 1)[-1] == base}
     by_name = {rec.id for rec in models().values() if rec.name.lower() == re.sub(r"\s*\(.*", "", text).strip().lower()}
     for found in (by_base, by_name):
         if len(found) == 1:
             rid = found.pop()
             return rid, f"model '{text}' taken as catalog {rid}"
-    # A chat / instruct / base sibling: fine-tuned variants keep their base model's architecture; used only
-    # when every sibling in the catalog has the same config shape.
-    core = _sibling_key(base)
-    siblings = sorted({rec.id for key, rec in models().items() if _sibling_key(key.rsplit("/", 1)[-1]) == core})
-    shapes = {tuple(sorted((k, str(v)) for k, v in models()[sid.lower()].config.items()
-                           if k in ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads",
-                                    "num_key_value_heads", "vocab_size", "tie_word_embeddings"))) for sid in siblings}
-    if siblings and len(shapes) == 1:
-        return siblings[0], f"model '{text}' not in the catalog: its sibling {siblings[0]} (same architecture)"
-    raise RowRefused("row_unknown_model", f"model '{word}' is not in the catalog")
+    return _by_tokens(text, size_hint)
 
 
-def _sibling_key(name: str) -> str:
-    """A checkpoint name without its chat / instruct / base / -hf suffixes."""
-    return re.sub(r"(-(instruct|chat|it|base|hf|v\d(\.\d)?-instruct))+$", "", name.lower())
+def _by_tokens(text: str, size_hint: str) -> tuple[str, str | None]:
+    name = checkpoint_name(text)
+    seq2seq = encoder_decoder_word(name)
+    if seq2seq:
+        raise RowRefused("row_encoder_decoder_unsupported", f"model '{text}' is an encoder-decoder ({seq2seq}) model; "
+                         "only decoder-only LMs are modelled")
+    if re.search(r"unsloth[-_ ]bnb[-_ ]?4[-_ ]?bit", name.lower()):
+        # Unsloth's "dynamic" 4-bit uploads leave chosen layers in 16 bits (llm_int8_skip_modules per checkpoint).
+        raise RowRefused("row_quantization_unsupported", f"model '{text}' is an Unsloth dynamic 4-bit checkpoint: "
+                         "which layers stay in 16 bits is not in the catalog")
+    written = parse(name)
+    hint = re.search(r"\d+(?:\.\d+)?\s*[bm]\b", size_hint.lower())  # params_nominal "7B", "12B (13B)": the first
+    if not written.sizes and hint:
+        written = replace(written, sizes=parse(hint.group().replace(" ", "")).sizes)
+    fits = []
+    for index, rec in enumerate(model_records()):
+        found = [f for n in _namings(rec.id) if (f := fit(written, n, _counted(rec.id))) is not None]
+        if found:
+            best = min(found, key=lambda f: (f.tier, f.extra_tuned))
+            fits.append((best.tier, best.extra_tuned, index, rec.id))
+    if not fits:
+        if written.quant:
+            formats = ", ".join(sorted(written.quant))
+            raise RowRefused("row_unknown_model", f"model '{text}' is a pre-quantized ({formats}) checkpoint the "
+                             "catalog lacks: its quantization_config is needed")
+        raise RowRefused("row_unknown_model", f"model '{text}' is not in the catalog")
+    tier = min(f[0] for f in fits)
+    closest = sorted(f for f in fits if f[0] == tier)
+    ids = [f[3] for f in sorted(closest, key=lambda f: f[2])]
+    if len({_shape(rid) for rid in ids}) > 1:
+        raise RowRefused("row_ambiguous_model", f"model '{text}' names catalog models of different architectures: "
+                         + ", ".join(ids) + " (write the checkpoint id)")
+    _, extra_tuned, _, rid = min(closest, key=lambda f: (f[1], f[2]))  # a base release, then file order
+    others = ", ".join(i for i in ids if i != rid)
+    same = f" (as {others}: same architecture)" if others else ""
+    if written.bnb_bits:
+        note = (f"model '{text}' is a bitsandbytes {written.bnb_bits}-bit upload of catalog {rid}{same}: that "
+                f"architecture loaded in {written.bnb_bits}-bit (the quantization column's format, else nf4; double "
+                "quantization as the row states)")
+    elif tier[0] or extra_tuned:  # a tuned word the record or the name lacks: another release, same shape
+        also = f", as {others}" if others else ""
+        note = f"model '{text}' not in the catalog: its sibling {rid} (same architecture{also})"
+    else:
+        note = f"model '{text}' taken as catalog {rid} by its name{same}"
+    return rid, note
+
+
+@cache
+def _namings(rid: str) -> tuple[Name, ...]:
+    """A record's names as tokens: its id and aliases without organisation, and its display name."""
+    rec = models()[rid.lower()]
+    return tuple(parse(n) for n in (rec.id.rsplit("/", 1)[-1], rec.name, *(a.rsplit("/", 1)[-1] for a in rec.aliases)))
+
+
+@cache
+def _counted(rid: str) -> float:
+    """The record's parameter count in billions (checks a written size against a name without one)."""
+    return from_hf_config(models()[rid.lower()].config).total_params / 1e9
+
+
+@cache
+def _shape(rid: str) -> tuple[object, ...]:
+    """What tells two architectures apart: family, widths, layers, heads, vocabulary, tying, experts, format."""
+    a = from_hf_config(models()[rid.lower()].config)
+    return (a.model_type, a.hidden, a.layers, a.heads, a.kv_heads, a.intermediate, a.vocab, a.tied_embeddings,
+            a.experts, a.checkpoint_quant)
 
 
 def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:

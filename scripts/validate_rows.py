@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from row_catalog import catalog_model, match_gpu, model_id
+from row_catalog import catalog_model, match_gpu
 from row_columns import (
     RowRefused,
     attention,
@@ -37,6 +37,7 @@ from row_columns import (
     torchtune_version,
     yes_no,
 )
+from row_names import checkpoint_name, parse
 from sizing.arch import from_hf_config
 from sizing.catalog import models
 
@@ -88,9 +89,10 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
                          "DoRA, QLoRA, and on a LoRA base " + ", ".join(dict.fromkeys(t for _, t in _PEFT_TYPES)) + ")")
     quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
+    quant = _prequantized_bnb(row, quant, method)
     ckpt = quant.pop("checkpoint_quant", None)
     if ckpt:
-        rec = models().get(model_id(row.get("model", "")).lower())
+        rec = models().get(catalog_model(row.get("model", ""), row.get("params_nominal", ""))[0].lower())
         cq = from_hf_config(rec.config).checkpoint_quant if rec else None
         if cq is None or cq.method != ckpt:
             raise RowRefused("row_quantization_unsupported", f"a {ckpt.upper()} base needs a {ckpt.upper()} checkpoint "
@@ -112,6 +114,24 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     if peft_type:
         out["peft_type"] = peft_type
     return out
+
+
+def _prequantized_bnb(row: Mapping[str, str], quant: dict[str, Any], method: str) -> dict[str, Any]:
+    """A "-bnb-4bit" / "-bnb-8bit" upload loads in that format whatever the row's quantization column says: the
+    4-bit format the column names, else nf4 (what such uploads store); a column naming another format is refused."""
+    bits = parse(checkpoint_name(row.get("model", ""))).bnb_bits
+    if bits is None:
+        return quant
+    if method == "full":
+        raise RowRefused("row_inconsistent", "full fine-tuning of a bitsandbytes-quantized checkpoint is not a "
+                         "training run")
+    stated = 4 if quant.get("load_in_4bit") else 8 if quant.get("load_in_8bit") else None
+    if stated == bits:
+        return quant
+    if stated is not None or "checkpoint_quant" in quant:
+        raise RowRefused("row_inconsistent", f"the model is a bitsandbytes {bits}-bit checkpoint but the quantization "
+                         f"column says '{row.get('quantization')}'")
+    return {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"} if bits == 4 else {"load_in_8bit": True}
 
 
 def virtual_tokens(cfg: Mapping[str, Any], stated: int | None) -> int | None:
@@ -169,7 +189,7 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     """The run configuration of one CSV row, or RowRefused with a stable code."""
     rid, source = row.get("row_id", "?"), (row.get("source_id") or "?").split("_")[0]
     notes: list[str] = []
-    model, model_note = catalog_model(row.get("model", ""))
+    model, model_note = catalog_model(row.get("model", ""), row.get("params_nominal", ""))
     if model_note:
         notes.append(model_note)
     cfg: dict[str, Any] = {"model": model, **method_fields(row)}

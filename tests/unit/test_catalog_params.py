@@ -82,6 +82,8 @@ EXACT: dict[str, tuple[int, str]] = {
     "microsoft/Phi-4-mini-instruct": (3_800_000_000, "https://huggingface.co/microsoft/Phi-4-mini-instruct (card)"),
     "mistralai/Mistral-Large-Instruct-2407": (123_000_000_000,
                                               "https://huggingface.co/mistralai/Mistral-Large-Instruct-2407 (card)"),
+    # The StarCoder paper: "15.5B parameter models" (the engine: 15.47B without the uncounted 8192-row position table).
+    "bigcode/starcoder": (15_500_000_000, "https://arxiv.org/abs/2305.06161 (abstract)"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -111,6 +113,18 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
     "Qwen/Qwen2.5-Coder-32B": (4.6 + 12 * 4.5 + 2.0, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-32B/index.md"),
     # QwQ-32B: litgpt's entry has Qwen2.5-Coder-32B's shapes exactly (same widths, layers, heads, vocabulary).
     "Qwen/QwQ-32B": (4.6 + 12 * 4.5 + 2.0, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-32B/index.md"),
+    # R1-Distill-Qwen: the distilled checkpoints' own shard lists (1.5B: one file, which counts its untied head).
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": (3.3, _PADDLE + _P1 + "/deepseek-ai/"
+                                                  "DeepSeek-R1-Distill-Qwen-1.5B/index.md"),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (8.0 + 6.2,
+                                                _PADDLE + _P1 + "/deepseek-ai/DeepSeek-R1-Distill-Qwen-7B/index.md"),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": (3 * 8.1 + 3.3,
+                                                 _PADDLE + _P1 + "/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B/index.md"),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": (7 * 8.2 + 3.8,
+                                                 _PADDLE + _P1 + "/deepseek-ai/DeepSeek-R1-Distill-Qwen-32B/index.md"),
+    # Qwen2 base releases: their own shard lists (the same sizes as the instruct releases')
+    "Qwen/Qwen2-7B": (3.7 + 3.6 + 3.6 + 3.3, _PADDLE + _P1 + "/Qwen/Qwen2-7B/index.md"),
+    "Qwen/Qwen2-1.5B": (2.9, _PADDLE + _P1 + "/Qwen/Qwen2-1.5B/index.md"),
 }
 
 # Records with no independent count found, each with the reason.
@@ -140,6 +154,8 @@ NO_FIGURE: dict[str, str] = {
     "internlm/internlm2-7b": "only the nominal 7B published in the copies found",
     "internlm/internlm2_5-7b": "only the nominal 7B published in the copies found",
     "distilbert/distilgpt2": "only the nominal 82M (0.2 % from the count) in the copies found",
+    # candle's config_6b; the same shapes as the Yi-6B-Chat record (another source), checked below
+    "01-ai/Yi-6B": "only the nominal 6B published in the copies found (the count: 6.06B)",
 }
 
 
@@ -265,6 +281,11 @@ def test_bf16_bytes_match_published_file_sizes(model_id: str) -> None:
 
 # The catalog's first 88 records (file order) predate this check; every record after them must be in one table.
 FIRST_CHECKED = 88
+
+
+def test_yi_6b_has_the_shapes_of_its_chat_release() -> None:
+    # two sources (candle's config_6b, the Yi-6B-Chat-4bits config.json) agree on every shape field
+    assert _total("01-ai/Yi-6B") == _total("01-ai/Yi-6B-Chat")
 
 
 def test_every_added_record_is_checked_or_explained() -> None:

@@ -267,8 +267,8 @@ def test_model_names_without_organisation_or_as_display_names() -> None:
     assert vr.catalog_model("Llama-2-7b-hf")[0] == "meta-llama/Llama-2-7b-hf"
     assert vr.catalog_model("Llama 3.1 8B Instruct")[0] == "meta-llama/Llama-3.1-8B-Instruct"
     with pytest.raises(vr.RowRefused) as err:
-        vr.catalog_model("bigscience/T0_3B")  # encoder-decoder: not a catalog model
-    assert err.value.code == "row_unknown_model"
+        vr.catalog_model("bigscience/T0_3B")  # encoder-decoder: not a catalog model, refused by its family word
+    assert err.value.code == "row_encoder_decoder_unsupported"
 
 
 @pytest.mark.parametrize(("text", "expected"), [
