@@ -72,19 +72,22 @@ def _by_tokens(text: str, size_hint: str) -> tuple[str, str | None]:
     tier = min(f[0] for f in fits)
     closest = sorted(f for f in fits if f[0] == tier)
     ids = [f[3] for f in sorted(closest, key=lambda f: f[2])]
-    if len({_shape(rid) for rid in ids}) > 1:
+    vocab = _vocab_spread(ids)
+    if vocab is None:
         raise RowRefused("row_ambiguous_model", f"model '{text}' names catalog models of different architectures: "
                          + ", ".join(ids) + " (write the checkpoint id)")
-    _, extra_tuned, _, rid = min(closest, key=lambda f: (f[1], f[2]))  # a base release, then file order
+    # a base release, then the first version (v0.1 before v0.3, 4k before 128k: the ids' numbers), then file order
+    _, extra_tuned, _, rid = min(closest, key=lambda f: (f[1], _numbers(f[3]), f[2]))
     others = ", ".join(i for i in ids if i != rid)
-    same = f" (as {others}: same architecture)" if others else ""
+    kind = "same architecture" if vocab == 1.0 else f"same architecture but for vocabularies {vocab - 1:.1%} apart"
+    same = f" (as {others}: {kind})" if others else ""
     if written.bnb_bits:
         note = (f"model '{text}' is a bitsandbytes {written.bnb_bits}-bit upload of catalog {rid}{same}: that "
                 f"architecture loaded in {written.bnb_bits}-bit (the quantization column's format, else nf4; double "
                 "quantization as the row states)")
     elif tier[0] or extra_tuned:  # a tuned word the record or the name lacks: another release, same shape
         also = f", as {others}" if others else ""
-        note = f"model '{text}' not in the catalog: its sibling {rid} (same architecture{also})"
+        note = f"model '{text}' not in the catalog: its sibling {rid} ({kind}{also})"
     else:
         note = f"model '{text}' taken as catalog {rid} by its name{same}"
     return rid, note
@@ -105,10 +108,31 @@ def _counted(rid: str) -> float:
 
 @cache
 def _shape(rid: str) -> tuple[object, ...]:
-    """What tells two architectures apart: family, widths, layers, heads, vocabulary, tying, experts, format."""
+    """What tells two architectures apart: family, widths, layers, heads, tying, experts, format (the vocabulary
+    apart: _vocab_spread)."""
     a = from_hf_config(models()[rid.lower()].config)
-    return (a.model_type, a.hidden, a.layers, a.heads, a.kv_heads, a.intermediate, a.vocab, a.tied_embeddings,
-            a.experts, a.checkpoint_quant)
+    return (a.model_type, a.hidden, a.layers, a.heads, a.kv_heads, a.intermediate, a.tied_embeddings, a.experts,
+            a.checkpoint_quant)
+
+
+def _numbers(rid: str) -> tuple[tuple[int, str], ...]:
+    """An id in natural order: its digit runs as numbers (Mistral-7B-v0.1 < v0.3, Phi-3-mini-4k < 128k)."""
+    return tuple((int(part), "") if part.isdigit() else (-1, part) for part in re.findall(r"\d+|\D+", rid.lower()))
+
+
+# Releases of one shape whose vocabularies differ this little are one model to a memory estimate: Mistral-7B v0.3's
+# 32768 rows against v0.1/v0.2's 32000 change its weights by 0.1 % and its logits by 2.4 % of their own few MiB.
+VOCAB_SPREAD = 1.03
+
+
+def _vocab_spread(ids: list[str]) -> float | None:
+    """The ratio of the largest to the smallest vocabulary of records of one shape (1.0: all equal); None when the
+    shapes differ or the vocabularies are further apart than VOCAB_SPREAD."""
+    if len({_shape(rid) for rid in ids}) > 1:
+        return None
+    vocabs = [from_hf_config(models()[rid.lower()].config).vocab for rid in ids]
+    spread = max(vocabs) / min(vocabs)
+    return spread if spread <= VOCAB_SPREAD else None
 
 
 def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:

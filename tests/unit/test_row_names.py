@@ -37,6 +37,10 @@ MATCHES = [
     ("Vicuna 13B", "", "lmsys/vicuna-13b-v1.5"),
     ("open_llama 7b v2", "", "openlm-research/open_llama_7b_v2"),
     ("Mistral 7B v0.1", "", "mistralai/Mistral-7B-v0.1"),
+    # v0.1 / v0.2 (32000-row vocabulary) and v0.3 (32768): one shape, vocabularies 2.4 % apart (config.json of each
+    # release): the first base release, said in the assumption
+    ("Mistral 7B", "", "mistralai/Mistral-7B-v0.1"),
+    ("Mistral 7B Instruct", "", "mistralai/Mistral-7B-Instruct-v0.1"),
     ("mistral-7b-instruct-v0.2", "", "mistralai/Mistral-7B-Instruct-v0.2"),
     ("Mixtral 8x7B", "", "mistralai/Mixtral-8x7B-v0.1"),
     ("Mixtral-8x7B-Instruct", "", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
@@ -99,8 +103,6 @@ def test_spellings_match_their_record(written: str, size: str, expected: str) ->
 
 # (written, refusal code): ambiguous names list their candidates; other architectures are never sized instead.
 REFUSED = [
-    ("Mistral 7B", "row_ambiguous_model"),  # v0.1 / v0.2: 32000-row vocabulary, v0.3: 32768
-    ("Mistral 7B Instruct", "row_ambiguous_model"),
     ("Llama-2", "row_ambiguous_model"),  # 7B, 13B, 70B
     ("StableLM 3B", "row_ambiguous_model"),  # base-alpha-3b (gpt_neox) vs 3b-4e1t (stablelm)
     ("Llama 70B", "row_unknown_model"),  # no generation: LLaMA 1 has 65B; Llama 2 / 3 70B are other names
@@ -128,8 +130,15 @@ def test_names_refused_with_the_reason(written: str, code: str) -> None:
 
 def test_ambiguous_names_list_the_candidates() -> None:
     with pytest.raises(vr.RowRefused) as err:
-        vr.catalog_model("Mistral 7B")
-    assert "mistralai/Mistral-7B-v0.1" in err.value.message and "mistralai/Mistral-7B-v0.3" in err.value.message
+        vr.catalog_model("StableLM 3B")
+    message = err.value.message
+    assert "stabilityai/stablelm-base-alpha-3b" in message and "stabilityai/stablelm-3b-4e1t" in message
+
+
+def test_releases_whose_vocabularies_barely_differ_are_one_model_with_the_difference_said() -> None:
+    rid, note = vr.catalog_model("Mistral 7B")
+    assert rid == "mistralai/Mistral-7B-v0.1"
+    assert note is not None and "vocabularies 2.4% apart" in note and "mistralai/Mistral-7B-v0.3" in note
 
 
 def test_tokens() -> None:
