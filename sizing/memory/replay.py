@@ -19,7 +19,7 @@ class Replay:
 
     static: tuple[int, ...]  # weights, quantization state, adapters: allocated before training
     layers: int
-    saved: tuple[int, ...]  # one decoder layer's saved tensors (forward order)
+    saved: tuple[int, ...]  # one decoder layer's saved tensors (forward order); checkpointed: what its recompute makes
     layer_constant: int  # per-layer saved bytes independent of tokens (autocast weight copies)
     checkpoint: int  # a checkpointed layer's kept input (0: no checkpointing)
     forward_transient: int  # per layer in the forward (dequantized weight), freed at once
@@ -111,7 +111,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     forward_transient, loss_forward = plan((r.forward_transient,)), plan((r.loss_forward,))
     checkpoint = plan((r.checkpoint,))
     events = [(e > 0, plan((e,))[0] if e > 0 else ~e) for e in r.backward_events]
-    layer_runs = _layer_runs(r, saved, events)
+    layer_runs = _layer_runs(r, kept_saved, events)
     grad_blocks = [round_size(n) for n in r.layer_grads]
     temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
@@ -161,7 +161,8 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 if unit is not None:
                     ag.free(unit)
                 continue
-            recomputed = a.run(saved) if r.checkpoint else []
+            # the recompute makes autocast's weight casts again, saved by the matmuls (ckpt_forward.json)
+            recomputed = a.run(kept_saved) if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
@@ -204,9 +205,9 @@ def _layer_runs(r: Replay, saved: tuple[int, ...],
                 events: list[tuple[bool, int]]) -> dict[bool, tuple[int, ...]] | None:
     """One layer's backward as one run_free (by whether it makes the layer's gradients), when everything it
     allocates but its gradients is freed by its end and nothing is freed before its last malloc: the recomputed
-    saved tensors, the dequantized weight, the gradients (all small: their bytes are kept) and the events, which
-    allocate, then free each block. Freeing them in another order leaves the same pool (its free blocks are the
-    maximal free ranges), and no peak moves at a free. None: the op-by-op loop."""
+    saved tensors (`saved`: with the layer's constants), the dequantized weight, the gradients (all small: their
+    bytes are kept) and the events, which allocate, then free each block. Freeing them in another order leaves the
+    same pool (its free blocks are the maximal free ranges), and no peak moves at a free. None: the op-by-op loop."""
     grows = [e for grow, e in events if grow]
     grads = plan(r.layer_grads)
     if any(grow for grow, _ in events[len(grows):]) or sorted(e for grow, e in events if not grow) != \

@@ -56,7 +56,8 @@ def replay(r: Replay, expandable: bool) -> tuple[int, int, int]:
         comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
             unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
-            recomputed = a.malloc_all(r.saved) if r.checkpoint else []
+            recomputed = a.malloc_all(r.saved + ((r.layer_constant,) if r.layer_constant else ())) \
+                if r.checkpoint else []  # with autocast's casts
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
