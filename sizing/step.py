@@ -165,9 +165,12 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
-    # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack).
+    # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept
+    # input itself (an fp32 residual stream's first norm saves it uncast: LayerSaved.input_per_token), unless
+    # offloading made the kept input a host copy, brought back as a new tensor.
     lb = walk.at(seq, n)
-    layer_backward = lb.peak + (layer_tokens + ls.constant if reg.checkpointing else 0)
+    kept_input = ls.input_per_token if reg.checkpointing and not cfg.activation_offloading else 0
+    layer_backward = lb.peak + ((ls.per_token - kept_input) * n + ls.constant if reg.checkpointing else 0)
     # Reentrant checkpointing recomputes the layer under enable_grad and backpropagates from its recomputed
     # output, which lives through that inner backward (measured: test_layer_backward.py).
     reentrant_output = n * arch.hidden * reg.resid if reg.checkpointing and reg.reentrant else 0
@@ -261,7 +264,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         fixed = _FIXED[key] = tuple(filter(None, static)), layer_grads, tuple(x for x in rest if x)
     static_tensors, layer_grads, head_grads = fixed
     rp = Replay(
-        static=static_tensors, layers=arch.layers, saved=tuple(x * n for x in ls.pieces),
+        static=static_tensors, layers=arch.layers,
+        saved=tuple(x * n for x in (ls.recomputed(kept_input) if reg.checkpointing else ls.pieces)),
         layer_constant=ls.constant, checkpoint=ls.checkpoint_per_token * n if reg.checkpointing else 0,
         forward_transient=ov.dequant_forward,
         backward_transient=ov.dequant_backward, backward_events=lb.events,

@@ -27,9 +27,22 @@ class LayerSaved:
     layer0_delta_per_token: int  # layer 0 of a PEFT model without input grads saves less
     layer0_delta_constant: int  # ... and keeps no autocast copies of its q/k/v lora_A weights
     checkpoint_per_token: int  # what a checkpointed layer keeps: its input hidden state
+    # of per_token, what is the layer's input itself (its first norm saves its input uncast): under checkpointing
+    # the kept input, which the recomputation does not allocate again
+    input_per_token: int
     pieces: tuple[int, ...]  # per-token bytes of the saved tensor groups in forward order (allocator replay)
     held_per_token: int  # inputs kept by bitsandbytes-0.42 4-bit matmuls (survive with the graph)
     cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
+
+    def recomputed(self, kept_input: int) -> tuple[int, ...]:
+        """Per-token bytes a checkpointed layer's recomputation in backward allocates, by group (`pieces`): all it
+        saves but `kept_input` (input_per_token, or 0 where the kept input is not the GPU tensor the first norm
+        reads), out of the first norm's group. Their sum and `constant`: what the recorded recomputation keeps
+        (tests/physics/data/ckpt_forward.json recompute_kept)."""
+        if not kept_input:
+            return self.pieces
+        first = self.pieces[0] - kept_input
+        return ((first,) if first else ()) + self.pieces[1:]
 
 
 class LayerWalker:
@@ -77,6 +90,14 @@ class LayerWalker:
         if trains:  # weight * x_hat saves x_hat: input dtype (Llama) or fp32 (Gemma's (1 + w))
             extra = (in_bytes if self.arch.norm == "rms" else 4) * width
         return 4 * width + 4 + extra
+
+    def input_kept(self, in_bytes: int, width: int) -> int:
+        """Bytes per token of norm_saved that are the norm's input itself, no cast having made a copy (measured for
+        RMS norms: a checkpointed layer's recomputation, tests/physics/data/ckpt_forward.json recompute_kept;
+        LayerNorm by norm_saved's own rule: native_layer_norm saves its input unless autocast casts it to fp32)."""
+        if self.arch.norm == "layer":
+            return in_bytes * width if not self.reg.autocast or in_bytes == 4 else 0
+        return 4 * width if in_bytes == 4 else 0  # x.to(torch.float32) of an fp32 x is x
 
     def consumers_saved(self, tensor_bytes: int, width: int, consumers: list[Linear], already_saved: bool) -> int:
         reg, c = self.reg, self.reg.compute
@@ -268,6 +289,7 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
         delta_const = -layer.layer0_lora_a_copies()
     return LayerSaved(per_token=per_token, constant=const, layer0_delta_per_token=delta,
                       layer0_delta_constant=delta_const,
-                      checkpoint_per_token=reg.resid * arch.hidden, pieces=tuple(layer.pieces),
+                      checkpoint_per_token=reg.resid * arch.hidden,
+                      input_per_token=layer.input_kept(reg.resid, arch.hidden), pieces=tuple(layer.pieces),
                       held_per_token=layer.held,
                       cached_weight_copies=cached * arch.layers)
