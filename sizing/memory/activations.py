@@ -94,7 +94,10 @@ class LayerWalker:
     def input_kept(self, in_bytes: int, width: int) -> int:
         """Bytes per token of norm_saved that are the norm's input itself, no cast having made a copy (measured for
         RMS norms: a checkpointed layer's recomputation, tests/physics/data/ckpt_forward.json recompute_kept;
-        LayerNorm by norm_saved's own rule: native_layer_norm saves its input unless autocast casts it to fp32)."""
+        LayerNorm by norm_saved's own rule: native_layer_norm saves its input unless autocast casts it to fp32;
+        compiled, by norm_saved's rule too: AOT autograd saves the norm's input as it is, a graph input)."""
+        if self.reg.compiled:
+            return in_bytes * width
         if self.arch.norm == "layer":
             return in_bytes * width if not self.reg.autocast or in_bytes == 4 else 0
         return 4 * width if in_bytes == 4 else 0  # x.to(torch.float32) of an fp32 x is x
