@@ -315,7 +315,7 @@ async function boot() {
   }
   // The snapshot holds the heap, not the file system: the package files go back for anything read lazily,
   // after the page's first estimate (the heap holds every module that needs) unless the heap is missing.
-  const rt = { py, bridge: null, ms: 0, unpacked: null };
+  const rt = { py, bridge: null, ms: 0, unpacked: null, unpackDone: false };
   // once the page has its first complete answer: nothing the visitor waits for competes with the write
   rt.keep = () => {
     if (restored) keepAll(); // a heap or wasm that failed to restore is not kept
@@ -328,6 +328,7 @@ async function boot() {
         const sitePackages = py.runPython("import site; site.getsitepackages()[0]");
         py.unpackArchive(new Uint8Array(wheel), "wheel", { extractDir: sitePackages });
         py.runPython(REREAD_DIRS);
+        rt.unpackDone = true;
         mark("wheel");
       });
     }
@@ -372,7 +373,8 @@ function run(bridge, config, table, words) {
 // A bridge call made before the wheel is unpacked that failed inside (an import the heap lacks: code
 // "internal") is made again once it is.
 async function settled(rt, made) {
-  if (rt.unpacked || JSON.parse(made.json).ok || JSON.parse(made.json).error.code !== "internal") return made;
+  // an unpack under way (the wheel may still be downloading) is waited for: only after it is an "internal" final
+  if (rt.unpackDone || JSON.parse(made.json).ok || JSON.parse(made.json).error.code !== "internal") return made;
   await rt.unpack();
   return null;
 }
