@@ -7,7 +7,9 @@ prints the medians of: time to first numbers (the build-time results are in the 
 runtime answers (<html data-runtime="ready">: Pyodide restored, the current configuration computed with
 its fit table), as the page itself records it from navigation start (design/pyodide-load.md's
 nav->answer) and as Playwright sees it (a few ms more: its polling and messages); the time of
-one recompute after changing the rank, to the new peak and to the new fit table ("new": the edit made the moment
+one recompute after changing the rank, to the new peak, to the new fit table's verdicts ("fits": every card's
+fit, headroom, fewest GPUs and time, its largest micro-batch and longest sequence still to come) and to the whole
+new fit table ("new": the edit made the moment
 the page is ready, which can meet the end of the boot: the wheel's unpack, the heap's write to the cache, the
 warm-up estimate; "later": a second edit a second after the first recompute is complete, the steady cost of one
 recompute); and the bytes
@@ -63,6 +65,9 @@ SERVERS: dict[str, type[SimpleHTTPRequestHandler]] = {"static": static_server.Ha
 
 
 CHANGED = "b => document.querySelector('[data-testid=peak-allocated]').dataset.bytes !== b"
+# the fit table's verdicts of the configuration whose peak is shown (its searches may still be coming)
+VERDICTS = ("b => { const d = document.documentElement.dataset;"
+            " return d.tableShown !== undefined && d.tableShown !== b && d.tableShown === d.shown; }")
 OWN = ("() => document.documentElement.dataset.shown !== undefined && document.documentElement.dataset.runtime"
        " === 'ready' && !document.getElementById('calc-results').classList.contains('calc-stale')")
 # the link's own peak on the page, not greyed (the fit table may still be coming)
@@ -85,6 +90,7 @@ self.onmessage = (event) => {
   const r = JSON.parse(msg.config).r;
   const json = ANSWERS[r === DEFAULT_R ? 1 : r < 100 ? 0 : 2];
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, json, ms: 0 });
+  self.postMessage({ type: "result", phase: "table", id: msg.id, json, ms: 0 });
   self.postMessage({ type: "result", phase: "full", id: msg.id, json, ms: 0 });
 };
 """
@@ -108,7 +114,8 @@ FIRST = "() => document.querySelector('[data-testid=peak-allocated][data-bytes]'
 # Poll every 10 ms: wait_for_selector polls on animation frames, which headless Chromium delivers late
 # (measured here: 150-500 ms after the page had answered).
 POLL = 10
-COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new table", "later peak", "later table",
+COLUMNS = ("first numbers", "ready in page", "ready (wall)", "new peak", "new fits", "new table", "later peak",
+           "later fits", "later table",
            "site link", "site confirmed", "computing", "link peak", "link", "bytes", "requests")
 SETTLE = 1.0  # s between the first recompute and the "later" edit: about the least a visitor takes
 
@@ -146,8 +153,8 @@ def listing(requests: list[Any]) -> list[str]:
 
 def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
     """Seconds from navigation to the build-time numbers and to the runtime's first answer (in the page and
-    as seen from here); after a rank change, to the recomputed peak and to the recomputed fit table; the same for a
-    second rank change SETTLE seconds later."""
+    as seen from here); after a rank change, to the recomputed peak, to the recomputed fit table's verdicts and to
+    the whole recomputed fit table; the same for a second rank change SETTLE seconds later."""
     start = time.perf_counter()
     page.goto(url, wait_until="commit")
     page.wait_for_function(FIRST, polling=POLL)
@@ -160,9 +167,12 @@ def measure(page: Any, url: str, rank: str) -> tuple[float, ...]:
         if edits:
             time.sleep(SETTLE)
         before = page.get_attribute("[data-testid=peak-allocated]", "data-bytes")
+        table = page.get_attribute("html", "data-table-shown")
         t0 = time.perf_counter()
         page.fill("#calc-r", value)
         page.wait_for_function(CHANGED, arg=before, polling=POLL, timeout=120_000)
+        edits.append(time.perf_counter() - t0)
+        page.wait_for_function(VERDICTS, arg=table, polling=POLL, timeout=120_000)
         edits.append(time.perf_counter() - t0)
         page.wait_for_function(READY, polling=POLL, timeout=120_000)
         edits.append(time.perf_counter() - t0)

@@ -267,18 +267,21 @@ def row_entry(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in TABLE_ONLY}
 
 
-def fit_table(cfg: RunConfig) -> list[dict[str, Any]]:
+def fit_table(cfg: RunConfig, searches: bool = True) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
     time (and cost when a price is given) on that many GPUs. On the configuration's own GPU the largest
     micro-batch and longest sequence are confirmed by their own replays (about five); on the other cards they
     are the largest grid points that fit by their own replay (Sizer.confirm, largest=False), so a row never
-    says a value fits that the estimate on that card refuses."""
+    says a value fits that the estimate on that card refuses. searches=False: the rows without the largest
+    micro-batch and longest sequence, every other value as with them: the page's verdicts first, since the
+    searches are most of the table's cost (examples/qlora-llama31-8b.json at r=24 in CPython: 17 ms without
+    them, 441 ms with them)."""
     sizer = Sizer(cfg)
     own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
     for gpu in gpus().values():
         count, mode = sizer.fewest_gpus(gpu)
-        row: dict[str, Any] = {**fit_row(sizer, gpu, gpu.id == own), "name": gpu.name,
+        row: dict[str, Any] = {**fit_row(sizer, gpu, gpu.id == own, searches), "name": gpu.name,
                                "fewest_gpus": count, "fewest_gpus_parallelism": mode, "time": None}
         if count:
             run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")

@@ -181,8 +181,8 @@ def _compare(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
         ("capacity", [f"{fmt_gib(int(r['usable_bytes']), lang)} {w.get('gib', 'GiB')}" for r in rows]),
         ("th_fits", [_fits_mark(r, w) for r in rows]),
         ("th_headroom", [fmt_gib(int(r["headroom_bytes"]), lang) for r in rows]),
-        ("th_batch", [str(int(r["max_micro_batch"])) for r in rows]),
-        ("th_seq", [fmt_int(int(r["max_seq_length"]), lang) for r in rows]),
+        ("th_batch", [_searched(r, "max_micro_batch", lang) for r in rows]),
+        ("th_seq", [_searched(r, "max_seq_length", lang) for r in rows]),
         ("th_gpus", [str(int(r["fewest_gpus"] or 0) or "—") for r in rows]),
         ("tokens_per_second", [fmt_int(round(time(r, "tokens_per_second") or 0), lang) for r in rows]),
         ("th_hours", [_opt(time(r, "total_hours"), lang, 1) for r in rows]),
@@ -194,6 +194,14 @@ def _compare(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
             "wrap": {"class": "calc-compare", "attrs": {"data-testid": "compare"}},
             "title": w.get("compare_title", ""), "note": w.get("compare_note", ""),
             "head": ["", *(str(r["name"]) for r in rows)], "align": ["left", *("right" for _ in rows)], "rows": body}
+
+
+def _searched(row: Mapping[str, Any], key: str, lang: str) -> str:
+    """A fit-table row's largest micro-batch or longest sequence; "…" while its search is still to come (a table
+    without searches: solve.fit_table(searches=False))."""
+    if key not in row:
+        return "…"
+    return fmt_int(int(row[key]), lang) if key == "max_seq_length" else str(int(row[key]))
 
 
 def _fits_mark(row: Mapping[str, Any], w: Words) -> str:
@@ -208,7 +216,7 @@ def _fit(table: Sequence[Mapping[str, Any]], w: Words, lang: str) -> View:
     for row in table:
         t = row.get("time") or {}
         cells = [str(row["name"]), _fits_mark(row, w), fmt_gib(int(row["headroom_bytes"]), lang),
-                 str(int(row["max_micro_batch"])), fmt_int(int(row["max_seq_length"]), lang),
+                 _searched(row, "max_micro_batch", lang), _searched(row, "max_seq_length", lang),
                  str(int(row["fewest_gpus"] or 0) or "—"), _opt(t.get("total_hours"), lang, 1),
                  _opt(t.get("cost"), lang, 2)]
         rows.append({"attrs": {"data-testid": f"fit-{row['gpu']}", "data-fits": str(bool(row["fits"])).lower(),
@@ -274,6 +282,7 @@ def results_view(result: Mapping[str, Any], words: Words, lang: str) -> View:
     if lad is not None and not lad["fits"]:
         blocks.append(_ladder(lad, words, lang))
     pending = [] if table is not None else list(TABLE_BLOCKS)
-    if table is None and not own_gpu_fits(est):
+    searched = table is not None and all("max_micro_batch" in row for row in table)
+    if not searched and not own_gpu_fits(est):  # the ladder comes with the table's searches
         pending.append("ladder")
     return {"blocks": blocks, "pending": pending}

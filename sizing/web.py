@@ -110,7 +110,7 @@ def snippet(cfg: dict[str, Any]) -> str:
 # Fit tables already computed, by normalised configuration: fit_table (a few thousand estimates, about 0.6 s
 # in the browser) is a pure function of the configuration. The build computes the default configuration's
 # table before taking the worker's memory snapshot, so a page opened on the defaults answers at once.
-_TABLES: dict[str, list[dict[str, Any]]] = {}
+_TABLES: dict[tuple[str, bool], list[dict[str, Any]]] = {}
 _TABLES_MAX = 32
 
 
@@ -126,9 +126,9 @@ def _memo(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
     return copy.deepcopy(got)
 
 
-def _fit_table(cfg: Any) -> list[dict[str, Any]]:
+def _fit_table(cfg: Any, searches: bool = True) -> list[dict[str, Any]]:
     # every field, the frozen dataclass's own repr
-    return _memo(_TABLES, repr(cfg), lambda: fit_table(cfg))  # type: ignore[no-any-return]
+    return _memo(_TABLES, (repr(cfg), searches), lambda: fit_table(cfg, searches))  # type: ignore[no-any-return]
 
 
 # Ladders already climbed, by normalised configuration (a few dozen estimates; the page asks twice per change).
@@ -178,18 +178,21 @@ def _answered(answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def compute(data: Any, table: bool = True, words: Mapping[str, Any] | None = None,
-            peak: bool = False) -> dict[str, Any]:
+            peak: bool = False, searches: bool = True) -> dict[str, Any]:
     """The estimate, the fit table over every catalog GPU (None when `table` is false: the page shows the
     peak first, the table about half a second later), with it the ladder of sizing.ladder when the run does
     not fit its GPU (else None), and the snippet; or the SizingError as data. With the page's `words`
     ({"lang", "text"}) the answer also holds the results view the page only has to place. peak (no table):
     the estimate's own-GPU fit entry without its largest micro-batch and longest sequence, which the view does
-    not show (estimate(searches=False): about ten replays fewer; the fit table's row has them)."""
+    not show (estimate(searches=False): about ten replays fewer; the fit table's row has them). searches=False
+    (with the table): the table's verdicts, fewest GPUs and times without the largest micro-batch and longest
+    sequence of each card, the estimate as with peak, and no ladder yet (the page's second answer)."""
     def answer() -> dict[str, Any]:
         cfg = data if isinstance(data, RunConfig) else load_config(data)
-        rows = _fit_table(cfg) if table else None
-        est = _with_table(cfg, rows) if rows is not None else _estimate(cfg, not peak)
-        lad = _ladder(cfg) if table and cfg.gpu and not own_gpu_fits(est) else None
+        rows = _fit_table(cfg, searches) if table else None
+        # the table's searches give the estimate its own card's; without them it is the peak answer's
+        est = _with_table(cfg, rows) if rows is not None and searches else _estimate(cfg, not (peak or table))
+        lad = _ladder(cfg) if table and searches and cfg.gpu and not own_gpu_fits(est) else None
         out = {"estimate": est, "fit_table": rows, "ladder": lad, "snippet": snippet(config_to_dict(cfg))}
         if words is not None:
             out["view"] = results_view(out, words["text"], str(words["lang"]))
@@ -232,9 +235,11 @@ def _key(cfg: RunConfig, table: bool, words: str | None) -> tuple[str, bool, str
     return json.dumps(whole, sort_keys=True, default=repr), table, _words_key(words) if words else ""
 
 
-def compute_json(text: str, table: bool = True, words: str | None = None, peak: bool = False) -> str:
+def compute_json(text: str, table: bool = True, words: str | None = None, peak: bool = False,
+                 searches: bool = True) -> str:
     """compute() over JSON text (what the worker sends); `words` the page's words as JSON text. A remembered
-    answer without the table also answers the peak (it holds more: the own GPU's searches)."""
+    answer without the table also answers the peak, and one with it the table without its searches (each holds
+    more: the own GPU's searches, the table's)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as err:
@@ -247,7 +252,7 @@ def compute_json(text: str, table: bool = True, words: str | None = None, peak: 
         if answer is not None:
             return answer
         data = cfg  # loaded once: compute() takes the RunConfig as it is
-    return json.dumps(compute(data, table, _words(words) if words else None, peak), allow_nan=False)
+    return json.dumps(compute(data, table, _words(words) if words else None, peak, searches), allow_nan=False)
 
 
 def remember(text: str, table: bool = True, words: str | None = None) -> str:

@@ -55,3 +55,41 @@ def test_the_peak_comes_before_the_table_and_the_table_stays_greyed_until_it_com
     assert any(s == (False, True, after) for s in states[first_new:]), states
     assert states[-1] == (False, False, after), states
     assert not watched.errors, watched.errors
+
+
+# Every change of the fit table from the edit on: (table greyed, the first card's headroom, micro-batch and
+# sequence cells as shown).
+OBSERVE_TABLE = """() => {
+  window.__tables = [];
+  const state = () => {
+    const fit = document.querySelector('#calc-results [data-block=fit]');
+    const cells = fit ? Array.from(fit.querySelectorAll('tbody tr:first-child td')).map((td) => td.textContent) : [];
+    return [Boolean(fit && fit.classList.contains('calc-stale')), cells[2] || null, cells[3] || null,
+            cells[4] || null];
+  };
+  new MutationObserver(() => window.__tables.push(state())).observe(document.body,
+    { subtree: true, childList: true, attributes: true, attributeFilter: ['class'] });
+}"""
+
+
+def test_the_table_verdicts_come_before_its_searches(watched: Watched, base_url: str) -> None:
+    """The fit table's verdicts (fits, headroom, fewest GPUs, time) are shown, not greyed, with "…" where each
+    card's largest micro-batch and longest sequence are still being searched; then those values, as CPython's
+    whole fit table has them."""
+    page = watched.page
+    default = calculator_pages.default_config()
+    page.goto(base_url + "en/calculator/")
+    wait_ready(page)
+    page.evaluate(OBSERVE_TABLE)
+    page.fill("#calc-r", "40")
+    wait_ready(page)
+    states = [tuple(s) for s in page.evaluate("window.__tables")]
+    row = expected({**default, "r": 40})["fit_table"][0]
+    headroom = page.text_content("[data-testid=fit-table] tbody tr:first-child td:nth-child(3)")
+    final = (False, headroom, str(row["max_micro_batch"]), f"{row['max_seq_length']:,}")
+    assert states[-1] == final, states
+    # before it: the new verdicts with the searches to come, not greyed
+    assert (False, headroom, "…", "…") in states[:-1], states
+    assert int(page.get_attribute("html", "data-table-ms") or -1) >= 0
+    assert page.get_attribute("html", "data-table-shown") == page.get_attribute("html", "data-shown")
+    assert not watched.errors, watched.errors

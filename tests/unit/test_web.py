@@ -104,3 +104,35 @@ def test_the_peak_answer_is_the_estimate_without_the_own_gpus_searches() -> None
         assert json.loads(web.compute_json(text, False, None, True))["estimate"] == peak["estimate"]
     assert verdicts == {True, False}  # a run that fits and one that does not (its warning, the ladder pending)
     assert "refusal" in fast  # and one on a card without bf16 (its row is the refusal, searches or not)
+
+
+def test_the_table_without_searches_is_the_whole_table_less_each_cards_searches() -> None:
+    """The page's second answer: every figure of the whole fit table but each card's largest micro-batch and
+    longest sequence (the view shows "…" there), the estimate of the peak answer, the ladder still to come."""
+    words = {"lang": "en", "text": {}}
+    verdicts = set()
+    for cfg in (EXAMPLE, {**EXAMPLE, "per_device_train_batch_size": 64}):
+        whole = web.compute(cfg, table=True, words=words)
+        part = web.compute(cfg, table=True, words=words, searches=False)
+        assert part["estimate"] == web.compute(cfg, table=False, words=words, peak=True)["estimate"]
+        by_gpu = {row["gpu"]: row for row in whole["fit_table"]}
+        assert [row["gpu"] for row in part["fit_table"]] == list(by_gpu)
+        for row in part["fit_table"]:
+            full = by_gpu[row["gpu"]]
+            searched = set(full) - set(row)
+            # a card the run cannot start on (no bf16) is refused whole, with 0 for both: nothing to search
+            assert searched == ({"max_micro_batch", "max_seq_length"} if "refusal" not in row else set())
+            assert {k: full[k] for k in row} == row
+        fit = next(b for b in part["view"]["blocks"] if b["key"] == "fit")
+        cells = [[c["text"] for c in r["cells"]] for r in fit["rows"]]
+        runs = [c for c, row in zip(cells, part["fit_table"], strict=True) if "refusal" not in row]
+        assert runs and all(c[3:5] == ["…", "…"] for c in runs)
+        fits = whole["estimate"]["fits"][0]["fits"]
+        assert part["ladder"] is None and ("ladder" in part["view"]["pending"]) == (not fits)
+        assert (whole["ladder"] is not None) == (not fits)
+        verdicts.add(fits)
+        # the JSON bridge the worker calls gives the same
+        text = json.dumps(cfg)
+        assert json.loads(web.compute_json(text, True, None, False, False))["fit_table"] == \
+            json.loads(json.dumps(part["fit_table"]))
+    assert verdicts == {True, False}

@@ -256,6 +256,9 @@ function main() {
     }
   }
 
+  // The worker's answers, in order: the peak, the fit table's verdicts, the whole table (worker.js).
+  const PHASE_MS = { estimate: "estimateMs", table: "tableMs", full: "computeMs" };
+
   function onResult(msg) {
     let result;
     try {
@@ -276,9 +279,10 @@ function main() {
       hide(false);
       showError(result.error);
     }
-    doc.dataset[msg.phase === "full" ? "computeMs" : "estimateMs"] = String(Math.round(msg.ms));
+    doc.dataset[PHASE_MS[msg.phase] || "computeMs"] = String(Math.round(msg.ms));
     doc.dataset.shown = String(msg.id); // the peak on the page is this configuration's
-    if (msg.phase !== "full") return; // "ready" once the fit table is there too
+    if (msg.phase !== "estimate") doc.dataset.tableShown = String(msg.id); // and the fit table's verdicts
+    if (msg.phase !== "full") return; // "ready" once the whole fit table is there too
     pending = 0;
     doc.dataset.runtime = "ready";
     // navigation -> the runtime's first complete answer (the benchmark's figure)

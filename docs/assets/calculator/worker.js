@@ -366,8 +366,9 @@ function call(fn) {
 
 // `words` (the page's words, JSON text): the answer then carries the results view in them (sizing.view).
 // Without the table: the peak (sizing.web.compute's peak: the own GPU's searches come with the table).
-function run(bridge, config, table, words) {
-  return call(() => bridge.compute_json(config, table, words, !table));
+// searches=false: the table's verdicts without each card's largest micro-batch and longest sequence.
+function run(bridge, config, table, words, searches = true) {
+  return call(() => bridge.compute_json(config, table, words, !table, searches));
 }
 
 // A bridge call made before the wheel is unpacked that failed inside (an import the heap lacks: code
@@ -379,8 +380,9 @@ async function settled(rt, made) {
   return null;
 }
 
-// Two answers per configuration: the estimate at once ("estimate"), then with the fit table over every
-// GPU ("full"), skipped when a newer configuration arrived in between. What the boot left for later (the
+// Three answers per configuration: the estimate at once ("estimate"), the fit table's verdicts, fewest GPUs and
+// times ("table": tens of ms), then the whole table with each card's largest micro-batch and longest sequence and
+// the ladder ("full": most of the cost, the searches), each skipped when a newer configuration arrived in between. What the boot left for later (the
 // wheel's files, then keeping the heap and wasm for the next visit) waits until the first answers are out.
 self.onmessage = async (event) => {
   const msg = event.data || {};
@@ -410,6 +412,12 @@ self.onmessage = async (event) => {
   }
   // The fit table before the wheel's files are unpacked when the heap holds all it needs (always for the build's
   // default configuration, whose answer is in the heap): the first load is ready without waiting for the unpack.
+  let verdicts = run(rt.bridge, config, true, words, false);
+  if (!(await settled(rt, verdicts))) verdicts = run(rt.bridge, config, true, words, false);
+  if (msg.id !== newest) return;
+  self.postMessage({ type: "result", phase: "table", id: msg.id, ...verdicts });
+  await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
+  if (msg.id !== newest) return;
   let full = run(rt.bridge, config, true, words);
   if (!(await settled(rt, full))) full = run(rt.bridge, config, true, words);
   self.postMessage({ type: "result", phase: "full", id: msg.id, ...full });
