@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
+from ..frameworks import profile
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
 from .op import Op
@@ -69,6 +70,7 @@ class Traffic:
     overlap_window: str  # "backward" (DDP buckets) | "step" (FSDP prefetch) | ""
     cpu_optimizer_bytes: float  # host memory traffic of a CPU-side optimizer step
     paged_bytes: float = 0.0  # paged optimizer states migrated over PCIe (out and back in) every step
+    gather_copy_bytes: float = 0.0  # FSDP2 copy-out of each all-gather on the compute stream (DRAM read + write)
 
 
 PAGED = ("paged_adamw_8bit", "paged_adamw_32bit")
@@ -115,4 +117,10 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
         pcie = (weights * 2 * accum + trainable) / n
         cpu = params / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
-    return Traffic(link, pcie, "step", cpu, paged)
+    # FSDP2 copies every gathered unit out of the all-gather buffer into its parameters (split_with_sizes_copy reads
+    # and writes the whole unsharded unit) on the compute stream, after the all-gather and before the unit's compute
+    # (torch 2.4 _composable/fsdp/_fsdp_collectives.py foreach_all_gather_copy_out, called by
+    # FSDPParamGroup.wait_for_unshard): it does not overlap the step's kernels.
+    fsdp2 = cfg.parallelism in ("fsdp", "fsdp_shard_grad_op") and profile(cfg).fsdp2
+    copy = 2 * weights * gathers * accum if fsdp2 else 0.0
+    return Traffic(link, pcie, "step", cpu, paged, copy)

@@ -78,3 +78,20 @@ def test_cpu_offload_runs_the_update_on_the_host_at_16_bytes_per_parameter() -> 
         cfg, arch, reg, tr, _card = _inputs(method=method, num_gpus=4, parallelism="fsdp", cpu_offload=True, **over)
         params = arch.total_params if method == "full" else tr.params
         assert traffic(cfg, arch, reg, tr).cpu_optimizer_bytes == pytest.approx(params / 4 * 16)
+
+
+def test_fsdp2_copies_each_gather_out_on_the_compute_stream() -> None:
+    # torch _fsdp_collectives.py foreach_all_gather_copy_out: split_with_sizes_copy reads the all-gather output and
+    # writes the unit's parameters, once per gather; reshard_after_forward=True gathers for forward and backward
+    # (measured on CPU: tests/physics/test_fsdp2_copy_out.py). torchtune shards with FSDP2 from 0.3 (fully_shard in
+    # recipes/*_distributed.py v0.3.0), FSDP1 before; the HF Trainer's default FSDP is FSDP1.
+    cfg, arch, reg, tr, _gpu = _inputs(num_gpus=4, parallelism="fsdp", framework="torchtune",
+                                       gradient_accumulation_steps=3)
+    weights = arch.total_params * reg.weight
+    assert traffic(cfg, arch, reg, tr).gather_copy_bytes == pytest.approx(2 * weights * 2 * 3)
+    cfg, arch, reg, tr, _gpu = _inputs(num_gpus=4, parallelism="fsdp_shard_grad_op", framework="torchtune")
+    assert traffic(cfg, arch, reg, tr).gather_copy_bytes == pytest.approx(2 * weights)  # kept from forward
+    for over in ({"framework": "torchtune", "framework_version": "0.2.1"}, {"framework": "transformers"},
+                 {"framework": "torchtune", "parallelism": "ddp"}):
+        cfg, arch, reg, tr, _gpu = _inputs(**{"num_gpus": 4, "parallelism": "fsdp", **over})
+        assert traffic(cfg, arch, reg, tr).gather_copy_bytes == 0.0
