@@ -47,6 +47,10 @@ class Profile:
     # torchtune 0.1's LoRA builders never hand lora_dropout to a LoRALinear (below): nn.Dropout(p=0.0) returns its
     # input, so no mask and no dropped copy exist whatever the config says.
     ignores_lora_dropout: bool = False
+    # FSDP2 (fully_shard): each all-gather's output is copied into the unit's parameters on the compute stream
+    # (torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather_copy_out: split_with_sizes_copy
+    # after waiting for the all-gather); FSDP1's flat parameter is gathered in place and viewed (no copy).
+    fsdp2: bool = False
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
@@ -87,8 +91,11 @@ LITGPT = Profile("litgpt", expand_kv=True, keeps_fused_qkv=True, out_proj_copy=T
 # Loss without chunking (nn.CrossEntropyLoss): recipes/full_finetune_single_device.py v0.3.0 l.503-518, v0.4.0
 # l.626-641 (`logits = self._model(...)`, reshape, `loss = self._loss_fn(logits, labels)`, `del logits`);
 # modules/transformer.py v0.4.0 l.652 `output = self.output(h).float()`. Measured: test_torchtune_loss.py.
+# Its distributed recipes shard with FSDP2 from 0.3 (training.shard_model -> fully_shard: full FT since afd23fd0
+# "Full finetune FSDP2 recipe (#1287)", LoRA since 6deeda92 "LoRA FSDP2 recipe migration (#1517)", both first in
+# v0.3.0); 0.1-0.2 wrap the model in FSDP1 (recipes/*_distributed.py v0.2.1 `model = FSDP(`).
 TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_device=True, empties_cache=True,
-                    nf4_chunked=True, peak_reset_after_load=True, drops_fp32_logits=True)
+                    nf4_chunked=True, peak_reset_after_load=True, drops_fp32_logits=True, fsdp2=True)
 
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
@@ -123,7 +130,7 @@ def profile(cfg: RunConfig) -> Profile:
             # (v0.2.0 models/llama3/_component_builders.py l.320-345: nn.Linear unless the module has LoRA)
             # 0.2 has 0.1's loss path (v0.2.1 recipes l.448-458: slice, contiguous, transpose; no chunked CE)
             return replace(TORCHTUNE, nf4_layers_cloned=True, nf4_copy_on_host=True, quantize_only_adapted=True,
-                           drops_fp32_logits=False)
+                           drops_fp32_logits=False, fsdp2=False)
         if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
             return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE

@@ -193,11 +193,12 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
     exposed = max(0.0, comm - window) + (1 - COMM_OVERLAP) * min(comm, window)
     host_optimizer = traf.cpu_optimizer_bytes / (HOST_GBPS * 1e9)
     paging = traf.paged_bytes / dev.pcie_GBps  # the update waits for its pages: nothing overlaps it
-    seconds = micro * accum + optimizer + exposed + host_optimizer + paging
+    fsdp_copies = traf.copy_bytes / (dev.bandwidth * dev.bandwidth_efficiency)
+    seconds = micro * accum + optimizer + exposed + host_optimizer + paging + fsdp_copies
     breakdown = {k: v * accum for k, v in parts.items()}
     breakdown.update({"launch_wait": (micro - gpu_micro) * accum, "optimizer": optimizer,
                       "communication": exposed, "host_optimizer": host_optimizer,
-                      "optimizer_paging": paging})
+                      "optimizer_paging": paging, "fsdp_copies": fsdp_copies})
     tokens = cfg.max_seq_length * cfg.per_device_train_batch_size
     return StepTime(seconds, micro, flops / tokens, dev.matmul_dtype, dev.peak_flops, kernel,
                     "host" if host > gpu_micro else "gpu", breakdown, dev.gemm_efficiency, dev.fitted)

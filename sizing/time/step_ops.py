@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
+from ..frameworks import profile
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
 from .op import Op
@@ -69,6 +70,7 @@ class Traffic:
     overlap_window: str  # "backward" (DDP buckets) | "step" (FSDP prefetch) | ""
     cpu_optimizer_bytes: float  # host memory traffic of a CPU-side optimizer step
     paged_bytes: float = 0.0  # paged optimizer states migrated over PCIe (out and back in) every step
+    copy_bytes: float = 0.0  # FSDP's gradient copy-in (and FSDP2's all-gather copy-out) on the compute stream
 
 
 PAGED = ("paged_adamw_8bit", "paged_adamw_32bit")
@@ -115,4 +117,16 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     if cfg.cpu_offload:  # sharded params up and gradients down every step; the update runs on the host
         pcie = (weights * 2 * accum + trainable) / n
         cpu = params / n * 16  # fp32 Adam on the host: ~16 B/param read+write (master, m, v, grad)
-    return Traffic(link, pcie, "step", cpu, paged)
+    # Copies on the compute stream's path, each a read and a write, overlapping none of the step's kernels. Every
+    # backward copies the unsharded gradients into one flat buffer for the reduce-scatter: FSDP1's autograd
+    # concatenates the views' gradients into the flat parameter's gradient, FSDP2 copies them into the
+    # reduce-scatter input and the compute stream waits for it (torch 2.4 _composable/fsdp/_fsdp_collectives.py
+    # foreach_reduce_scatter_copy_in, copy_in_event). FSDP2 also copies every gathered unit out of the all-gather
+    # buffer into its parameters (foreach_all_gather_copy_out: split_with_sizes_copy, called by
+    # FSDPParamGroup.wait_for_unshard after the all-gather); FSDP1 gathers into the flat parameter in place.
+    # Measured on CPU: tests/physics/test_fsdp2_copy_out.py.
+    fsdp2 = profile(cfg).fsdp2
+    copy = 0.0
+    if cfg.parallelism in ("fsdp", "fsdp_shard_grad_op"):
+        copy = 2 * ((weights * gathers if fsdp2 else 0.0) + trainable) * accum
+    return Traffic(link, pcie, "step", cpu, paged, copy)

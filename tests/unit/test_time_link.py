@@ -78,3 +78,23 @@ def test_cpu_offload_runs_the_update_on_the_host_at_16_bytes_per_parameter() -> 
         cfg, arch, reg, tr, _card = _inputs(method=method, num_gpus=4, parallelism="fsdp", cpu_offload=True, **over)
         params = arch.total_params if method == "full" else tr.params
         assert traffic(cfg, arch, reg, tr).cpu_optimizer_bytes == pytest.approx(params / 4 * 16)
+
+
+def test_fsdp_copies_each_gradient_in_and_fsdp2_each_gather_out_on_the_compute_stream() -> None:
+    # torch _fsdp_collectives.py foreach_all_gather_copy_out: split_with_sizes_copy reads the all-gather output and
+    # writes the unit's parameters, once per gather; reshard_after_forward=True gathers for forward and backward.
+    # Each backward copies the unsharded gradients into one flat buffer: FSDP2 foreach_reduce_scatter_copy_in,
+    # FSDP1 autograd's concatenation into the flat gradient (measured on CPU: tests/physics/test_fsdp2_copy_out.py).
+    # torchtune shards with FSDP2 from 0.3 (fully_shard in recipes/*_distributed.py v0.3.0), FSDP1 before; the HF
+    # Trainer's default FSDP is FSDP1.
+    cfg, arch, reg, tr, _gpu = _inputs(num_gpus=4, parallelism="fsdp", framework="torchtune",
+                                       gradient_accumulation_steps=3)
+    weights, grads = arch.total_params * reg.weight, tr.params * reg.adapter
+    assert traffic(cfg, arch, reg, tr).copy_bytes == pytest.approx(2 * (weights * 2 + grads) * 3)
+    cfg, arch, reg, tr, _gpu = _inputs(num_gpus=4, parallelism="fsdp_shard_grad_op", framework="torchtune")
+    assert traffic(cfg, arch, reg, tr).copy_bytes == pytest.approx(2 * (weights + grads))  # kept from forward
+    for over in ({"framework": "torchtune", "framework_version": "0.2.1"}, {"framework": "transformers"}):
+        cfg, arch, reg, tr, _gpu = _inputs(**{"num_gpus": 4, "parallelism": "fsdp", **over})
+        assert traffic(cfg, arch, reg, tr).copy_bytes == pytest.approx(2 * tr.params * reg.adapter)
+    cfg, arch, reg, tr, _gpu = _inputs(num_gpus=4, parallelism="ddp", framework="torchtune")
+    assert traffic(cfg, arch, reg, tr).copy_bytes == 0.0
