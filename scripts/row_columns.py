@@ -172,6 +172,22 @@ def row_date(text: str) -> tuple[int, int, int] | None:
     return None
 
 
+# trl v1.7.0 (tag 2026-06-25) is the first release whose SFTTrainer defaults to loss_type="chunked_nll" (sft_config.py
+# l.335-336: `self.loss_type = "nll" if self.use_liger_kernel else "chunked_nll"`); up to v1.6.0 the default "nll"
+# took super().compute_loss, the model's own loss on materialised logits (sft_trainer.py v1.6.0 l.1639), as
+# v0.8.0's SFTTrainer (2024-03-19) did with no loss of its own.
+_TRL_CHUNKED = (2026, 6, 25)
+
+
+def trl_loss(row: Mapping[str, str], fw: str) -> dict[str, Any]:
+    """loss_implementation "hf" for a TRL run dated before the chunked loss became its default; {} otherwise (the
+    engine's TRL default: today's release)."""
+    if fw != "trl":
+        return {}
+    date = row_date(lower_col(row, "framework_version"))
+    return {"loss_implementation": "hf"} if date is not None and date < _TRL_CHUNKED else {}
+
+
 # peft v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32
 # (autocast_adapter_dtype=True, commit ae1ae20b7 "Autocast adapter weights if fp16/bf16", PR #1706, 2024-05-16).
 # Before it LoraLayer.update_layer moved the new adapters to the base layer's weight dtype when it is floating
