@@ -18,7 +18,8 @@ _TORCHTUNE_RELEASES = (((2024, 4, 15), "0.1"), ((2024, 7, 16), "0.2"), ((2024, 9
 # of each PyPI wheel (transformers/__init__.py in transformers-X-py3-none-any.whl).
 _TRANSFORMERS_RELEASES = (((2024, 1, 29), "4.37.2"), ((2024, 2, 21), "4.38.0"), ((2024, 3, 20), "4.39.0"),
                           ((2024, 4, 2), "4.39.3"), ((2024, 4, 18), "4.40.0"), ((2024, 5, 17), "4.41.0"),
-                          ((2024, 6, 27), "4.42.0"), ((2024, 9, 25), "4.45.0"), ((2024, 10, 24), "4.46.0"))
+                          ((2024, 6, 27), "4.42.0"), ((2024, 7, 23), "4.43.0"), ((2024, 9, 25), "4.45.0"),
+                          ((2024, 10, 24), "4.46.0"))
 _MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
                                            "nov", "dec"))}
 
@@ -170,6 +171,22 @@ def row_date(text: str) -> tuple[int, int, int] | None:
     if months and year:
         return int(year.group(1)), max(_MONTHS[m] for m in months), 28
     return None
+
+
+# trl v1.7.0 (tag 2026-06-25) is the first release whose SFTTrainer defaults to loss_type="chunked_nll" (sft_config.py
+# l.335-336: `self.loss_type = "nll" if self.use_liger_kernel else "chunked_nll"`); up to v1.6.0 the default "nll"
+# took super().compute_loss, the model's own loss on materialised logits (sft_trainer.py v1.6.0 l.1639), as
+# v0.8.0's SFTTrainer (2024-03-19) did with no loss of its own.
+_TRL_CHUNKED = (2026, 6, 25)
+
+
+def trl_loss(row: Mapping[str, str], fw: str) -> dict[str, Any]:
+    """loss_implementation "hf" for a TRL run dated before the chunked loss became its default; {} otherwise (the
+    engine's TRL default: today's release)."""
+    if fw != "trl":
+        return {}
+    date = row_date(lower_col(row, "framework_version"))
+    return {"loss_implementation": "hf"} if date is not None and date < _TRL_CHUNKED else {}
 
 
 # peft v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32

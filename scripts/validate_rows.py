@@ -35,6 +35,7 @@ from row_columns import (
     sharded_layers,
     target_modules,
     torchtune_version,
+    trl_loss,
     yes_no,
 )
 from row_names import checkpoint_name, parse
@@ -45,7 +46,7 @@ from sizing.catalog import models
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
            "peft_adapter_dtype", "per_device", "precision", "quantization", "row_case", "row_date", "sequences",
-           "sharded_layers", "target_modules", "torchtune_version", "usable", "yes_no"]
+           "sharded_layers", "target_modules", "torchtune_version", "trl_loss", "usable", "yes_no"]
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
@@ -203,6 +204,10 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if version:
         cfg["framework_version"] = version
     cfg.update(precision(row, fw))
+    loss = trl_loss(row, fw)
+    if loss:
+        cfg.update(loss)
+        notes.append("TRL before its chunked loss (v1.7.0): the model's own loss on the full logits")
     cfg.update(peft_adapter_dtype(row, cfg))
     if cfg.get("load_in_4bit") and cfg.get("torch_dtype") in ("bfloat16", "float16"):
         cfg["bnb_4bit_compute_dtype"] = cfg["torch_dtype"]  # compute in the dtype the rest of the model runs in

@@ -134,9 +134,10 @@ def profile(cfg: RunConfig) -> Profile:
         if version(cfg) < (0, 4):  # modules/transformer.py v0.3.0 l.335: layers = _get_clones(layers, num_layers)
             return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE
-    if cfg.framework == "custom":
-        return CUSTOM
-    return HF
+    base = CUSTOM if cfg.framework == "custom" else HF
+    if cfg.framework in HF_STACKS and version(cfg) < BNB_FREES_4BIT_INPUT:
+        return replace(base, holds_4bit_inputs=True)
+    return base
 
 
 # torchtune's RoPE keeps its cos/sin table as a non-persistent fp32 buffer built at init for the builder's
@@ -161,6 +162,12 @@ ROPE_TABLE_FLOATS = {"llama": 1, "mistral": 1, "gemma": 1, "qwen2": 2, "phi3": 2
 HF_ROPE_CACHES = {"llama": (((0,), (4, 38)), ((4, 39), (4, 41))), "mistral": (((0,), (4, 42)),)}
 # The stacks whose framework_version is the transformers release (a hand-written loop runs its models too).
 HF_STACKS = ("transformers", "custom")
+# bitsandbytes' MatMul4Bit kept its input in ctx.tensors = (A, B) whenever A or B needed a gradient
+# (autograd/_functions.py 0.42.0 l.523, 0.43.0 l.523, 0.43.1 l.516) until commit 9e753741 "fix QLoRA mem bug:
+# delete useless buffered activation (#1270)", 2024-07-16, first in 0.43.2 (tag 2024-07-23): ctx.tensors = (None, B).
+# A transformers release runs with the bitsandbytes current when it came out (as torchtune's torchao above):
+# every release before 4.43.0 (2024-07-23) predates 0.43.2, so its QLoRA layers keep their 4-bit matmuls' inputs.
+BNB_FREES_4BIT_INPUT = (4, 43)
 
 
 # The causal-LM loss of older transformers releases (memory/loss.py). In the releases below, per model_type, the

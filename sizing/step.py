@@ -16,7 +16,7 @@ from .memory.backward_trace import SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
-from .memory.optimizer import optimizer_state
+from .memory.optimizer import optimizer_state, zero_fp32_optimizer
 from .memory.overhead import overhead
 from .memory.regime import Regime, resolve
 from .memory.replay import PREFIX, SPANS, Replay, replay
@@ -134,6 +134,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         w = weights(cfg, arch, reg, tr.params if cfg.is_peft else 0, frozenset(lin.name for lin in tr.targets))
         grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
         opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
+        if cfg.parallelism in ("zero2", "zero3") and grad_elem < 4:
+            opt = zero_fp32_optimizer(cfg.optim, tr.tensors, tr.params)
         load = None  # the model-load moment does not depend on the batch's shape either
         if reg.profile.nf4_load_on_device and reg.quant == "4bit" and not reg.full and cfg.num_gpus == 1:
             load = NF4Load(arch, w, *nf4_linears(arch, reg, frozenset(lin.name for lin in tr.targets)),

@@ -52,3 +52,13 @@ def optimizer_state(optim: str, tensors: tuple[tuple[int, int, int], ...], param
         temp = param_bytes * total_numel
     return OptimizerState(resident, paged, temp)
 
+
+
+def zero_fp32_optimizer(optim: str, tensors: tuple[tuple[int, int, int], ...], params: int) -> OptimizerState:
+    """DeepSpeed ZeRO (stages 1-3) over half-precision trainable parameters: each rank keeps an fp32 master copy of
+    its partition and runs the optimizer on it, so the states are fp32 whatever the parameters' dtype, and the step
+    first flattens the partition's gradients into an fp32 copy (stage3.py v0.14.0 _create_fp32_partitions
+    `.clone().float()`, _prepare_fp32_grad_for_sub_group `.to(fp32 dtype)`; stage_1_and_2.py
+    single_partition_of_fp32_groups). Bytes for the whole model: the caller takes one GPU's share."""
+    st = optimizer_state(optim, tensors, 4)
+    return OptimizerState(st.resident_bytes + 4 * params, st.paged_bytes, st.step_temporary_bytes + 4 * params)

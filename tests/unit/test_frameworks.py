@@ -53,3 +53,21 @@ def test_compile_recomputes_norm_casts_and_activation() -> None:
     h, inter = 3072, 8192
     # two norms keep their bf16 input instead of an fp32 copy and x_hat (-4h each); silu(g) recomputed
     assert eager - compiled == 8 * h + 2 * inter
+
+
+@pytest.mark.parametrize("framework", ["transformers", "custom"])
+def test_bnb_before_0_43_2_keeps_4bit_matmul_inputs(framework: str) -> None:
+    # bitsandbytes <= 0.43.1 MatMul4Bit: ctx.tensors = (A, B) (autograd/_functions.py 0.43.1 l.516); 0.43.2
+    # (2024-07-23, commit 9e753741) keeps (None, B). transformers releases before 4.43.0 (2024-07-23) ran the old
+    # one. With LoRA dropout no adapter saves a base layer's input, so each distinct 4-bit input is kept once more:
+    # the two norm outputs (h each, shared by q/k/v and by gate/up) and down_proj's input (I), bf16. o_proj's input
+    # adds nothing: SDPA's flash kernel saves its output in the [b, s, nh, hd] layout, whose transpose(1, 2) is
+    # already contiguous, so o_proj reads the very tensor SDPA saved.
+    cfg = {**LLAMA2, "framework": framework, "method": "qlora", "bnb_4bit_quant_type": "nf4",
+           "bnb_4bit_compute_dtype": "bfloat16", "target_modules": "all-linear", "lora_dropout": 0.1,
+           "prepare_model_for_kbit_training": False, "attn_implementation": "sdpa"}
+    old = estimate({**cfg, "framework_version": "4.42.0"}).detail["layer_saved_bytes_per_token"]
+    new = estimate({**cfg, "framework_version": "4.43.0"}).detail["layer_saved_bytes_per_token"]
+    h, inter = 4096, 11008
+    assert old - new == 2 * (2 * h + inter)
+    assert estimate(cfg).detail["layer_saved_bytes_per_token"] == new  # no version: the current bitsandbytes

@@ -72,6 +72,8 @@ def test_every_gpu_holds_them_whole() -> None:
     ("feb-mar 2024 (torch ~2.2)", "4.39.0"),  # 2024-03-28: 4.39.0 (wheel built 2024-03-20), before 4.39.3 (04-02)
     ("torch 2.13.0+cu130; transformers 5.13.1; peft 0.19.2.dev0", "5.13.1"),  # a stated release wins
     ("2024-05-20", "4.41.0"),
+    ("2024-07-22", "4.42.0"),  # the last release before bitsandbytes 0.43.2 (frameworks.BNB_FREES_4BIT_INPUT)
+    ("aug 2024", "4.43.0"),  # 4.43.0's wheel built 2024-07-23 (transformers/__init__.py in the PyPI wheel)
     ("2023-06-01", None),  # before the first dated release the table knows: no claim
     ("", None),
 ])

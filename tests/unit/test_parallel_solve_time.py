@@ -35,6 +35,24 @@ def test_ddp_adds_a_bucket_copy_of_the_gradients() -> None:
     assert two.device_bytes - one.device_bytes > one.detail["gradient_bytes"]  # plus NCCL buffers
 
 
+@pytest.mark.parametrize("mode", ["zero2", "zero3"])
+def test_zero_keeps_fp32_master_and_states_of_bf16_params(mode: str) -> None:
+    # ZeRO's mixed-precision Adam: 12 bytes per parameter beyond the bf16 weights and gradients, the fp32 master copy
+    # and fp32 momentum and variance (Rajbhandari et al. 2020, "ZeRO", section 3.1: K = 12), each rank holding 1/n
+    run = {"model": "Qwen/Qwen2.5-0.5B", "method": "full", "torch_dtype": "bfloat16", "bf16": True,
+           "max_seq_length": 512, "per_device_train_batch_size": 1, "optim": "adamw_torch", "gpu": "H100-SXM-80GB"}
+    zero = estimate({**run, "num_gpus": 4, "parallelism": mode})
+    params = zero.detail["trainable_params"]
+    assert zero.detail["optimizer_state_bytes"] == 12 * params
+    step = next(m for m in zero.moments if m.phase == "optimizer" and m.step == 1)
+    assert step.parts["optimizer_states"] == 12 * params // 4
+    # FSDP steps torch AdamW on the bf16 shards themselves: bf16 states, no master copy
+    assert estimate({**run, "num_gpus": 4, "parallelism": "fsdp"}).detail["optimizer_state_bytes"] == 4 * params
+    # fp32 parameters need no master copy
+    fp32 = estimate({**run, "torch_dtype": "float32", "bf16": False, "num_gpus": 4, "parallelism": mode})
+    assert fp32.detail["optimizer_state_bytes"] == 8 * params
+
+
 @pytest.mark.parametrize("gpu", ["RTX-4090-24GB", "A100-SXM-80GB"])
 def test_solver_answers_fit_and_one_more_does_not(gpu: str) -> None:
     cfg = load_config({**RUN, "gpu": gpu})

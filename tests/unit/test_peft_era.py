@@ -54,3 +54,16 @@ def test_bf16_adapters_halve_the_adapter_bytes() -> None:
     assert fp32.detail["optimizer_state_bytes"] == 143_130_624 * 2 * 4
     assert bf16.detail["optimizer_state_bytes"] == 143_130_624 * 2 * 2
     assert bf16.detail["gradient_bytes"] == 143_130_624 * 2
+
+
+@pytest.mark.parametrize(("version", "fw", "expected"), [
+    # TRL v1.7.0 (tag 2026-06-25) made loss_type="chunked_nll" the SFTTrainer default; before it, and in
+    # v0.8.0 (2024-03-19) which had no loss of its own, the Trainer took the model's loss on the full logits
+    ("peft @6008f272a (2024-03-13) examples/sft", "trl", {"loss_implementation": "hf"}),
+    ("2026-06-24", "trl", {"loss_implementation": "hf"}),
+    ("2026-06-25", "trl", {}),  # the release day: chunked_nll
+    ("", "trl", {}),  # no date: today's TRL
+    ("peft @6008f272a (2024-03-13) examples/sft", "transformers", {}),  # the Trainer's loss is already "hf"
+])
+def test_trl_loss_before_chunked_default(version: str, fw: str, expected: dict[str, Any]) -> None:
+    assert rc.trl_loss({"framework_version": version}, fw) == expected
