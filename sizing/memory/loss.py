@@ -77,10 +77,10 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
             # forward); backward writes the chunk's bf16 gradient (test_torchtune_loss.py, inductor on the CPU)
             return Head(body, 2 * nv + labels + 8 * n + softcap, 0, 2 * part, head_grad)
         return Head(body, 4 * nv + labels + softcap, 2 * nv + 4 * part, 8 * part, head_grad)
-    if reg.loss == "hf" and reg.profile.drops_fp32_logits and reg.compiled:
-        # compile_loss compiles the whole nn.CrossEntropyLoss: it saves its fp32 input (the upcast logits, kept
-        # past `del logits`) + row statistics; forward's high point is the bf16 projection next to its upcast,
-        # backward's the fp32 gradient next to the saved input
+    if reg.loss == "hf" and reg.profile.drops_fp32_logits and reg.plain_loss_compiled:
+        # compile_loss compiles the whole nn.CrossEntropyLoss (where the recipe keeps it: lora_finetune_single_device):
+        # it saves its fp32 input (the upcast logits, kept past `del logits`) + row statistics; forward's high point
+        # is the bf16 projection next to its upcast, backward's the fp32 gradient next to the saved input
         return Head(body, 4 * nv + labels + 8 * n + softcap, 2 * nv, 4 * nv, head_grad)
     if reg.loss == "hf" and reg.profile.drops_fp32_logits:
         # torchtune >= 0.3, nn.CrossEntropyLoss: fp32 logits + the log-softmax output at the loss; the recipe

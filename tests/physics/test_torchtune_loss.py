@@ -240,3 +240,52 @@ def test_eager_chunked_ce_keeps_the_fp32_log_softmax_of_every_chunk():
     bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
     assert fwd.parts["logits_and_loss"] == pytest.approx(forward, rel=0.02)
     assert bwd.parts["logits_and_loss"] == pytest.approx(backward, rel=0.05)
+
+
+def _compile_loss(loss: torch.nn.Module) -> torch.nn.Module:
+    """torchtune's training.compile_loss for a loss that is not chunked (training/_compile.py v0.4.0 l.64-86):
+    `loss = torch.compile(loss, backend=backend); return loss`."""
+    loss = torch.compile(loss, backend="inductor")
+    return loss
+
+
+def _engine_recipe(method: str, gpus: int) -> tuple[float, float]:
+    """The engine's logits_and_loss (N x V bytes) at the loss's forward and backward, torchtune 0.4, compile on."""
+    conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    data = {"model_config": conf, "method": method, "framework": "torchtune", "framework_version": "0.4",
+            "loss_implementation": "hf", "torch_compile": True, "torch_dtype": "bfloat16", "max_seq_length": T,
+            "per_device_train_batch_size": B, "packing": True, "gradient_checkpointing": True, "num_gpus": gpus}
+    if gpus > 1:
+        data["parallelism"] = "fsdp"
+    cfg = load_config(data)
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    nv = B * T * V
+    fwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("cross-entropy on the logits"))
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    return fwd.parts["logits_and_loss"] / nv, bwd.parts["logits_and_loss"] / nv
+
+
+@_INDUCTOR_IMPORT
+def test_full_and_distributed_recipes_drop_the_compiled_cross_entropy():
+    # full_finetune_single_device.py v0.4.0 l.288 (full_finetune_distributed l.299, lora_finetune_distributed
+    # l.302): `training.compile_loss(self._loss_fn)`, the returned module dropped; lora_finetune_single_device
+    # l.291 keeps it: `self._loss_fn = training.compile_loss(self._loss_fn)`
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    dropped = torch.nn.CrossEntropyLoss()
+    _compile_loss(dropped)
+    kept = _compile_loss(torch.nn.CrossEntropyLoss())
+    # torch.compile(module) wraps it in a new OptimizedModule and leaves the module itself as it was
+    assert type(dropped) is torch.nn.CrossEntropyLoss and "forward" not in vars(dropped)
+    assert isinstance(kept, OptimizedModule)
+    # so the full and distributed recipes run the eager loss: the 0.3/0.4 eager measurement (test_03 above)
+    fwd, bwd, _ = _measure("0.4")
+    for method, gpus in (("full", 1), ("full", 2), ("lora", 2)):
+        efwd, ebwd = _engine_recipe(method, gpus)
+        assert efwd == pytest.approx(fwd, abs=0.6) and ebwd == pytest.approx(bwd, abs=0.6)
+    # and the LoRA single-device recipe the compiled one (test_compiled_cross_entropy_saves_its_fp32_input)
+    efwd, ebwd = _engine_recipe("lora", 1)
+    assert efwd == pytest.approx(6, abs=0.01) and ebwd == pytest.approx(8, abs=0.01)
