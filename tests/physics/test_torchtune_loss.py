@@ -289,3 +289,65 @@ def test_full_and_distributed_recipes_drop_the_compiled_cross_entropy():
     # and the LoRA single-device recipe the compiled one (test_compiled_cross_entropy_saves_its_fp32_input)
     efwd, ebwd = _engine_recipe("lora", 1)
     assert efwd == pytest.approx(6, abs=0.01) and ebwd == pytest.approx(8, abs=0.01)
+
+
+def test_chunked_head_backward_holds_every_logits_gradient_and_three_weight_gradients():
+    # TransformerDecoder.chunked_output (v0.4.0 modules/transformer.py): the eight projections run, then the loss
+    # upcasts and reduces each chunk (CEWithChunkedOutputLoss). A trained head (full fine-tuning), untied, eager loss;
+    # the head's V x H weight is large next to the N x V logits so that the projections' backward is the peak.
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    b, t, h, v, chunks = 1, 64, 512, 1024, 8
+    torch.manual_seed(0)
+    weight = torch.nn.Parameter(torch.randn(v, h, dtype=torch.bfloat16) * 0.02)
+    h0 = torch.randn(b, t, h, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, v, (b, t))
+    order: list[str] = []
+
+    def step() -> None:
+        x = h0 * 1  # the final norm's output (a non-leaf, as in the model)
+        logits = [F.linear(c, weight) for c in x.chunk(chunks, dim=1)]
+        for i, lg in enumerate(logits):
+            lg.register_hook(lambda g, i=i: order.append(f"projection {i}"))
+        ups = [lg.reshape(-1, v).float() for lg in logits]
+        for i, up in enumerate(ups):
+            up.register_hook(lambda g, i=i: order.append(f"loss {i}"))
+        total = sum(F.cross_entropy(up, lab.reshape(-1), reduction="sum")
+                    for up, lab in zip(ups, labels.chunk(chunks, dim=1), strict=True))
+        loss = total / (b * t)
+        del logits, ups
+        with record_function("backward"):
+            loss.backward()
+
+    x = h0 * 1  # warm-up: the profiled step allocates nothing of the previous one
+    del x
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    # every chunk's loss backward runs before the first projection's backward (younger nodes first)
+    assert order[:chunks] == [f"loss {i}" for i in reversed(range(chunks))]
+    assert order[chunks:] == [f"projection {i}" for i in reversed(range(chunks))]
+    events = prof.profiler.kineto_results.events()
+    start = next(e.start_ns() for e in events if e.name() == "backward")
+    run = peak = 0
+    for e in sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns()):
+        run += e.nbytes()
+        if e.start_ns() >= start:
+            peak = max(peak, run)
+    # live bytes from the step's first allocation (h0, the weight and labels come before it); x = h0 * 1 stands
+    # for the final norm's output, which the engine books as body, not loss: subtracted
+    body = b * t * h * 2
+    nv, vh = b * t * v, v * h * 2
+    measured = peak - body
+    # all eight bf16 logits gradients less the two consumed, the buffered weight gradient, the new one and their
+    # sum; + the input gradients (B x T x H bf16: the chunk's split gathers all eight, which the engine leaves out)
+    assert measured == pytest.approx(2 * nv - 2 * (2 * nv // chunks) + 3 * vh + body, rel=0.001)
+    conf = {"model_type": "llama", "vocab_size": v, "hidden_size": h, "intermediate_size": 2 * h,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    cfg = load_config({"model_config": conf, "method": "full", "framework": "torchtune", "framework_version": "0.4",
+                       "loss_implementation": "chunked_ce", "torch_dtype": "bfloat16", "max_seq_length": t,
+                       "per_device_train_batch_size": b, "packing": True, "gradient_checkpointing": True})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    assert bwd.parts["logits_and_loss"] == pytest.approx(measured - body, rel=0.001)
