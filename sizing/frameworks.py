@@ -140,6 +140,19 @@ def profile(cfg: RunConfig) -> Profile:
     return base
 
 
+def compiles_plain_loss(cfg: RunConfig) -> bool:
+    """Whether torch.compile reaches a loss that is not chunked (nn.CrossEntropyLoss). torchtune's compile_loss
+    compiles CEWithChunkedOutputLoss in place (loss.compute_cross_entropy = torch.compile(...)) but any other loss
+    as `loss = torch.compile(loss)`, a new module it returns (training/_compile.py v0.4.0 l.64-86); only
+    lora_finetune_single_device keeps it (`self._loss_fn = training.compile_loss(self._loss_fn)`, v0.4.0 l.291).
+    full_finetune_single_device (v0.4.0 l.288), full_finetune_distributed (l.299) and lora_finetune_distributed
+    (l.302) call `training.compile_loss(self._loss_fn)` and drop the result: their nn.CrossEntropyLoss runs
+    eagerly (the same lines at every tag v0.3.0-v0.6.1). Measured: test_torchtune_loss.py."""
+    if cfg.framework != "torchtune":
+        return cfg.torch_compile
+    return cfg.torch_compile and cfg.is_peft and cfg.num_gpus == 1 and cfg.parallelism == "none"
+
+
 # torchtune's RoPE keeps its cos/sin table as a non-persistent fp32 buffer built at init for the builder's
 # max_seq_len (the checkpoint's max_position_embeddings in every builder checked): [max_seq_len, head_dim // 2, 2]
 # (modules/position_embeddings.py v0.1.0 build_rope_cache; llama3_1/_position_embeddings.py v0.3.1), Qwen2 and

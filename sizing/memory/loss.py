@@ -33,6 +33,20 @@ def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: 
     return replace(hd, backward_extra=max(hd.backward_extra, norm))
 
 
+def _projections_backward(hd: Head, grads: int, labels: int) -> Head:
+    """torchtune's chunked output (TransformerDecoder.chunked_output: all eight projections run before the loss):
+    autograd runs every chunk's loss backward first (its nodes are younger and the ready queue takes the highest
+    sequence number), so the projections' backward starts with all `grads` bytes of bf16 logits gradients alive and
+    the loss's saved tensors gone. A trained head's weight gradients meet in its AccumulateGrad input buffer; the
+    first sum is out of place (mm's weight gradient is a transposed view whose base shares its storage:
+    input_buffer.cpp can_accumulate_inplace), so at the second projection six chunks' gradients, the buffer, the
+    new gradient and their sum are alive. Measured: test_torchtune_loss.py (order and live bytes)."""
+    part = grads // TORCHTUNE_CHUNKS
+    w = hd.head_grad_bytes
+    live = grads + max(w, 3 * w - 2 * part)
+    return replace(hd, backward_extra=max(hd.backward_extra, live - (hd.loss_saved - labels)))
+
+
 def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
           grad_bytes: int) -> Head:
     h, vocab, n, c = arch.hidden, arch.vocab, tokens, reg.compute
@@ -75,12 +89,14 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
             # training.compile_loss compiles compute_cross_entropy (v0.4.0 _compile.py l.80): inductor fuses the
             # upcast into the reductions and saves each bf16 chunk + two fp32 row statistics (no N x V fp32 in
             # forward); backward writes the chunk's bf16 gradient (test_torchtune_loss.py, inductor on the CPU)
-            return Head(body, 2 * nv + labels + 8 * n + softcap, 0, 2 * part, head_grad)
-        return Head(body, 4 * nv + labels + softcap, 2 * nv + 4 * part, 8 * part, head_grad)
-    if reg.loss == "hf" and reg.profile.drops_fp32_logits and reg.compiled:
-        # compile_loss compiles the whole nn.CrossEntropyLoss: it saves its fp32 input (the upcast logits, kept
-        # past `del logits`) + row statistics; forward's high point is the bf16 projection next to its upcast,
-        # backward's the fp32 gradient next to the saved input
+            return _projections_backward(Head(body, 2 * nv + labels + 8 * n + softcap, 0, 2 * part, head_grad),
+                                         2 * nv, labels)
+        return _projections_backward(Head(body, 4 * nv + labels + softcap, 2 * nv + 4 * part, 8 * part, head_grad),
+                                     2 * nv, labels)
+    if reg.loss == "hf" and reg.profile.drops_fp32_logits and reg.plain_loss_compiled:
+        # compile_loss compiles the whole nn.CrossEntropyLoss (where the recipe keeps it: lora_finetune_single_device):
+        # it saves its fp32 input (the upcast logits, kept past `del logits`) + row statistics; forward's high point
+        # is the bf16 projection next to its upcast, backward's the fp32 gradient next to the saved input
         return Head(body, 4 * nv + labels + 8 * n + softcap, 2 * nv, 4 * nv, head_grad)
     if reg.loss == "hf" and reg.profile.drops_fp32_logits:
         # torchtune >= 0.3, nn.CrossEntropyLoss: fp32 logits + the log-softmax output at the loss; the recipe

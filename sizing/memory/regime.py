@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
-from ..frameworks import Profile, hf_logits, profile, version
+from ..frameworks import Profile, compiles_plain_loss, hf_logits, profile, version
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 HF_STACK = ("transformers", "trl", "custom")
@@ -41,6 +41,9 @@ class Regime:
     reentrant: bool = False
     # the transformers release's causal-LM loss path when the model computes the loss (frameworks.hf_logits)
     hf_logits: str = "current"
+    # torch.compile reaches a loss that is not chunked (frameworks.compiles_plain_loss: torchtune's full and
+    # distributed recipes drop the compiled nn.CrossEntropyLoss)
+    plain_loss_compiled: bool = False
 
     @property
     def resid(self) -> int:
@@ -116,5 +119,5 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
-        hf_logits=hf_logits(cfg, arch.model_type),
+        hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
     )

@@ -240,3 +240,114 @@ def test_eager_chunked_ce_keeps_the_fp32_log_softmax_of_every_chunk():
     bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
     assert fwd.parts["logits_and_loss"] == pytest.approx(forward, rel=0.02)
     assert bwd.parts["logits_and_loss"] == pytest.approx(backward, rel=0.05)
+
+
+def _compile_loss(loss: torch.nn.Module) -> torch.nn.Module:
+    """torchtune's training.compile_loss for a loss that is not chunked (training/_compile.py v0.4.0 l.64-86):
+    `loss = torch.compile(loss, backend=backend); return loss`."""
+    loss = torch.compile(loss, backend="inductor")
+    return loss
+
+
+def _engine_recipe(method: str, gpus: int) -> tuple[float, float]:
+    """The engine's logits_and_loss (N x V bytes) at the loss's forward and backward, torchtune 0.4, compile on."""
+    conf = {"model_type": "llama", "vocab_size": V, "hidden_size": H, "intermediate_size": 2 * H,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    data = {"model_config": conf, "method": method, "framework": "torchtune", "framework_version": "0.4",
+            "loss_implementation": "hf", "torch_compile": True, "torch_dtype": "bfloat16", "max_seq_length": T,
+            "per_device_train_batch_size": B, "packing": True, "gradient_checkpointing": True, "num_gpus": gpus}
+    if gpus > 1:
+        data["parallelism"] = "fsdp"
+    cfg = load_config(data)
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    nv = B * T * V
+    fwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("cross-entropy on the logits"))
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    return fwd.parts["logits_and_loss"] / nv, bwd.parts["logits_and_loss"] / nv
+
+
+@_INDUCTOR_IMPORT
+def test_full_and_distributed_recipes_drop_the_compiled_cross_entropy():
+    # full_finetune_single_device.py v0.4.0 l.288 (full_finetune_distributed l.299, lora_finetune_distributed
+    # l.302): `training.compile_loss(self._loss_fn)`, the returned module dropped; lora_finetune_single_device
+    # l.291 keeps it: `self._loss_fn = training.compile_loss(self._loss_fn)`
+    from torch._dynamo.eval_frame import OptimizedModule
+
+    dropped = torch.nn.CrossEntropyLoss()
+    _compile_loss(dropped)
+    kept = _compile_loss(torch.nn.CrossEntropyLoss())
+    # torch.compile(module) wraps it in a new OptimizedModule and leaves the module itself as it was
+    assert type(dropped) is torch.nn.CrossEntropyLoss and "forward" not in vars(dropped)
+    assert isinstance(kept, OptimizedModule)
+    # so the full and distributed recipes run the eager loss: the 0.3/0.4 eager measurement (test_03 above)
+    fwd, bwd, _ = _measure("0.4")
+    for method, gpus in (("full", 1), ("full", 2), ("lora", 2)):
+        efwd, ebwd = _engine_recipe(method, gpus)
+        assert efwd == pytest.approx(fwd, abs=0.6) and ebwd == pytest.approx(bwd, abs=0.6)
+    # and the LoRA single-device recipe the compiled one (test_compiled_cross_entropy_saves_its_fp32_input)
+    efwd, ebwd = _engine_recipe("lora", 1)
+    assert efwd == pytest.approx(6, abs=0.01) and ebwd == pytest.approx(8, abs=0.01)
+
+
+def test_chunked_head_backward_holds_every_logits_gradient_and_three_weight_gradients():
+    # TransformerDecoder.chunked_output (v0.4.0 modules/transformer.py): the eight projections run, then the loss
+    # upcasts and reduces each chunk (CEWithChunkedOutputLoss). A trained head (full fine-tuning), untied, eager loss;
+    # the head's V x H weight is large next to the N x V logits so that the projections' backward is the peak.
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    b, t, h, v, chunks = 1, 64, 512, 1024, 8
+    torch.manual_seed(0)
+    weight = torch.nn.Parameter(torch.randn(v, h, dtype=torch.bfloat16) * 0.02)
+    h0 = torch.randn(b, t, h, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, v, (b, t))
+    order: list[str] = []
+
+    def step() -> None:
+        x = h0 * 1  # the final norm's output (a non-leaf, as in the model)
+        logits = [F.linear(c, weight) for c in x.chunk(chunks, dim=1)]
+        for i, lg in enumerate(logits):
+            lg.register_hook(lambda g, i=i: order.append(f"projection {i}"))
+        ups = [lg.reshape(-1, v).float() for lg in logits]
+        for i, up in enumerate(ups):
+            up.register_hook(lambda g, i=i: order.append(f"loss {i}"))
+        total = sum(F.cross_entropy(up, lab.reshape(-1), reduction="sum")
+                    for up, lab in zip(ups, labels.chunk(chunks, dim=1), strict=True))
+        loss = total / (b * t)
+        del logits, ups
+        with record_function("backward"):
+            loss.backward()
+
+    x = h0 * 1  # warm-up: the profiled step allocates nothing of the previous one
+    del x
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    # every chunk's loss backward runs before the first projection's backward (younger nodes first)
+    assert order[:chunks] == [f"loss {i}" for i in reversed(range(chunks))]
+    assert order[chunks:] == [f"projection {i}" for i in reversed(range(chunks))]
+    events = prof.profiler.kineto_results.events()
+    start = next(e.start_ns() for e in events if e.name() == "backward")
+    run = peak = 0
+    for e in sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns()):
+        run += e.nbytes()
+        if e.start_ns() >= start:
+            peak = max(peak, run)
+    # live bytes from the step's first allocation (h0, the weight and labels come before it); x = h0 * 1 stands
+    # for the final norm's output, which the engine books as body, not loss: subtracted
+    body = b * t * h * 2
+    nv, vh = b * t * v, v * h * 2
+    measured = peak - body
+    # all eight bf16 logits gradients less the two consumed, the buffered weight gradient, the new one and their
+    # sum; + the input gradients (B x T x H bf16: the chunk's split gathers all eight, which the engine leaves out)
+    assert measured == pytest.approx(2 * nv - 2 * (2 * nv // chunks) + 3 * vh + body, rel=0.001)
+    conf = {"model_type": "llama", "vocab_size": v, "hidden_size": h, "intermediate_size": 2 * h,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "max_position_embeddings": 256, "tie_word_embeddings": False}
+    cfg = load_config({"model_config": conf, "method": "full", "framework": "torchtune", "framework_version": "0.4",
+                       "loss_implementation": "chunked_ce", "torch_dtype": "bfloat16", "max_seq_length": t,
+                       "per_device_train_batch_size": b, "packing": True, "gradient_checkpointing": True})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    mem = step_memory(cfg, arch, None, backend="cpu")
+    bwd = next(m for m in mem.moments if m.step == 1 and m.what.startswith("gradient of the logits"))
+    assert bwd.parts["logits_and_loss"] == pytest.approx(measured - body, rel=0.001)
