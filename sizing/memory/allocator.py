@@ -5,7 +5,6 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass
-from operator import attrgetter
 
 from ..catalog import Gpu
 from .overhead import CUDA_CONTEXT
@@ -50,8 +49,8 @@ class _Block:
 
 # Among free blocks of one size best fit takes the lowest address: the pool is a std::set ordered by
 # BlockComparatorSize (stream, size, ptr) and get_free_block takes lower_bound of a key whose ptr is null
-# (c10/cuda/CUDACachingAllocator.cpp, torch 2.x).
-_ADDR = attrgetter("addr")
+# (c10/cuda/CUDACachingAllocator.cpp, torch 2.x). Here that set is a sorted list of (size, address) keys, and
+# lower_bound is bisect_left of (size,), which sorts before every key of that size.
 
 
 class CachingAllocator:
@@ -60,11 +59,11 @@ class CachingAllocator:
 
     def __init__(self, expandable: bool = False) -> None:
         self.expandable = expandable
-        # The large pool's free blocks (small requests never reach a block list, see _small): the sorted
-        # distinct sizes, and the blocks of each size by address (best fit takes the first of its size, _ADDR).
-        # Its hot paths below inline these lists' updates (perf: a replay is ~6k calls).
-        self._sizes: list[int] = []
-        self._bucket: dict[int, list[_Block]] = {}  # per size, by address (a list: no call to take the first)
+        # The large pool's free blocks (small requests never reach a block list, see _small): their (size,
+        # address) keys in order, and each block by its address (free blocks never share one).
+        # Its hot paths below inline these updates (perf: a replay is ~6k calls).
+        self._keys: list[tuple[int, int]] = []
+        self._at: dict[int, _Block] = {}
         # Where the next segment starts. A new segment's cudaMalloc address is unknown: we assume a fresh process's
         # cudaMalloc hands out increasing addresses, so segments order by creation, then blocks by offset (an
         # expandable pool is one segment grown at its end). Only this order matters, never the values.
@@ -79,16 +78,26 @@ class CachingAllocator:
 
     dry = True  # run_free may take its dry path (a capped pool's small segments must pass its wall: memory/wall.py)
 
+    @property
+    def _sizes(self) -> list[int]:
+        """The distinct sizes of the free blocks, ascending (for readers: pool_state, tests)."""
+        return sorted({size for size, _ in self._keys})
+
+    @property
+    def _bucket(self) -> dict[int, list[_Block]]:
+        """The free blocks of each size, by address (for readers: pool_state, tests)."""
+        out: dict[int, list[_Block]] = {}
+        for size, addr in self._keys:
+            out.setdefault(size, []).append(self._at[addr])
+        return out
+
     def _remove_free(self, b: _Block) -> None:
         size = b.size
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole -= size
-        bucket = self._bucket[size]
-        bucket.remove(b)  # by identity (eq=False); a size's list holds a few blocks
-        if not bucket:
-            del self._bucket[size]
-            sizes = self._sizes
-            del sizes[bisect_left(sizes, size)]
+        keys = self._keys
+        del keys[bisect_left(keys, (size, b.addr))]
+        del self._at[b.addr]
         b.free = False
 
     def malloc(self, nbytes: int) -> _Block:
@@ -100,57 +109,32 @@ class CachingAllocator:
 
     def _large(self, size: int) -> _Block:
         # The large pool: best fit, the lowest-address free block of the smallest size that holds the request.
-        buckets = self._bucket
-        bucket = buckets.get(size)
-        if bucket:  # a block of exactly that size (half of a replay's requests): the best fit, nothing to split
-            b = bucket[0]
-            del bucket[0]
-            if not bucket:
-                del buckets[size]
-                sizes = self._sizes
-                del sizes[bisect_left(sizes, size)]
-            if b.prev is None and b.next is None and not self.expandable:
-                self.cached_whole -= size
-            b.free = False
-            self.allocated = allocated = self.allocated + size
-            if allocated > self.peak_allocated:
-                self.peak_allocated = allocated
-            return b
-        sizes = self._sizes
-        i = bisect_left(sizes, size)
-        if i < len(sizes):
-            have = sizes[i]
-            bucket = buckets[have]
-            b = bucket[0]
-            del bucket[0]
-            if not bucket:
-                del buckets[have]
-                del sizes[i]
+        keys = self._keys
+        i = bisect_left(keys, (size,))
+        if i < len(keys):
+            have, addr = keys.pop(i)
+            b = self._at.pop(addr)
             if b.prev is None and b.next is None and not self.expandable:
                 self.cached_whole -= have
+            rest = have - size
         else:
             b = self._new_segment(size)
-        rest = b.size - size
+            rest = b.size - size
         # should_split(): large blocks only if more than 1 MiB remains (small ones never come here).
         if rest > SMALL_SIZE:
             nxt = b.next
-            tail = _Block(rest, True, False, b, nxt, b.addr + size)
+            addr = b.addr + size
+            tail = _Block(rest, True, False, b, nxt, addr)
             if nxt is not None:
                 nxt.prev = tail
             b.next, b.size = tail, size
             if self._tail is b:
                 self._tail = tail
-            got = buckets.get(rest)  # _add_free(tail): a split-off tail is never a whole segment
-            if got is None:
-                buckets[rest] = [tail]
-                insort(sizes, rest)
-            elif got[-1].addr < tail.addr:  # kept by address
-                got.append(tail)
-            else:
-                insort(got, tail, key=_ADDR)
-        self.allocated += b.size
-        if self.allocated > self.peak_allocated:
-            self.peak_allocated = self.allocated
+            insort(keys, (rest, addr))  # _add_free(tail): a split-off tail is never a whole segment
+            self._at[addr] = tail
+        self.allocated = allocated = self.allocated + b.size
+        if allocated > self.peak_allocated:
+            self.peak_allocated = allocated
         b.free = False
         return b
 
@@ -210,57 +194,63 @@ class CachingAllocator:
         """run_free(requests) without a block, when no request needs a new segment (False, nothing changed, when
         one does). Every block it takes is free again at its end, so the large pool ends as it began: its free
         blocks are the maximal free ranges of its segments (free() merges neighbours) and the live ranges are
-        those it began with. Only the peaks and the small pool move; best fit is followed on (size, address)."""
-        sizes, buckets = self._sizes, self._bucket
-        n = len(sizes)
-        taken: dict[int, int] = {}  # per cached size: how many of its blocks, lowest addresses first, are taken
-        tails: list[tuple[int, int]] = []  # the free tails split off taken blocks: (size, address), in order
-        allocated = top = self.allocated
-        whole, reserved, live, small_peak = self.cached_whole, self.reserved, self.small_live, self.small_peak
-        peak_reserved, peak_needed = self.peak_reserved, self.peak_needed
+        those it began with. Only the peaks and the small pool move; best fit is followed on a copy of the
+        (size, address) keys, a split's tail put back as a key of its own. Within the run every counter moves one
+        way (allocated, reserved and the small pool's bytes up, the cached whole segments down), so each peak is
+        its value at the run's end, or for needed at its last small request (where the small pool last grew)."""
+        got = _SUMS.get(requests)
+        if got is None:
+            got = _sums(requests)
+        total, count, small = got
+        keys = self._keys
+        if keys and keys[-1][0] >= total and self.allocated + small + total + count * SMALL_SIZE <= self.peak_allocated:
+            # No walk needed: the largest free block holds every large request (best fit then never needs a new
+            # segment: whichever block a request takes, that block or what its split leaves holds the requests
+            # after it, each over 1 MiB), and no request gets more than 1 MiB above its size (more is split off),
+            # so the allocated peak stays. Needed, at most the reserved bytes, moves only if they pass it.
+            live, small_peak = self.small_live + small, self.small_peak
+            if live <= small_peak:
+                return True
+            reserved = self.reserved + (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+            if reserved <= self.peak_needed:
+                self.reserved, self.small_peak = reserved, live
+                if reserved > self.peak_reserved:
+                    self.peak_reserved = reserved
+                return True
+        keys = keys[:]
+        at = self._at
+        large = small = whole = whole_small = 0
+        whole_ok = not self.expandable
         for size in requests:
             if size < 0:  # _small(-size)
-                allocated -= size
-                live -= size
-                if live > small_peak:
-                    reserved += (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
-                    small_peak = live
-                    peak_reserved = max(peak_reserved, reserved)
-                    peak_needed = max(peak_needed, reserved - whole)
-                if allocated > top:
-                    top = allocated
+                small -= size
+                whole_small = whole
                 continue
-            i = bisect_left(sizes, size)  # the smallest cached size with a block not taken yet
-            while i < n:
-                have = sizes[i]
-                k = taken.get(have, 0)
-                bucket = buckets[have]
-                if k < len(bucket):
-                    break
-                i += 1
-            if tails:
-                j = bisect_left(tails, (size,))
-                if j < len(tails) and (i == n or tails[j] < (have, bucket[k].addr)):
-                    got, addr = tails.pop(j)
-                    i = -1
-            if i == n:
+            j = bisect_left(keys, (size,))
+            if j == len(keys):
                 return False  # a new segment (_new_segment): the real run
-            if i >= 0:
-                b = bucket[k]
-                got, addr = have, b.addr
-                taken[have] = k + 1
-                if b.prev is None and b.next is None and not self.expandable:
-                    whole -= have
-            if got - size > SMALL_SIZE:  # split as _large does
-                insort(tails, (got - size, addr + size))
-                got = size
-            allocated += got
-            if allocated > top:
-                top = allocated
+            have, addr = keys.pop(j)
+            if whole_ok:
+                b = at.get(addr)  # None: a split tail (its address lies inside a free block, never a block's own)
+                if b is not None and b.prev is None and b.next is None:
+                    whole += have
+            if have - size > SMALL_SIZE:  # split as _large does
+                insort(keys, (have - size, addr + size))
+                have = size
+            large += have
+        top = self.allocated + large + small
         if top > self.peak_allocated:
             self.peak_allocated = top
-        self.reserved, self.small_peak, self.peak_reserved, self.peak_needed = reserved, small_peak, peak_reserved, \
-            peak_needed
+        live, small_peak = self.small_live + small, self.small_peak
+        if live > small_peak:  # the small pool grew, last at the last small request
+            self.reserved = reserved = self.reserved + (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) \
+                * SMALL_BUFFER
+            self.small_peak = live
+            if reserved > self.peak_reserved:
+                self.peak_reserved = reserved
+            needed = reserved - self.cached_whole + whole_small
+            if needed > self.peak_needed:
+                self.peak_needed = needed
         return True
 
     def free_all(self, blocks: Iterable[_Block]) -> None:
@@ -350,14 +340,8 @@ class CachingAllocator:
         size = b.size
         if b.prev is None and b.next is None and not self.expandable:
             self.cached_whole += size
-        bucket = self._bucket.get(size)
-        if bucket is None:
-            self._bucket[size] = [b]
-            insort(self._sizes, size)
-        elif bucket[-1].addr < b.addr:  # kept by address (a backward frees layers from the highest address down)
-            bucket.append(b)
-        else:
-            insort(bucket, b, key=_ADDR)
+        insort(self._keys, (size, b.addr))
+        self._at[b.addr] = b
 
     def counters(self) -> tuple[int, ...]:
         """The counters the allocator's future depends on (its peaks only take maxima of them)."""
@@ -368,6 +352,18 @@ class CachingAllocator:
         from .pool_state import layout  # pool_state builds on this module
 
         return layout(self, roles)
+
+
+# Per requests tuple (plan()'s form): its large requests' bytes and count, and its small bytes (_dry_run_free)
+_SUMS: dict[tuple[int, ...], tuple[int, int, int]] = {}
+
+
+def _sums(requests: tuple[int, ...]) -> tuple[int, int, int]:
+    if len(_SUMS) >= 4096:
+        _SUMS.clear()
+    large = [s for s in requests if s > 0]
+    got = _SUMS[requests] = sum(large), len(large), -sum(s for s in requests if s < 0)
+    return got
 
 
 def plan(sizes: Iterable[int]) -> tuple[int, ...]:

@@ -13,9 +13,11 @@ def layout(a: CachingAllocator, roles: dict[_Block, int]) -> tuple[tuple[int, ..
     (size, code): a free block -2 - its place in its size's list, a role its number, else -1. A segment
     with neither is never touched again (nothing frees its blocks) and is left out."""
     place: dict[_Block, int] = {}
-    for size in a._sizes:
-        for i, b in enumerate(a._bucket[size]):
-            place[b] = -2 - i
+    last, i = 0, 0
+    for size, addr in a._keys:  # by size, then address
+        i = i + 1 if size == last else 0
+        last = size
+        place[a._at[addr]] = -2 - i
     heads: dict[_Block, _Block] = {}
     order: dict[_Block, None] = {}  # segment heads in discovery order
     for start in (*place, *sorted((b for b in roles if not b.small), key=roles.__getitem__)):
@@ -48,7 +50,7 @@ def copy_state(a: CachingAllocator) -> CachingAllocator:
                  "cached_whole", "peak_needed"):
         setattr(new, name, getattr(a, name))
     twin: dict[_Block, _Block] = {}
-    starts = [b for size in a._sizes for b in a._bucket[size]] + ([a._tail] if a._tail is not None else [])
+    starts = [a._at[addr] for _, addr in a._keys] + ([a._tail] if a._tail is not None else [])
     for start in starts:
         if start in twin:
             continue
@@ -62,8 +64,8 @@ def copy_state(a: CachingAllocator) -> CachingAllocator:
             if prev is not None:
                 prev.next = copy
             prev, blk = copy, blk.next
-    new._sizes = list(a._sizes)
-    new._bucket = {size: [twin[b] for b in bucket] for size, bucket in a._bucket.items()}
+    new._keys = list(a._keys)
+    new._at = {addr: twin[b] for addr, b in a._at.items()}
     new._tail = twin[a._tail] if a._tail is not None else None
     new._end = a._end
     return new
@@ -73,7 +75,7 @@ def exact_state(a: CachingAllocator) -> tuple[object, ...]:
     """The allocator's state itself, not up to isomorphism as layout(): the counters and peaks, every cached free
     block (size, address), the expandable pool's last block and the next segment's address. Equal before and
     after a replay that frees all it allocates, the replay changed nothing (memory/load.py's chunk skip)."""
-    free = tuple((size, tuple(b.addr for b in a._bucket[size])) for size in a._sizes)
+    free = tuple((size, tuple(b.addr for b in bucket)) for size, bucket in a._bucket.items())
     tail = None if a._tail is None else (a._tail.addr, a._tail.size, a._tail.free)
     return (a.allocated, a.reserved, a.peak_allocated, a.peak_reserved, a.peak_needed, a.cached_whole,
             a.small_live, a.small_peak, a._end, tail, free)

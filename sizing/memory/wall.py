@@ -81,15 +81,16 @@ class CappedAllocator(CachingAllocator):
     def release(self) -> None:
         """release_cached_blocks() for this pool: cudaFree every cached block that is a whole segment."""
         if not self.expandable:
-            for size in list(self._sizes):
-                bucket = self._bucket[size]
-                whole = [b for b in bucket if b.prev is None and b.next is None]
-                bucket[:] = [b for b in bucket if b.prev is not None or b.next is not None]  # the rest, in order
-                self.reserved -= size * len(whole)
-                self.cached_whole -= size * len(whole)
-                if not bucket:
-                    del self._bucket[size]
-                    self._sizes.remove(size)
+            kept = []
+            for key in self._keys:
+                b = self._at[key[1]]
+                if b.prev is None and b.next is None:
+                    del self._at[key[1]]
+                    self.reserved -= key[0]
+                    self.cached_whole -= key[0]
+                else:
+                    kept.append(key)  # the rest, in order
+            self._keys[:] = kept  # in place: a malloc that led here holds the list (CachingAllocator._large)
         # The small pool packs its blocks (CachingAllocator._small): its free segments are those above the live
         # bytes, and release_blocks(small_blocks) frees them; its peak restarts from what is live.
         free_small = -(-self.small_peak // SMALL_BUFFER) - -(-self.small_live // SMALL_BUFFER)

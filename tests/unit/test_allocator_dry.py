@@ -35,6 +35,7 @@ def test_dry_run_free_leaves_the_real_runs_state(seed: int, expandable: bool) ->
 
     dry._dry_run_free = spy  # type: ignore[method-assign]
     live: list[tuple[_Block, _Block]] = []
+    unwalked = 0  # runs the dry path answers without following best fit (its largest-block bound)
     for _ in range(700):
         op = rng.random()
         if live and op < 0.3:
@@ -48,10 +49,14 @@ def test_dry_run_free_leaves_the_real_runs_state(seed: int, expandable: bool) ->
             requests = plan(_size(rng, few) for _ in range(rng.randint(0, 12)))
             small = -sum(x for x in requests if x < 0)
             keep = rng.choice([0, small // 2, small])  # small bytes that stay allocated (a layer's gradients)
+            large = [x for x in requests if x > 0]
+            unwalked += bool(dry._keys) and dry._keys[-1][0] >= sum(large) and \
+                dry.allocated + small + sum(large) + len(large) * MiB <= dry.peak_allocated
             dry.run_free(requests, keep)
             real.run_free(requests, keep)
         assert exact_state(dry) == exact_state(real)
     assert answers.count(True) > 100 and answers.count(False) > 10  # both ways are exercised
+    assert unwalked > 20
 
 
 def test_a_split_tail_below_a_cached_block_of_its_size_is_taken_first() -> None:
@@ -65,4 +70,19 @@ def test_a_split_tail_below_a_cached_block_of_its_size_is_taken_first() -> None:
         assert a.cached_whole == 40 * MiB and a.peak_needed == 40 * MiB
         a.run_free((20 * MiB, 10 * MiB, -512))
         assert (a.reserved, a.peak_reserved, a.peak_needed) == (42 * MiB, 42 * MiB, 40 * MiB)
+    assert exact_state(pools[0]) == exact_state(pools[1])
+
+
+def test_a_block_taken_whole_raises_the_peak_by_up_to_1_mib_more_than_the_request() -> None:
+    # A cached 22 MiB segment and 0.5 MiB allocated in the small pool, peak 22 MiB. A 21 MiB request takes the
+    # segment whole (1 MiB would remain: not split), so the run's allocated peak is 22.5 MiB, above 0.5 + 21: the
+    # dry path's bound without the walk must leave room for that 1 MiB.
+    pools = [CachingAllocator(), CachingAllocator()]
+    pools[1].dry = False
+    for a in pools:
+        a.free(a.malloc(22 * MiB))
+        a.malloc(MiB // 2)
+        assert (a.allocated, a.peak_allocated) == (MiB // 2, 22 * MiB)
+        a.run_free((21 * MiB,))
+        assert a.peak_allocated == 22 * MiB + MiB // 2
     assert exact_state(pools[0]) == exact_state(pools[1])

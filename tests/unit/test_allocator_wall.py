@@ -46,6 +46,18 @@ def test_a_cached_whole_segment_is_released_and_the_request_retried() -> None:
     assert ample.peak_reserved == 130 * MiB
 
 
+def test_the_retrys_segment_splits_into_the_pool_the_release_left() -> None:
+    # 20 MiB card, a whole 12 MiB segment cached. malloc(12.5 MiB): cudaMalloc(14 MiB) would make 26 > 20, so the
+    # 12 is released and the retry makes 14, split (1.5 MiB > 1 MiB remains) into the block and a free tail. Freeing
+    # the block merges the tail back: one whole cached 14 MiB segment.
+    _, (a,) = _card(20 * MiB)
+    a.free(a.malloc(12 * MiB))
+    b = a.malloc(12 * MiB + MiB // 2)
+    assert (a.reserved, a.cached_whole, b.next is not None and b.next.free) == (14 * MiB, 0, True)
+    a.free(b)
+    assert (a.reserved, a.cached_whole, [size for size, _ in a._keys]) == (14 * MiB, 14 * MiB, [14 * MiB])
+
+
 def test_a_live_segment_is_never_released_so_the_retry_fails() -> None:
     # 60 MiB live, then 50 MiB: 110 > 100, nothing cached to free, the retry fails with 110 needed.
     wall, (a,) = _card(100 * MiB)
