@@ -112,6 +112,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     checkpoint = plan((r.checkpoint,))
     events = [(e > 0, plan((e,))[0] if e > 0 else ~e) for e in r.backward_events]
     layer_runs = _layer_runs(r, kept_saved, events)
+    event_run = _event_run(events)
     grad_blocks = [round_size(n) for n in r.layer_grads]
     temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
@@ -166,12 +167,15 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
             if new_grads:
                 grads += a.malloc_all(r.layer_grads)
-            ops: list[_Block] = []
-            for grow, e in events:  # memory/backward.py: gradients op by op
-                if grow:
-                    ops.append(a._large(e) if e > 0 else a._small(-e))
-                else:
-                    a.free(ops[e])
+            if event_run is not None:
+                a.run_free(event_run)
+            else:
+                ops: list[_Block] = []
+                for grow, e in events:  # memory/backward.py: gradients op by op
+                    if grow:
+                        ops.append(a._large(e) if e > 0 else a._small(-e))
+                    else:
+                        a.free(ops[e])
             if tmp is not None:
                 a.free(tmp)
             a.free_all(recomputed + blocks)
@@ -181,13 +185,13 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             # torch optimizers create their states lazily in the first step()
             # (kept to the end: run() of their plan, no block per small state)
             if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
-                a.run(plan(int(g.size * r.states_per_grad / 2) for g in grads for _ in (0, 1)))
+                a.run(_scaled(grads, r.states_per_grad, True))
             elif r.states_per_grad:
-                a.run(plan(int(g.size * r.states_per_grad) for g in grads))
+                a.run(_scaled(grads, r.states_per_grad, False))
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
             if temps is None or not r.accumulating:  # accumulated gradients are the same blocks every step
-                temps = plan(int(g.size * r.temp_per_grad) for g in grads)
+                temps = _scaled(grads, r.temp_per_grad, False)
             a.run_free(temps)
         if comm is not None:
             rs.free(comm)
@@ -199,6 +203,36 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     extra = (h2d.peak_reserved, h2d.peak_needed) if h2d is not None else (0, 0)
     return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools) + extra[0],
             sum(p.peak_needed for p in pools) + extra[1])
+
+
+# _scaled's plans by the gradients' block sizes: the same in every replay of a configuration whose gradients are
+# small (LoRA's: not rounded to a segment), so a fit table plans them once (perf: hundreds of tensors per plan)
+_SCALED: dict[tuple[tuple[int, ...], float, bool], tuple[int, ...]] = {}
+
+
+def _scaled(grads: list[_Block], per_grad: float, adam: bool) -> tuple[int, ...]:
+    """plan() of a tensor of per_grad times each gradient's bytes (adam: two of half that, exp_avg and exp_avg_sq)."""
+    key = tuple([g.size for g in grads]), per_grad, adam
+    got = _SCALED.get(key)
+    if got is None:
+        if len(_SCALED) >= 64:
+            _SCALED.clear()
+        if adam:
+            got = plan(int(size * per_grad / 2) for size in key[0] for _ in (0, 1))
+        else:
+            got = plan(int(size * per_grad) for size in key[0])
+        _SCALED[key] = got
+    return got
+
+
+def _event_run(events: list[tuple[bool, int]]) -> tuple[int, ...] | None:
+    """A layer's backward events as one run_free's requests, when they are its operations: every malloc, then
+    the frees of each block in the order allocated (the small ones' bytes subtracted at once, which moves no peak);
+    None: the op-by-op loop. run_free's dry path then answers without blocks (perf)."""
+    grows = tuple(e for grow, e in events if grow)
+    if all(grow for grow, _ in events[:len(grows)]) and [e for _, e in events[len(grows):]] == list(range(len(grows))):
+        return grows
+    return None
 
 
 def _layer_runs(r: Replay, saved: tuple[int, ...],
