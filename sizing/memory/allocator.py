@@ -201,13 +201,12 @@ class CachingAllocator:
         got = _SUMS.get(requests)
         if got is None:
             got = _sums(requests)
-        total, count, small = got
+        total, count, small, largest = got
         keys = self._keys
-        if keys and keys[-1][0] >= total and self.allocated + small + total + count * SMALL_SIZE <= self.peak_allocated:
-            # No walk needed: the largest free block holds every large request (best fit then never needs a new
-            # segment: whichever block a request takes, that block or what its split leaves holds the requests
-            # after it, each over 1 MiB), and no request gets more than 1 MiB above its size (more is split off),
-            # so the allocated peak stays. Needed, at most the reserved bytes, moves only if they pass it.
+        if self.allocated + small + total + count * SMALL_SIZE <= self.peak_allocated and _holds(keys, total, largest):
+            # No walk needed: best fit never needs a new segment (_holds), and no request gets more than 1 MiB above
+            # its size (more is split off), so the allocated peak stays. Needed, at most the reserved bytes, moves
+            # only if they pass it.
             live, small_peak = self.small_live + small, self.small_peak
             if live <= small_peak:
                 return True
@@ -354,16 +353,39 @@ class CachingAllocator:
         return layout(self, roles)
 
 
-# Per requests tuple (plan()'s form): its large requests' bytes and count, and its small bytes (_dry_run_free)
-_SUMS: dict[tuple[int, ...], tuple[int, int, int]] = {}
+# Per requests tuple (plan()'s form): its large requests' bytes and count, its small bytes, and its large
+# requests largest first (_dry_run_free)
+_SUMS: dict[tuple[int, ...], tuple[int, int, int, tuple[int, ...]]] = {}
 
 
-def _sums(requests: tuple[int, ...]) -> tuple[int, int, int]:
+def _sums(requests: tuple[int, ...]) -> tuple[int, int, int, tuple[int, ...]]:
     if len(_SUMS) >= 4096:
         _SUMS.clear()
-    large = [s for s in requests if s > 0]
-    got = _SUMS[requests] = sum(large), len(large), -sum(s for s in requests if s < 0)
+    large = sorted((s for s in requests if s > 0), reverse=True)
+    got = _SUMS[requests] = sum(large), len(large), -sum(s for s in requests if s < 0), tuple(large)
     return got
+
+
+def _holds(keys: list[tuple[int, int]], total: int, largest: tuple[int, ...]) -> bool:
+    """A sufficient condition for best fit to place the large requests (their bytes `total`, `largest`: their sizes
+    largest first) in the free blocks (`keys`) in any order, splits included: the largest block holds them all
+    (whichever block a request takes, that block or what its split leaves holds the requests after it, each over
+    1 MiB), or the i-th largest request fits the i-th largest block for every i (then each request can have a block
+    of its own; best fit's smallest block that holds a request leaves such an assignment for the rest: a request
+    given that block before takes the first request's, at least as large)."""
+    n = len(largest)
+    if not n:
+        return True
+    if n > len(keys):
+        return bool(keys) and keys[-1][0] >= total
+    if keys[-1][0] >= total:
+        return True
+    i = -1
+    for size in largest:
+        if size > keys[i][0]:
+            return False
+        i -= 1
+    return True
 
 
 def plan(sizes: Iterable[int]) -> tuple[int, ...]:

@@ -35,7 +35,7 @@ def test_dry_run_free_leaves_the_real_runs_state(seed: int, expandable: bool) ->
 
     dry._dry_run_free = spy  # type: ignore[method-assign]
     live: list[tuple[_Block, _Block]] = []
-    unwalked = 0  # runs the dry path answers without following best fit (its largest-block bound)
+    unwalked = by_own = 0  # runs the dry path answers without following best fit (allocator._holds), by its 2nd way
     for _ in range(700):
         op = rng.random()
         if live and op < 0.3:
@@ -49,14 +49,18 @@ def test_dry_run_free_leaves_the_real_runs_state(seed: int, expandable: bool) ->
             requests = plan(_size(rng, few) for _ in range(rng.randint(0, 12)))
             small = -sum(x for x in requests if x < 0)
             keep = rng.choice([0, small // 2, small])  # small bytes that stay allocated (a layer's gradients)
-            large = [x for x in requests if x > 0]
-            unwalked += bool(dry._keys) and dry._keys[-1][0] >= sum(large) and \
-                dry.allocated + small + sum(large) + len(large) * MiB <= dry.peak_allocated
+            large = sorted((x for x in requests if x > 0), reverse=True)
+            if dry.allocated + small + sum(large) + len(large) * MiB <= dry.peak_allocated:
+                one = bool(dry._keys) and dry._keys[-1][0] >= sum(large)  # the largest block holds them all
+                own = len(large) <= len(dry._keys) and all(  # or each its own block, largest to largest
+                    x <= key[0] for x, key in zip(large, reversed(dry._keys), strict=False))
+                unwalked += one or own
+                by_own += own and not one and len(large) > 1
             dry.run_free(requests, keep)
             real.run_free(requests, keep)
         assert exact_state(dry) == exact_state(real)
     assert answers.count(True) > 100 and answers.count(False) > 10  # both ways are exercised
-    assert unwalked > 20
+    assert unwalked > 20 and by_own > (20 if not expandable else 0)
 
 
 def test_a_split_tail_below_a_cached_block_of_its_size_is_taken_first() -> None:
