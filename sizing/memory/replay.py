@@ -154,8 +154,9 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
         comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
             unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
-            if layer_runs is not None:  # the same operations, the layer's transients as one run (_layer_runs)
-                a.run_free(layer_runs[new_grads], sum(grad_blocks) if new_grads else 0)
+            layer_run = layer_runs.get(new_grads)
+            if layer_run is not None:  # the same operations, the layer's transients as one run (_layer_runs)
+                a.run_free(layer_run, sum(grad_blocks) if new_grads else 0)
                 if new_grads:
                     grads += [_Block(size, False, True) for size in grad_blocks]
                 a.free_all(blocks)
@@ -236,18 +237,22 @@ def _event_run(events: list[tuple[bool, int]]) -> tuple[int, ...] | None:
 
 
 def _layer_runs(r: Replay, saved: tuple[int, ...],
-                events: list[tuple[bool, int]]) -> dict[bool, tuple[int, ...]] | None:
+                events: list[tuple[bool, int]]) -> dict[bool, tuple[int, ...]]:
     """One layer's backward as one run_free (by whether it makes the layer's gradients), when everything it
     allocates but its gradients is freed by its end and nothing is freed before its last malloc: the recomputed
     saved tensors (`saved`: with the layer's constants), the dequantized weight, the gradients (all small: their
-    bytes are kept) and the events, which allocate, then free each block. Freeing them in another order leaves the
-    same pool (its free blocks are the maximal free ranges), and no peak moves at a free. None: the op-by-op loop."""
+    bytes are kept; large ones need blocks, so only a layer that makes none, as accumulated gradients' later
+    steps, is a run then) and the events, which allocate, then free each block. Freeing them in another order
+    leaves the same pool (its free blocks are the maximal free ranges), and no peak moves at a free. A case
+    missing: the op-by-op loop."""
     grows = [e for grow, e in events if grow]
     grads = plan(r.layer_grads)
     if any(grow for grow, _ in events[len(grows):]) or sorted(e for grow, e in events if not grow) != \
-            list(range(len(grows))) or any(x > 0 for x in grads):
-        return None
+            list(range(len(grows))):
+        return {}
     body = (saved if r.checkpoint else ()) + (plan((r.backward_transient,)) if r.backward_transient else ())
+    if any(x > 0 for x in grads):
+        return {False: body + tuple(grows)}
     return {False: body + tuple(grows), True: body + grads + tuple(grows)}
 
 
