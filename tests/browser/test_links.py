@@ -74,10 +74,16 @@ def test_any_other_link_shows_its_own_peak_then_its_table(pages: Any, base_url: 
     page = pages().page
     page.goto(base_url + "en/calculator/?" + urlencode({"r": "48"}), wait_until="commit")
     page.wait_for_function("() => document.documentElement.dataset.shown !== undefined", polling=10)
-    # the peak is the link's; the table is not there yet or already the link's, never the default's in sight
-    default_table = page.locator("[data-block=fit]:not(.calc-pending)")
-    if page.get_attribute("html", "data-runtime") != "ready":
-        assert default_table.count() == 0 or not default_table.first.is_visible()
+    # the peak is the link's; the table is not there yet or already the link's (its verdicts, then all of it),
+    # never the default's in sight: read at one moment, in the page
+    state = page.evaluate("""() => {
+      const d = document.documentElement.dataset;
+      const fit = document.querySelector('[data-block=fit]:not(.calc-pending)');
+      return [d.runtime, fit !== null && fit.checkVisibility(), d.tableShown === d.shown];
+    }""")
+    runtime, table_in_sight, links_table = state
+    if runtime != "ready":
+        assert not table_in_sight or links_table, state
     wait_ready(page)
     assert shown(page) == want(expected({**prerender.form_config(prerender.form_state({}) or {}), "r": 48}))
     assert not pending(page) and not greyed(page) and page.is_visible("[data-block=fit]")

@@ -136,3 +136,57 @@ def test_a_config_json_over_1_mb_stays_refused(watched: Watched, base_url: str, 
     page.wait_for_timeout(1500)  # it used to vanish after about 300 ms
     assert page.text_content("[data-testid=error-model_config]") == TEXT["e_config_too_big"]["en"]
     assert refusal(page) == TEXT["e_config_too_big"]["en"]
+
+
+# Before the page's scripts: the calculator's worker wrapped so that a test can make an edit the moment an answer
+# arrives, before the page reads it (the answer of the previous configuration landing in the next one's typing
+# pause), and every change of <html data-runtime> recorded with the form's rank and the peak then on the page.
+EDIT_BEFORE_ANSWER = """(() => {
+  const Native = window.Worker;
+  window.__runtime = [];
+  window.Worker = function (...args) {
+    const worker = new Native(...args);
+    let handler = null;
+    Object.defineProperty(worker, "onmessage", { get: () => handler, set: (fn) => { handler = fn; } });
+    worker.addEventListener("message", (event) => {
+      const msg = event.data || {};
+      if (window.__editAt && msg.type === "result" && msg.phase === window.__editAt.phase) {
+        const edit = window.__editAt;
+        window.__editAt = null;
+        const field = document.querySelector(edit.selector);
+        field.value = edit.value;
+        field.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      if (handler) handler(event);
+    });
+    return worker;
+  };
+  new MutationObserver((changes) => {
+    if (!changes.some((c) => c.target === document.documentElement)) return;
+    const peak = document.querySelector("[data-testid=peak-allocated]");
+    const rank = document.querySelector("#calc-r");
+    window.__runtime.push([document.documentElement.dataset.runtime, rank ? rank.value : null,
+                           peak ? peak.dataset.bytes : null]);
+  }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-runtime"] });
+})();"""
+
+
+def test_an_answer_that_lands_in_the_next_edits_pause_is_not_called_ready(watched: Watched, base_url: str) -> None:
+    """An edit made while the previous configuration's last answer is on its way: that answer is not the form's, so
+    the page does not say "ready" over it (nor un-grey it); it says so only with the edited configuration's numbers."""
+    page = watched.page
+    page.add_init_script(EDIT_BEFORE_ANSWER)
+    page.goto(base_url + "en/calculator/")
+    wait_ready(page)
+    page.evaluate("window.__editAt = { phase: 'full', selector: '#calc-r', value: '40' }; window.__runtime = []")
+    page.fill("#calc-r", "24")
+    page.wait_for_function("() => window.__editAt === null")
+    wait_ready(page)
+    default = calculator_pages.default_config()
+    assert page.input_value("#calc-r") == "40"
+    assert shown(page) == want(expected({**default, "r": 40}))
+    peaks = {r: str(want(expected({**default, "r": int(r)}))["allocated"]) for r in ("24", "40")}
+    states = [tuple(s) for s in page.evaluate("window.__runtime")]
+    # every "ready" is said over the numbers of the rank the form holds then
+    assert all(peak == peaks.get(rank) for state, rank, peak in states if state == "ready"), states
+    assert states[-1] == ("ready", "40", peaks["40"]), states

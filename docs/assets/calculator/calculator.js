@@ -349,7 +349,9 @@ function main() {
       else if (msg.type === "progress" && progress) progress.value = msg.percent;
       else if (msg.type === "ready") onReady(msg);
       else if (msg.type === "report" && msg.id === reportId) showReport(JSON.parse(msg.json));
-      else if (msg.type === "result" && msg.id === latest) onResult(msg);
+      // an answer that comes while an edit waits for its compute (the typing pause, `timer`) is not the form's: the
+      // old numbers stay greyed and the status busy until the form's own answer, never "ready" in between
+      else if (msg.type === "result" && msg.id === latest && timer === null) onResult(msg);
     };
   }
 
