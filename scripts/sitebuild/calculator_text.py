@@ -324,13 +324,16 @@ TEXT: dict[str, dict[str, str]] = {
                      "at the price per GPU-hour entered."},
     "fit_note": {"ru": "Макс. микробатч и длина: на выбранной карте — наибольшие, что помещаются; на остальных — "
                  "наибольшие из ряда значений, на котором воспроизводится аллокатор (4 шага на удвоение: …, 4096, "
-                 "5120, 6144, 7168, 8192, …), поэтому они могут быть меньше настоящего предела до 20 %.",
+                 "5120, 6144, 7168, 8192, …), поэтому они могут быть меньше настоящего предела до 20 %. Пока они "
+                 "ищутся, в их ячейках стоит «…», а остальные столбцы уже посчитаны.",
                  "uz": "Maks. mikrobatch va uzunlik: tanlangan kartada — sig‘adigan eng kattasi; boshqalarida — "
                  "allokator qayta hisoblanadigan qatordagi eng kattasi (ikki barobarga 4 qadam: …, 4096, 5120, 6144, "
-                 "7168, 8192, …), shuning uchun ular haqiqiy chegaradan 20 % gacha kichik bo‘lishi mumkin.",
+                 "7168, 8192, …), shuning uchun ular haqiqiy chegaradan 20 % gacha kichik bo‘lishi mumkin. Ular "
+                 "qidirilayotganda kataklarida «…» turadi, qolgan ustunlar esa allaqachon hisoblangan.",
                  "en": "Max micro-batch and length: on the chosen card, the largest that fit; on the others, the "
                  "largest on the series the allocator is replayed at (4 steps per doubling: …, 4096, 5120, 6144, 7168, "
-                 "8192, …), so they can be up to 20 % below the true limit."},
+                 "8192, …), so they can be up to 20 % below the true limit. While they are being searched, their cells "
+                 "show “…”; the other columns are already computed."},
     # the "it does not fit" ladder (sizing.ladder), shown when the run does not fit its GPU
     "ladder_title": {"ru": "Что изменить, чтобы поместилось", "uz": "Sig‘ishi uchun nimani o‘zgartirish kerak",
                      "en": "What to change so it fits"},
