@@ -53,7 +53,6 @@ def optimizer_state(optim: str, tensors: tuple[tuple[int, int, int], ...], param
     return OptimizerState(resident, paged, temp)
 
 
-
 def zero_fp32_optimizer(optim: str, tensors: tuple[tuple[int, int, int], ...], params: int) -> OptimizerState:
     """DeepSpeed ZeRO (stages 1-3) over half-precision trainable parameters: each rank keeps an fp32 master copy of
     its partition and runs the optimizer on it, so the states are fp32 whatever the parameters' dtype, and the step
