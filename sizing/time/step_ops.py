@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
-from ..frameworks import profile
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
 from .op import Op
@@ -125,8 +124,7 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     # buffer into its parameters (foreach_all_gather_copy_out: split_with_sizes_copy, called by
     # FSDPParamGroup.wait_for_unshard after the all-gather); FSDP1 gathers into the flat parameter in place.
     # Measured on CPU: tests/physics/test_fsdp2_copy_out.py.
-    fsdp2 = profile(cfg).fsdp2
     copy = 0.0
     if cfg.parallelism in ("fsdp", "fsdp_shard_grad_op"):
-        copy = 2 * ((weights * gathers if fsdp2 else 0.0) + trainable) * accum
+        copy = 2 * ((weights * gathers if reg.profile.fsdp2 else 0.0) + trainable) * accum
     return Traffic(link, pcie, "step", cpu, paged, copy)
