@@ -78,19 +78,6 @@ class CachingAllocator:
 
     dry = True  # run_free may take its dry path (a capped pool's small segments must pass its wall: memory/wall.py)
 
-    @property
-    def _sizes(self) -> list[int]:
-        """The distinct sizes of the free blocks, ascending (for readers: pool_state, tests)."""
-        return sorted({size for size, _ in self._keys})
-
-    @property
-    def _bucket(self) -> dict[int, list[_Block]]:
-        """The free blocks of each size, by address (for readers: pool_state, tests)."""
-        out: dict[int, list[_Block]] = {}
-        for size, addr in self._keys:
-            out.setdefault(size, []).append(self._at[addr])
-        return out
-
     def _remove_free(self, b: _Block) -> None:
         size = b.size
         if b.prev is None and b.next is None and not self.expandable:

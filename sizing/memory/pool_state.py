@@ -75,7 +75,7 @@ def exact_state(a: CachingAllocator) -> tuple[object, ...]:
     """The allocator's state itself, not up to isomorphism as layout(): the counters and peaks, every cached free
     block (size, address), the expandable pool's last block and the next segment's address. Equal before and
     after a replay that frees all it allocates, the replay changed nothing (memory/load.py's chunk skip)."""
-    free = tuple((size, tuple(b.addr for b in bucket)) for size, bucket in a._bucket.items())
+    free = tuple(a._keys)  # (size, address) of every free block, in best fit's order
     tail = None if a._tail is None else (a._tail.addr, a._tail.size, a._tail.free)
     return (a.allocated, a.reserved, a.peak_allocated, a.peak_reserved, a.peak_needed, a.cached_whole,
             a.small_live, a.small_peak, a._end, tail, free)

@@ -70,8 +70,8 @@ def test_a_copy_shares_no_block_with_the_original() -> None:
         a = CachingAllocator(expandable)
         _history(rng, a, 100)
         b = copy_state(a)
-        ours = {id(x) for size in a._sizes for x in a._bucket[size]} | {id(a._tail)}
-        theirs = {id(x) for size in b._sizes for x in b._bucket[size]} | {id(b._tail)}
+        ours = {id(x) for x in a._at.values()} | {id(a._tail)}
+        theirs = {id(x) for x in b._at.values()} | {id(b._tail)}
         assert ours.isdisjoint(theirs - {id(None)})
 
 
