@@ -380,6 +380,12 @@ async function settled(rt, made) {
   return null;
 }
 
+// run(), made again once the wheel is unpacked when it needed a module the heap lacks (settled()).
+async function answer(rt, config, table, words, searches = true) {
+  return (await settled(rt, run(rt.bridge, config, table, words, searches)))
+    || run(rt.bridge, config, table, words, searches);
+}
+
 // Three answers per configuration: the estimate at once ("estimate"), the fit table's verdicts, fewest GPUs and
 // times ("table": tens of ms), then the whole table with each card's largest micro-batch and longest sequence and
 // the ladder ("full": most of the cost, the searches), each skipped when a newer configuration arrived in between. What the boot left for later (the
@@ -401,8 +407,7 @@ self.onmessage = async (event) => {
   if (!rt || msg.id !== newest) return;
   const config = String(msg.config);
   const words = typeof msg.words === "string" ? msg.words : null;
-  let first = run(rt.bridge, config, false, words);
-  if (!(await settled(rt, first))) first = run(rt.bridge, config, false, words);
+  const first = await answer(rt, config, false, words);
   self.postMessage({ type: "result", phase: "estimate", id: msg.id, ...first });
   await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
   if (msg.id !== newest || !JSON.parse(first.json).ok) {
@@ -412,14 +417,12 @@ self.onmessage = async (event) => {
   }
   // The fit table before the wheel's files are unpacked when the heap holds all it needs (always for the build's
   // default configuration, whose answer is in the heap): the first load is ready without waiting for the unpack.
-  let verdicts = run(rt.bridge, config, true, words, false);
-  if (!(await settled(rt, verdicts))) verdicts = run(rt.bridge, config, true, words, false);
+  const verdicts = await answer(rt, config, true, words, false);
   if (msg.id !== newest) return;
   self.postMessage({ type: "result", phase: "table", id: msg.id, ...verdicts });
   await new Promise((resolve) => setTimeout(resolve, 0)); // let a newer message in
   if (msg.id !== newest) return;
-  let full = run(rt.bridge, config, true, words);
-  if (!(await settled(rt, full))) full = run(rt.bridge, config, true, words);
+  const full = await answer(rt, config, true, words);
   self.postMessage({ type: "result", phase: "full", id: msg.id, ...full });
   afterAnswers(rt, config, words);
 };
