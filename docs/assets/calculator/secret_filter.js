@@ -152,9 +152,12 @@ export function findSecret(raw) {
     if (m[2]) {  // pass / pw / PIN: only "word: value" or a value that looks like a picked password
       const pin = /^п?[иi]н$|^pin$/iu.test(m[2]);
       const direct = /^\s*[:=]\s*["'«]?([^\s"'»,;]+)/u.exec(after);
-      const value = direct ? strip(direct[1]) : strip(after.split(/\s+/u).filter(Boolean)[0] || "");
+      const words = after.split(/\s+/u).filter(Boolean).slice(0, 2).map(strip);
+      // "my pass is Tr0ub4dor&3": a copula then the value counts as written with ":" ("pass rate is 95 %" does not)
+      const stated = !direct && words.length === 2 && COPULA.has(words[0].toLowerCase());
+      const value = direct ? strip(direct[1]) : stated ? words[1] : words[0] || "";
       if (!value || placeholder(value)) continue;
-      if (pin ? /^\d{4,8}$/.test(value) : direct ? passwordLike(value) || /^\d{4,}$/.test(value)
+      if (pin ? /^\d{4,8}$/.test(value) : direct || stated ? passwordLike(value) || /^\d{4,}$/.test(value)
         : passwordLike(value, 3)) return { rule: "password", match: m[0] };
       continue;
     }
