@@ -48,8 +48,9 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
         out.append(_w("padded_upper_bound", "without packing, batches are padded to their longest sample: the "
                       "estimate is for a batch whose longest sample reaches max_seq_length"))
     if arch.experts:
-        out.append(_w("moe_approximate", "mixture-of-experts activations are approximate; LoRA all-linear does "
-                      "not reach fused expert weights in transformers 5"))
+        out.append(_w("moe_approximate", "mixture-of-experts activations are approximate; transformers 5's fused "
+                      "experts are not quantized by bitsandbytes (load dtype, fp32 after "
+                      "prepare_model_for_kbit_training) and PEFT's all-linear adapts them"))
     if cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "zero3", "fsdp_shard_grad_op"):
         out.append(_w("sharding_approximate", "sharded runs: per-GPU weights include two gathered layers and "
                       "FSDP's unsharded root unit (embeddings, LM head) [approximate]", num_gpus=cfg.num_gpus))

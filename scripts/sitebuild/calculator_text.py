@@ -465,12 +465,16 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "Without packing a batch is padded to its longest sample: the estimate is for a batch whose longest "
               "sample reaches max_seq_length."},
     "w_moe_approximate": {
-        "ru": "Активации моделей со смесью экспертов (MoE) оценены приближённо; в Transformers 5 LoRA с all-linear не "
-              "доходит до объединённых весов экспертов.",
-        "uz": "Ekspertlar aralashmasi (MoE) modellarining aktivatsiyalari taxminiy; Transformers 5 da all-linear LoRA "
-              "birlashtirilgan ekspert vaznlariga yetmaydi.",
-        "en": "Activations of mixture-of-experts models are approximate; in Transformers 5, LoRA with all-linear does "
-              "not reach the fused expert weights."},
+        "ru": "Активации моделей со смесью экспертов (MoE) оценены приближённо. В Transformers 5 веса экспертов "
+              "объединены в трёхмерные тензоры: bitsandbytes их не квантует (они остаются в типе загрузки, а после "
+              "prepare_model_for_kbit_training — в fp32), а all-linear в PEFT добавляет к ним LoRA.",
+        "uz": "Ekspertlar aralashmasi (MoE) modellarining aktivatsiyalari taxminiy. Transformers 5 da ekspert vaznlari "
+              "uch o‘lchamli tenzorlarga birlashtirilgan: bitsandbytes ularni kvantlamaydi (ular yuklash turida "
+              "qoladi, prepare_model_for_kbit_training dan keyin esa fp32 bo‘ladi), PEFT’dagi all-linear esa ularga "
+              "LoRA qo‘shadi.",
+        "en": "Activations of mixture-of-experts models are approximate. In Transformers 5 the experts are fused "
+              "3-D weights: bitsandbytes does not quantize them (they stay in the load dtype, fp32 after "
+              "prepare_model_for_kbit_training), and PEFT's all-linear adds LoRA to them."},
     "w_sharding_approximate": {
         "ru": "Шардирование на {num_gpus} GPU: веса на каждом GPU включают два собранных слоя и нешардированный "
               "корневой блок FSDP (эмбеддинги, LM head); оценка приближённая.",

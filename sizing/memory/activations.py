@@ -15,6 +15,7 @@ from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
 from .adapters import Trainable
 from .peft_methods import ia3_constant, ia3_pieces
 from .regime import Regime
+from .weights import grouped_experts, kept_bytes, quantized_linear
 
 # Loops that run their own model code (F.gelu, one fused kernel), not transformers' ACT2FN (frameworks.py).
 _OWN_MODEL_CODE = ("litgpt", "torchtune")
@@ -248,9 +249,12 @@ class LayerWalker:
         reg = self.reg
         const = cached = 0
         if reg.autocast:
+            adapted = frozenset(self.targets)
             for lin in self.arch.linears:
-                if not reg.quant and reg.weight != reg.compute:
-                    # autocast's bf16 copy of an fp32 weight is saved for backward (input needs grad)
+                if (not quantized_linear(lin, reg, adapted) and kept_bytes(reg) != reg.compute
+                        and not grouped_experts(lin, reg)):
+                    # autocast's bf16 copy of an fp32 weight (a 4-bit run's router too, up-cast by
+                    # prepare_model_for_kbit_training) is saved for backward (input needs grad)
                     size = 2 * lin.params
                     const += size
                     cached += size if reg.full else 0

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from ..arch import Architecture
 from ..config import RunConfig
 from ..errors import SizingError
-from ..frameworks import TORCHAO_01_NF4_BYTES, TORCHAO_NF4_BYTES
+from ..frameworks import HF_STACKS, TORCHAO_01_NF4_BYTES, TORCHAO_NF4_BYTES
+from ..shapes import Linear
 from .regime import Regime
 
 BLOCK_4BIT = 64  # Params4bit blocksize default (bitsandbytes functional.quantize_4bit)
@@ -101,6 +102,30 @@ def check_checkpoint(cfg: RunConfig, arch: Architecture) -> None:
                           field="method", value=cfg.method, expected="lora")
 
 
+def quantized_linear(lin: Linear, reg: Regime, adapted: frozenset[str]) -> bool:
+    """Whether a quantized run stores this linear's weight quantized. torchtune 0.1 quantizes only the LoRA bases;
+    on the Hugging Face stacks replace_with_bnb_linear converts nn.Linear modules only, so transformers 5's fused
+    experts (3-D nn.Parameter) and bare router weights keep a floating dtype (bitsandbytes issue #1849; measured:
+    tests/physics/test_moe_weights.py)."""
+    if not reg.quant or (reg.profile.quantize_only_adapted and lin.name not in adapted):
+        return False
+    return lin.nn_linear or reg.profile.name not in HF_STACKS
+
+
+def grouped_experts(lin: Linear, reg: Regime) -> bool:
+    """transformers 5's fused experts: their default grouped_mm (integrations/moe.py _grouped_mm, 5.24) is not
+    autocast-enabled and casts its input to the weights' dtype, so no bf16 copy of an fp32 expert weight is made and
+    the experts' GEMMs run in the weights' dtype (measured: tests/physics/test_moe_weights.py)."""
+    return not lin.nn_linear and lin.count > 1 and reg.profile.name in HF_STACKS
+
+
+def kept_bytes(reg: Regime) -> int:
+    """Bytes per element of a base linear weight the run does not quantize: on the Hugging Face stacks
+    prepare_model_for_kbit_training up-casts every floating parameter that is not Params4bit to fp32, like the
+    norms (peft utils/other.py, v0.21 l.205-209); elsewhere the load dtype."""
+    return reg.norm_weight if reg.quant and reg.profile.name in HF_STACKS else reg.weight
+
+
 def nf4_linears(arch: Architecture, reg: Regime, adapted: frozenset[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """torchao NF4 runs: (element counts of one layer's NF4 linears, bytes of its linears kept in bf16)."""
     quantized: list[int] = []
@@ -129,9 +154,7 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
     bias_bytes = 2 if int_ckpt else reg.norm_weight if reg.quant else reg.weight
     for lin in arch.linears:
         n = lin.in_features * lin.out_features
-        fmt = None if prof.quantize_only_adapted and lin.name not in adapted else reg.quant
-        if not lin.nn_linear and prof.name == "transformers":
-            fmt = None  # replace_with_bnb_linear converts nn.Linear only: fused experts keep the load dtype
+        fmt = reg.quant if quantized_linear(lin, reg, adapted) else None
         if int_ckpt and cq is not None and (lin.nn_linear or lin.count > 1):
             # GPTQ / AWQ quantize every linear of the decoder layers, experts too; the router stays fp16.
             data, state = bytes_gptq(lin.in_features, lin.out_features, cq.bits, cq.group_size, cq.method == "awq")
@@ -142,7 +165,7 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
         elif fmt == "8bit":
             data, state = bytes_int8(lin.in_features, lin.out_features)
         else:
-            data, state = n * reg.weight, 0
+            data, state = n * kept_bytes(reg), 0
         if lin.bias:
             data += lin.out_features * bias_bytes
         per_layer += lin.count * data

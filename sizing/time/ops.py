@@ -5,6 +5,7 @@ from ..arch import ATTN_IN, MLP_IN, Architecture
 from ..config import RunConfig
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
+from ..memory.weights import grouped_experts, kept_bytes, quantized_linear
 from .elementwise import attention_ops, layer_elementwise, loss_ops
 from .op import VIEWS_PER_LAYER_PASS, Op, gemm
 
@@ -35,7 +36,6 @@ TORCHAO_NF4_KERNELS = 12.0
 def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, tokens: int, phase: str,
            kernel: str) -> list[Op]:
     e, layers = reg.compute, arch.layers
-    w = e if reg.quant else reg.weight  # a quantized weight reaches the GEMM dequantized to the compute dtype
     ops: list[Op] = []
     targets = {lin.name for lin in tr.targets}
     a = reg.adapter if reg.adapter and not reg.autocast else e  # adapter math dtype
@@ -46,14 +46,20 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
     for lin in arch.linears:
         per_expert = max(1, round(tokens * lin.active / lin.count)) if lin.count > 1 else tokens
         n = layers * lin.count
+        quant = quantized_linear(lin, reg, frozenset(targets)) and not reg.full
+        stored = kept_bytes(reg)  # a weight the run does not quantize (fused experts on a 4-bit HF run too)
+        w = e if quant else stored  # a quantized weight reaches the GEMM dequantized to the compute dtype
+        grouped = grouped_experts(lin, reg) and not quant  # GEMMs in the experts' own dtype, no weight cast
+        g = stored if grouped else e
         if not (lin.name == last and lin.name not in targets):
-            ops += linear_ops(lin.name, phase, n, per_expert, lin.in_features, lin.out_features, e, w, reg.full)
-        if reg.quant and not reg.full and not (reg.profile.quantize_only_adapted and lin.name not in targets):
+            ops += linear_ops(lin.name, phase, n, per_expert, lin.in_features, lin.out_features, g, w, reg.full,
+                              fp32=grouped and stored == 4)
+        if quant and reg.quant:
             torchao = reg.profile.torchao_nf4 and reg.quant == "4bit" and not reg.compiled
             per_weight = TORCHAO_NF4_BYTES if torchao else DEQUANT_READ[reg.quant] + e
             ops.append(Op(lin.name + ".dequant", phase, n, 0.0, lin.in_features * lin.out_features * per_weight,
                           TORCHAO_NF4_KERNELS if torchao else 1.0))
-        if reg.autocast and reg.weight == 4 and not reg.quant and phase != "backward":
+        if reg.autocast and stored == 4 and not quant and not grouped and phase != "backward":
             # autocast casts fp32 weights once per forward (and recompute); backward reuses the saved copy
             ops.append(Op(lin.name + ".cast", phase, n, 0.0, lin.in_features * lin.out_features * 6.0))
         if reg.autocast and reg.resid == 4 and lin.feeds_from in (ATTN_IN, MLP_IN) and not reg.compiled:

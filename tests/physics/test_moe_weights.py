@@ -1,0 +1,113 @@
+"""A 4-bit mixture of experts on the Hugging Face stack, measured on CPU: transformers 5 keeps Mixtral's experts as
+3-D nn.Parameters (gate_up_proj, down_proj) and the router as a bare weight, so bitsandbytes' replace_with_bnb_linear
+leaves them in the load dtype (bitsandbytes issue #1849), and prepare_model_for_kbit_training up-casts them to fp32
+with the norms. Under bf16 autocast each expert's F.linear then casts its fp32 weight slice to bf16 and keeps that
+copy for backward. The engine's parameter bytes (every framework that loads through from_pretrained) and its
+per-layer constant saved bytes must equal what the model holds."""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+
+import pytest
+
+for _mod in ("torch", "transformers", "peft", "bitsandbytes"):  # so the engine's unit tests run without torch
+    pytest.importorskip(_mod, reason=f"physics tests need {_mod}: pip install -r requirements-physics.txt")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from sizing import load_config  # noqa: E402
+from sizing.catalog import resolve_architecture  # noqa: E402
+from sizing.step import step_memory  # noqa: E402
+
+pytestmark = pytest.mark.physics
+
+MIXTRAL = dict(model_type="mixtral", vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+               max_position_embeddings=256, tie_word_embeddings=False)
+
+
+def _load(prep: bool) -> torch.nn.Module:
+    """The tiny Mixtral in NF4 + double quant, loaded as transformers does it; prepared for k-bit training."""
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    torch.manual_seed(0)
+    config = dict(MIXTRAL)
+    hf = transformers.AutoConfig.for_model(config.pop("model_type"), **config)
+    q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                           bnb_4bit_compute_dtype=torch.bfloat16)
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="sizing_physics_") as d:
+        warnings.simplefilter("ignore")
+        AutoModelForCausalLM.from_config(hf).to(torch.bfloat16).save_pretrained(d)
+        m = AutoModelForCausalLM.from_pretrained(d, quantization_config=q, device_map="cpu", dtype=torch.bfloat16)
+        if prep:
+            from peft import prepare_model_for_kbit_training
+
+            m = prepare_model_for_kbit_training(m, use_gradient_checkpointing=False)
+    return m
+
+
+def _lora(m: torch.nn.Module) -> torch.nn.Module:
+    """PEFT's all-linear LoRA at r=8, fp32 adapters (autocast_adapter_dtype, the default): since PEFT 0.17 it also
+    wraps the router and the fused expert parameters."""
+    from peft import LoraConfig, get_peft_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PEFT's note on its rank_pattern for the fused gate_up_proj
+        return get_peft_model(m, LoraConfig(r=8, target_modules="all-linear"))
+
+
+def _detail(framework: str, prep: bool, adapter_dtype: str = "float32") -> dict[str, int]:
+    cfg = load_config({"model_config": dict(MIXTRAL), "method": "qlora", "framework": framework, "r": 8,
+                       "target_modules": "all-linear", "adapter_dtype": adapter_dtype, "torch_dtype": "bfloat16",
+                       "bf16": True, "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                       "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16",
+                       "prepare_model_for_kbit_training": prep, "max_seq_length": 64,
+                       "per_device_train_batch_size": 1})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    return dict(step_memory(cfg, arch, None).detail)
+
+
+@pytest.mark.parametrize("framework", ["transformers", "custom", "trl"])
+@pytest.mark.parametrize("prep", [False, True], ids=["bf16_experts", "prepared_fp32_experts"])
+def test_fused_experts_stay_floating(framework: str, prep: bool) -> None:
+    m = _lora(_load(prep))
+    measured = sum(p.numel() * p.element_size() for p in m.parameters())
+    kinds = {(type(p).__name__, str(p.dtype)) for n, p in m.named_parameters() if "experts" in n and "lora" not in n}
+    assert kinds == {("Parameter", "torch.float32" if prep else "torch.bfloat16")}, kinds  # never Params4bit
+    engine = _detail(framework, prep)["param_bytes"]
+    assert engine == measured, f"{framework}: parameters {measured:,} B measured, engine {engine:,} B"
+
+
+def test_only_the_router_weight_is_cast_and_saved() -> None:
+    """The sparse MoE block of a prepared model (fp32 router and experts) under bf16 autocast, run at two token
+    counts: the saved bytes that do not grow with the tokens are the router's bf16 weight copy (F.linear is autocast)
+    and nothing for the experts (grouped_mm casts its input to the fp32 weights and saves them as they are); the
+    rest of the layer (4-bit q/k/v/o, bf16 LoRA) keeps no copy either."""
+    model = _load(prep=True)  # without adapters: theirs is another question (bf16 adapters make no copy)
+    block = model.model.layers[0].mlp
+    hidden = MIXTRAL["hidden_size"]
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def saved(tokens: int) -> int:
+        x = torch.randn(1, tokens, hidden, dtype=torch.float32, requires_grad=True)
+        storages: dict[int, int] = {}
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            at = t.untyped_storage().data_ptr()
+            if at not in params and at != x.untyped_storage().data_ptr():  # a weight or its view: no new bytes
+                storages[at] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", torch.bfloat16):
+            block(x)
+        return sum(storages.values())
+
+    small, large = 64, 192  # the router sends these to every expert (random weights, many tokens)
+    s1, s2 = saved(small), saved(large)
+    constant = (large * s1 - small * s2) // (large - small)
+    engine = _detail("transformers", True, "bfloat16")["layer_constant_bytes"]
+    offsets = 4 * MIXTRAL["num_local_experts"]  # grouped_mm's int32 offsets, one per expert: bookkeeping, not weights
+    assert engine == constant - offsets, f"constant saved bytes {constant:,} measured, engine {engine:,}"
