@@ -8,7 +8,9 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
+from .memory.adapters import resolve_targets
 from .memory.regime import Regime
+from .memory.weights import grouped_experts
 
 
 def _w(code: str, message: str, **params: Any) -> dict[str, Any]:
@@ -47,6 +49,12 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
     if not cfg.packing:
         out.append(_w("padded_upper_bound", "without packing, batches are padded to their longest sample: the "
                       "estimate is for a batch whose longest sample reaches max_seq_length"))
+    if arch.experts and cfg.is_peft and cfg.peft_type == "lora" and (cfg.lora_dropout or cfg.use_dora) \
+            and any(grouped_experts(lin, reg) for lin in resolve_targets(cfg, arch)[0]):
+        # peft 0.21 tuners/lora/layer.py ParamWrapper.__init__: "does not work with lora_dropout != 0" (and DoRA)
+        out.insert(0, _w("moe_experts_dropout", "PEFT cannot adapt transformers 5's fused experts with "
+                         "lora_dropout > 0 or DoRA: get_peft_model raises ValueError; set lora_dropout to 0 or leave "
+                         "the experts out of target_modules"))
     if arch.experts:
         out.append(_w("moe_approximate", "mixture-of-experts activations are approximate; transformers 5's fused "
                       "experts are not quantized by bitsandbytes (load dtype, fp32 after "

@@ -464,6 +464,16 @@ TEXT: dict[str, dict[str, str]] = {
               "batch uchun berilgan.",
         "en": "Without packing a batch is padded to its longest sample: the estimate is for a batch whose longest "
               "sample reaches max_seq_length."},
+    "w_moe_experts_dropout": {
+        "ru": "PEFT не может добавить LoRA к объединённым экспертам Transformers 5 при lora_dropout > 0 или с DoRA: "
+              "get_peft_model завершится ошибкой ValueError. Поставьте lora_dropout = 0 или уберите экспертов из "
+              "target_modules.",
+        "uz": "PEFT lora_dropout > 0 yoki DoRA bilan Transformers 5 ning birlashtirilgan ekspertlariga LoRA qo‘sha "
+              "olmaydi: get_peft_model ValueError xatosi bilan to‘xtaydi. lora_dropout = 0 qo‘ying yoki ekspertlarni "
+              "target_modules dan chiqaring.",
+        "en": "PEFT cannot add LoRA to Transformers 5's fused experts with lora_dropout > 0 or DoRA: get_peft_model "
+              "stops with a ValueError. Set lora_dropout to 0 or leave the experts out of "
+              "target_modules."},
     "w_moe_approximate": {
         "ru": "Активации моделей со смесью экспертов (MoE) оценены приближённо. В Transformers 5 веса экспертов "
               "объединены в трёхмерные тензоры: bitsandbytes их не квантует (они остаются в типе загрузки, а после "

@@ -262,6 +262,11 @@ class LayerWalker:
                     size = 2 * self.r * (lin.in_features + lin.out_features) * lin.count
                     const += size
                     cached += size
+        for lin in self.arch.linears:
+            if lin.name in self.targets and grouped_experts(lin, reg):
+                # PEFT's ParamWrapper adds lora_B @ lora_A to the fused expert weights through a parametrization at
+                # every forward (tuners/lora/layer.py, 0.21); grouped_mm keeps that merged weight for backward
+                const += lin.params * kept_bytes(reg)
         if reg.dora:
             const += sum(12 * lin.out_features for lin in self.arch.linears if lin.name in self.targets)
         if self.arch.norm == "rms_gemma":
