@@ -238,9 +238,15 @@ class LayerWalker:
         """Routed experts [APPROX]: per routed token the gated MLP set, its output kept by the routing
         weight multiply, and the gathered input when the experts train."""
         arch, reg = self.arch, self.reg
-        per_route = 3 * gb * arch.intermediate + gb * arch.hidden
-        if reg.full:
-            per_route += mlp_in * arch.hidden + gb * arch.intermediate
+        experts = [lin for lin in arch.linears if lin.count > 1]
+        grouped = any(grouped_experts(lin, reg) for lin in experts)
+        # transformers 5's grouped_mm computes in the experts' own dtype (fp32 once prepare_model_for_kbit_training
+        # has up-cast them); with PEFT's ParamWrapper on them their merged weight needs its gradient, so the gathered
+        # input is kept as in full fine-tuning (measured: tests/physics/test_moe_weights.py)
+        eb = kept_bytes(reg) if grouped else gb
+        per_route = 3 * eb * arch.intermediate + eb * arch.hidden
+        if reg.full or (grouped and any(lin.name in self.targets for lin in experts)):
+            per_route += (eb if grouped else mlp_in) * arch.hidden + eb * arch.intermediate
         router = 4 * arch.experts * 2  # fp32 router softmax output and its top-k inputs
         return arch.experts_per_token * per_route + router
 
