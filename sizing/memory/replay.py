@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .allocator import CachingAllocator, _Block, plan, round_size
+from .allocator import SMALL_SIZE, CachingAllocator, _Block, plan, round_size
 from .fsdp_init import fsdp1_init
+from .kept_run import run_keep
 from .pool_state import copy_state
 from .wall import CappedAllocator, OutOfMemory, Wall
 
@@ -114,6 +115,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     layer_runs = _layer_runs(r, kept_saved, events)
     event_run = _event_run(events)
     grad_blocks = [round_size(n) for n in r.layer_grads]
+    keep_run = _keep_run(r, kept_saved, event_run) if a.dry and True not in layer_runs else None
     temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
     seen: tuple[object, ...] | None = None  # the previous step's counters and layouts, at its start
@@ -163,6 +165,15 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 if unit is not None:
                     ag.free(unit)
                 continue
+            if new_grads and keep_run is not None:  # the layer's large gradients kept, the rest one run (kept_run)
+                got = run_keep(a, *keep_run)
+                if got is not None:
+                    large = iter(got)
+                    grads += [next(large) if size > SMALL_SIZE else _Block(size, False, True) for size in grad_blocks]
+                    a.free_all(blocks)
+                    if unit is not None:
+                        ag.free(unit)
+                    continue
             # the recompute makes autocast's weight casts again, saved by the matmuls (ckpt_forward.json)
             recomputed = a.run(kept_saved) if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
@@ -234,6 +245,18 @@ def _event_run(events: list[tuple[bool, int]]) -> tuple[int, ...] | None:
     if all(grow for grow, _ in events[:len(grows)]) and [e for _, e in events[len(grows):]] == list(range(len(grows))):
         return grows
     return None
+
+
+def _keep_run(r: Replay, saved: tuple[int, ...],
+              event_run: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[bool, ...]] | None:
+    """The first backward of a layer whose gradients are not all small (no run of _layer_runs), as kept_run.run_keep's
+    requests and which of them stay (the gradients): the recomputed saved tensors (`saved`: with the layer's
+    constants), the dequantized weight, the gradients, then the events as one run (None: they are not one)."""
+    if event_run is None:
+        return None
+    body = (saved if r.checkpoint else ()) + (plan((r.backward_transient,)) if r.backward_transient else ())
+    grads = plan(r.layer_grads)
+    return body + grads + event_run, (False,) * len(body) + (True,) * len(grads) + (False,) * len(event_run)
 
 
 def _layer_runs(r: Replay, saved: tuple[int, ...],

@@ -1,0 +1,104 @@
+# A run of allocations freed together but for a few kept blocks, answered without a block per transient: the
+# replay's first backward of a layer whose gradients are large (they stay, everything else the layer makes goes).
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+
+from .allocator import SMALL_BUFFER, SMALL_SIZE, CachingAllocator, _Block
+
+
+def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...]) -> list[_Block] | None:
+    """The blocks of the large requests flagged in `kept`, in order, after mallocs of every request (plan()'s form)
+    followed by frees of all the others (kept small requests' bytes stay allocated); None, nothing changed, when one
+    needs a new segment (the caller then runs them one by one).
+
+    Every malloc comes before every free, so each counter moves one way during the mallocs and every peak is its
+    value at their end (needed: at the last small request, as in CachingAllocator._dry_run_free, whose best fit on
+    a copy of the (size, address) keys this follows). The frees leave the large pool's free blocks the maximal free
+    ranges around the live blocks, so the pool after the run is the one before with each kept block carved out of
+    the free block it was placed in: the gaps left of and right of it stay free blocks of their own."""
+    keys = a._keys[:]
+    at = a._at
+    inside: dict[int, _Block] = {}  # a split tail's address -> the free block it lies in
+    placed: list[tuple[_Block, int, int]] = []  # each kept block: (free block it lies in, address, size)
+    large = small = keep_small = whole = whole_small = 0
+    whole_ok = not a.expandable
+    for size, keep in zip(requests, kept, strict=True):
+        if size < 0:  # _small(-size)
+            small -= size
+            if keep:
+                keep_small -= size
+            whole_small = whole
+            continue
+        j = bisect_left(keys, (size,))
+        if j == len(keys):
+            return None  # a new segment (_new_segment): the real run
+        have, addr = keys.pop(j)
+        b = at.get(addr)  # None: a split tail (its address lies inside a free block, never a block's own)
+        if b is None:
+            b = inside[addr]
+        elif whole_ok and b.prev is None and b.next is None:
+            whole += have
+        if have - size > SMALL_SIZE:  # split as _large does
+            insort(keys, (have - size, addr + size))
+            inside[addr + size] = b
+            have = size
+        large += have
+        if keep:
+            placed.append((b, addr, have))
+    top = a.allocated + large + small
+    if top > a.peak_allocated:
+        a.peak_allocated = top
+    live, small_peak = a.small_live + small, a.small_peak
+    if live > small_peak:  # the small pool grew, last at the last small request
+        a.reserved = reserved = a.reserved + (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+        a.small_peak = live
+        if reserved > a.peak_reserved:
+            a.peak_reserved = reserved
+        needed = reserved - a.cached_whole + whole_small
+        if needed > a.peak_needed:
+            a.peak_needed = needed
+    a.allocated += keep_small + sum(size for _, _, size in placed)
+    a.small_live += keep_small
+    out: list[_Block] = []
+    by_block: dict[_Block, list[_Block]] = {}
+    for free, addr, size in placed:
+        blk = _Block(size, False, False, None, None, addr)
+        out.append(blk)
+        by_block.setdefault(free, []).append(blk)
+    for free, live_blocks in by_block.items():
+        _carve(a, free, sorted(live_blocks, key=lambda x: x.addr))
+    return out
+
+
+def _carve(a: CachingAllocator, free: _Block, live: list[_Block]) -> None:
+    """Replace the free block `free` by the live blocks (inside it, by address) and the free gaps between them."""
+    if free.prev is None and free.next is None and not a.expandable:
+        a.cached_whole -= free.size
+    del a._keys[bisect_left(a._keys, (free.size, free.addr))]
+    del a._at[free.addr]
+    pieces: list[_Block] = []
+    pos, end = free.addr, free.addr + free.size
+    for blk in live:
+        if blk.addr > pos:
+            pieces.append(_Block(blk.addr - pos, True, False, None, None, pos))
+        pieces.append(blk)
+        pos = blk.addr + blk.size
+    if end > pos:
+        pieces.append(_Block(end - pos, True, False, None, None, pos))
+    prev = free.prev
+    for blk in pieces:
+        blk.prev = prev
+        if prev is not None:
+            prev.next = blk
+        prev = blk
+    nxt = free.next
+    prev.next = nxt  # type: ignore[union-attr]
+    if nxt is not None:
+        nxt.prev = prev
+    if a._tail is free:
+        a._tail = prev
+    for blk in pieces:
+        if blk.free:
+            insort(a._keys, (blk.size, blk.addr))
+            a._at[blk.addr] = blk
