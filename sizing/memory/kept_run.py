@@ -4,41 +4,61 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from .allocator import SMALL_BUFFER, SMALL_SIZE, CachingAllocator, _Block
+from .allocator import SMALL_BUFFER, SMALL_SIZE, CachingAllocator, _Block, segment_size
 
 
 def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...]) -> list[_Block] | None:
     """The blocks of the large requests flagged in `kept`, in order, after mallocs of every request (plan()'s form)
-    followed by frees of all the others (kept small requests' bytes stay allocated); None, nothing changed, when one
-    needs a new segment (the caller then runs them one by one).
+    followed by frees of all the others (kept small requests' bytes stay allocated); None, nothing changed, when an
+    expandable pool would need to grow (the caller then runs them one by one).
 
     Every malloc comes before every free, so each counter moves one way during the mallocs and every peak is its
-    value at their end (needed: at the last small request, as in CachingAllocator._dry_run_free, whose best fit on
-    a copy of the (size, address) keys this follows). The frees leave the large pool's free blocks the maximal free
-    ranges around the live blocks, so the pool after the run is the one before with each kept block carved out of
-    the free block it was placed in: the gaps left of and right of it stay free blocks of their own."""
+    value at their end (needed, which only grows then: at the last cudaMalloc or small request that grew the small
+    pool, where the allocator takes it), as in CachingAllocator._dry_run_free, whose best fit on a copy of the
+    (size, address) keys this follows; a request no key holds gets a new segment at the pool's end, as _new_segment.
+    The frees leave the large pool's free blocks the maximal free ranges around the live blocks, so the pool after
+    the run is the one before with each kept block carved out of the free block it was placed in (the gaps left of
+    and right of it stay free blocks of their own), and each new segment free and whole but for its kept blocks."""
     keys = a._keys[:]
     at = a._at
-    inside: dict[int, _Block] = {}  # a split tail's address -> the free block it lies in
-    placed: list[tuple[_Block, int, int]] = []  # each kept block: (free block it lies in, address, size)
-    large = small = keep_small = whole = whole_small = 0
-    whole_ok = not a.expandable
+    inside: dict[int, _Block] = {}  # a split tail's address -> the free block (or new segment) it lies in
+    placed: list[tuple[_Block, int, int]] = []  # each kept block: (free block or new segment it lies in, address, size)
+    segments: list[_Block] = []  # new segments, as free whole blocks (their contents placed)
+    large = small = keep_small = whole = grown = 0
+    needed: int | None = None  # needed at the last point the allocator takes it
+    end = a._end
     for size, keep in zip(requests, kept, strict=True):
         if size < 0:  # _small(-size)
             small -= size
             if keep:
                 keep_small -= size
-            whole_small = whole
+            live = a.small_live + small
+            if live > a.small_peak:
+                pool = (-(-live // SMALL_BUFFER) - -(-a.small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+                needed = a.reserved + grown + pool - a.cached_whole + whole
             continue
         j = bisect_left(keys, (size,))
-        if j == len(keys):
-            return None  # a new segment (_new_segment): the real run
-        have, addr = keys.pop(j)
-        b = at.get(addr)  # None: a split tail (its address lies inside a free block, never a block's own)
-        if b is None:
-            b = inside[addr]
-        elif whole_ok and b.prev is None and b.next is None:
-            whole += have
+        if j == len(keys):  # _new_segment
+            if a.expandable:
+                return None
+            b = _Block(segment_size(size), True, False, None, None, end)
+            segments.append(b)
+            have, addr = b.size, end
+            end += have
+            grown += have
+            live = a.small_live + small  # _grow: reserved with the small pool as it stands
+            pool = (-(-live // SMALL_BUFFER) - -(-a.small_peak // SMALL_BUFFER)) * SMALL_BUFFER if live > a.small_peak \
+                else 0
+            needed = a.reserved + grown + pool - a.cached_whole + whole
+        else:
+            have, addr = keys.pop(j)
+            got = at.get(addr)  # None: a split tail (its address lies inside a free block, never a block's own)
+            if got is None:
+                b = inside[addr]
+            else:
+                b = got
+                if b.prev is None and b.next is None and not a.expandable:
+                    whole += have
         if have - size > SMALL_SIZE:  # split as _large does
             insort(keys, (have - size, addr + size))
             inside[addr + size] = b
@@ -50,16 +70,22 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
     if top > a.peak_allocated:
         a.peak_allocated = top
     live, small_peak = a.small_live + small, a.small_peak
-    if live > small_peak:  # the small pool grew, last at the last small request
-        a.reserved = reserved = a.reserved + (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+    if live > small_peak:
+        a.reserved += (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
         a.small_peak = live
-        if reserved > a.peak_reserved:
-            a.peak_reserved = reserved
-        needed = reserved - a.cached_whole + whole_small
-        if needed > a.peak_needed:
-            a.peak_needed = needed
+    a.reserved += grown
+    a._end = end
+    if a.reserved > a.peak_reserved:
+        a.peak_reserved = a.reserved
+    if needed is not None and needed > a.peak_needed:
+        a.peak_needed = needed
     a.allocated += keep_small + sum(size for _, _, size in placed)
     a.small_live += keep_small
+    for seg in segments:  # each new segment as a cached whole one, its kept blocks then carved out of it
+        a._keys.insert(bisect_left(a._keys, (seg.size, seg.addr)), (seg.size, seg.addr))
+        a._at[seg.addr] = seg
+        if not a.expandable:
+            a.cached_whole += seg.size
     out: list[_Block] = []
     by_block: dict[_Block, list[_Block]] = {}
     for free, addr, size in placed:
