@@ -147,9 +147,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _FIXED.clear()
         walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
         saved = SavedBySeq(arch, reg, tr, cfg.r)  # and what a layer saves, by sequence length
-        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load, walk, saved
-    reg, arch, tr, w, grad_elem, opt, load, walk, saved = base
-    grads = tr.params * grad_elem
+        base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved  # params: a sum, once
+    reg, arch, tr, params, w, grad_elem, opt, load, walk, saved = base
+    grads = params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
     ls = _SAVED.get((key, seq))
@@ -187,7 +187,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     # V x H gradients out of place, so two more V x H tensors than the final gradient are alive for a moment
     # (the two inputs and their sum; measured with real and fake tensors, tests/physics/test_fullscale_oracle.py).
     tied_grad = 2 * arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
-    layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
+    layer_adapter = (params * reg.adapter // arch.layers) if cfg.is_peft else 0
     kept_logits = kept_cache = 0
     if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
         # transformers < 4.46 returned the fp32 upcast in out.logits (frameworks.hf_logits)
@@ -236,7 +236,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered)
     detail = {
-        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
+        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
         "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak + reentrant_output,

@@ -7,7 +7,8 @@ from bisect import bisect_left, insort
 from .allocator import SMALL_BUFFER, SMALL_SIZE, CachingAllocator, _Block, segment_size
 
 
-def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...]) -> list[_Block] | None:
+def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...],
+             forever: bool = False) -> list[_Block] | None:
     """The blocks of the large requests flagged in `kept`, in order, after mallocs of every request (plan()'s form)
     followed by frees of all the others (kept small requests' bytes stay allocated); None, nothing changed, when an
     expandable pool would need to grow (the caller then runs them one by one).
@@ -18,7 +19,9 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
     (size, address) keys this follows; a request no key holds gets a new segment at the pool's end, as _new_segment.
     The frees leave the large pool's free blocks the maximal free ranges around the live blocks, so the pool after
     the run is the one before with each kept block carved out of the free block it was placed in (the gaps left of
-    and right of it stay free blocks of their own), and each new segment free and whole but for its kept blocks."""
+    and right of it stay free blocks of their own), and each new segment free and whole but for its kept blocks.
+    forever: the kept blocks are never freed (the optimizer's states): adjacent ones as one block, none returned
+    (a live block is never merged with, so only where the live ranges end matters to the pool's future)."""
     keys = a._keys[:]
     at = a._at
     inside: dict[int, _Block] = {}  # a split tail's address -> the free block (or new segment) it lies in
@@ -89,9 +92,15 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
     out: list[_Block] = []
     by_block: dict[_Block, list[_Block]] = {}
     for free, addr, size in placed:
+        run = by_block.get(free)
+        if forever and run and run[-1].addr + run[-1].size == addr:  # placed in address order within a free block
+            run[-1].size += size
+            continue
         blk = _Block(size, False, False, None, None, addr)
         out.append(blk)
         by_block.setdefault(free, []).append(blk)
+    if forever:
+        out = []
     for free, live_blocks in by_block.items():
         _carve(a, free, sorted(live_blocks, key=lambda x: x.addr))
     return out

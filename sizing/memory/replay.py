@@ -196,10 +196,11 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
         if not states_done:
             # torch optimizers create their states lazily in the first step()
             # (kept to the end: run() of their plan, no block per small state)
-            if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
-                a.run(_scaled(grads, r.states_per_grad, True))
-            elif r.states_per_grad:
-                a.run(_scaled(grads, r.states_per_grad, False))
+            if r.states_per_grad:  # Adam (>= 2): exp_avg and exp_avg_sq, each its own tensor
+                states = _scaled(grads, r.states_per_grad, r.states_per_grad >= 2)
+                # never freed: as one run, adjacent states one block (kept_run.run_keep's forever)
+                if not a.dry or run_keep(a, states, (True,) * len(states), forever=True) is None:
+                    a.run(states)
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
             if temps is None or not r.accumulating:  # accumulated gradients are the same blocks every step

@@ -27,12 +27,13 @@ def _state(a: Any) -> tuple[int, ...]:
 
 
 def _pool(a: Any, live: list[Any]) -> tuple[object, ...]:
-    """The large pool's free block sizes, and each live block with its neighbours (size, free) in its segment."""
+    """The large pool's free block sizes, and each live block with its neighbours in its segment (a free one's
+    size; -1: live, whatever its size: a live block is never merged with)."""
     free = sorted(a._keys) if isinstance(a, CachingAllocator) else [size for size, bucket in a._bucket[False].items()
                                                                      for _ in bucket]
 
-    def side(b: Any) -> tuple[int, bool] | None:
-        return None if b is None else (b.size, b.free)
+    def side(b: Any) -> int | None:
+        return None if b is None else b.size if b.free else -1
 
     return (sorted(size for size, *_ in free) if free and isinstance(free[0], tuple) else sorted(free),
             [(b.size, side(b.prev), side(b.next)) for b in live])
@@ -59,18 +60,21 @@ def _twins(rng: random.Random, expandable: bool) -> tuple[CachingAllocator, RefA
     return a, ref, live, live_ref
 
 
+@pytest.mark.parametrize("forever", [False, True])
 @pytest.mark.parametrize("expandable", [False, True])
-def test_run_keep_is_the_mallocs_and_frees(expandable: bool) -> None:
-    rng = random.Random(11 + expandable)
+def test_run_keep_is_the_mallocs_and_frees(expandable: bool, forever: bool) -> None:
+    """forever: every request kept and never freed (the optimizer's states): the same pool up to where its live
+    ranges are cut, so the future frees only the blocks from before."""
+    rng = random.Random(11 + expandable + 2 * forever)
     ran = refused = grew = 0
     for _ in range(1500):
         a, ref, live, live_ref = _twins(rng, expandable)
         sizes = [_size(rng) for _ in range(rng.randint(1, 8))]
-        keep = [rng.random() < 0.4 for _ in sizes]
+        keep = [forever or rng.random() < 0.4 for _ in sizes]
         # run_keep takes plan()'s form: one request per size here (a small one kept or not as a whole)
         requests = tuple(x for n in sizes for x in plan((n,)))
         before = _state(a), a.layout({b: i for i, b in enumerate(live)})
-        got = run_keep(a, requests, tuple(keep))
+        got = run_keep(a, requests, tuple(keep), forever)
         if got is None:  # an expandable pool would have grown: nothing changed
             refused += 1
             assert (_state(a), a.layout({b: i for i, b in enumerate(live)})) == before
@@ -82,8 +86,11 @@ def test_run_keep_is_the_mallocs_and_frees(expandable: bool) -> None:
             if not k:
                 ref.free(blk)
         kept_ref = [blk for blk, k, n in zip(made, keep, requests, strict=True) if k and n > 0]
-        assert [b.size for b in got] == [b.size for b in kept_ref]
-        live, live_ref = live + got, live_ref + kept_ref
+        if forever:
+            assert got == []
+        else:
+            assert [b.size for b in got] == [b.size for b in kept_ref]
+            live, live_ref = live + got, live_ref + kept_ref
         assert _state(a) == _state(ref)
         assert _pool(a, live) == _pool(ref, live_ref)
         for _ in range(12):  # the same future: the pools are alike, not only their counters
@@ -125,8 +132,8 @@ def test_replay_with_kept_runs_gives_the_full_replays_peaks(seed: int, monkeypat
     rng = random.Random(100 + seed)
     used: list[bool] = []
 
-    def spy(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...]) -> Any:
-        got = run_keep(a, requests, kept)
+    def spy(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...], forever: bool = False) -> Any:
+        got = run_keep(a, requests, kept, forever)
         used.append(got is not None)
         return got
 
