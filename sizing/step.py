@@ -12,7 +12,7 @@ from .frameworks import rope_tables
 from .grid import grid, virtual_tokens
 from .memory.adapters import trainable
 from .memory.allocator import round_up
-from .memory.backward_trace import SavedBySeq, Walk
+from .memory.backward_trace import HeadNorm, SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
@@ -147,8 +147,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _FIXED.clear()
         walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
         saved = SavedBySeq(arch, reg, tr, cfg.r)  # and what a layer saves, by sequence length
-        base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved  # params: a sum, once
-    reg, arch, tr, params, w, grad_elem, opt, load, walk, saved = base
+        norm = HeadNorm(arch, reg, tr, cfg.r)  # and the final norm's backward
+        base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved, norm  # params: summed once
+    reg, arch, tr, params, w, grad_elem, opt, load, walk, saved, norm = base
     grads = params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
@@ -165,7 +166,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
-    hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
+    hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept
     # input itself (an fp32 residual stream's first norm saves it uncast: LayerSaved.input_per_token), unless
