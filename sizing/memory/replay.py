@@ -127,7 +127,8 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             # full replay).
             counters = tuple(p.counters() for p in pools)
             if step < STEPS - 1 or (seen is not None and seen[0] == counters):
-                roles = {b: i for i, b in enumerate(grads)}  # gradients: pool a's blocks
+                # gradients: pool a's blocks (a small one lies in no segment: layout never reads it)
+                roles = {b: i for i, b in enumerate(grads) if not b.small}
                 now = (counters, tuple(p.layout(roles if p is a else {}) for p in pools))
                 if now == seen:
                     break
