@@ -24,35 +24,32 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
     (a live block is never merged with, so only where the live ranges end matters to the pool's future)."""
     keys = a._keys[:]
     at = a._at
+    expandable = a.expandable
+    live0 = a.small_live
     inside: dict[int, _Block] = {}  # a split tail's address -> the free block (or new segment) it lies in
     placed: list[tuple[_Block, int, int]] = []  # each kept block: (free block or new segment it lies in, address, size)
     segments: list[_Block] = []  # new segments, as free whole blocks (their contents placed)
-    large = small = keep_small = whole = grown = 0
-    needed: int | None = None  # needed at the last point the allocator takes it
+    large = small = keep_small = keep_large = whole = grown = 0
+    taken: tuple[int, int, int] | None = None  # (small, grown, whole) where the allocator last takes needed
     end = a._end
     for size, keep in zip(requests, kept, strict=True):
         if size < 0:  # _small(-size)
             small -= size
             if keep:
                 keep_small -= size
-            live = a.small_live + small
-            if live > a.small_peak:
-                pool = (-(-live // SMALL_BUFFER) - -(-a.small_peak // SMALL_BUFFER)) * SMALL_BUFFER
-                needed = a.reserved + grown + pool - a.cached_whole + whole
+            if live0 + small > a.small_peak:
+                taken = small, grown, whole
             continue
         j = bisect_left(keys, (size,))
         if j == len(keys):  # _new_segment
-            if a.expandable:
+            if expandable:
                 return None
             b = _Block(segment_size(size), True, False, None, None, end)
             segments.append(b)
             have, addr = b.size, end
             end += have
             grown += have
-            live = a.small_live + small  # _grow: reserved with the small pool as it stands
-            pool = (-(-live // SMALL_BUFFER) - -(-a.small_peak // SMALL_BUFFER)) * SMALL_BUFFER if live > a.small_peak \
-                else 0
-            needed = a.reserved + grown + pool - a.cached_whole + whole
+            taken = small, grown, whole  # _grow
         else:
             have, addr = keys.pop(j)
             got = at.get(addr)  # None: a split tail (its address lies inside a free block, never a block's own)
@@ -60,7 +57,7 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
                 b = inside[addr]
             else:
                 b = got
-                if b.prev is None and b.next is None and not a.expandable:
+                if b.prev is None and b.next is None and not expandable:
                     whole += have
         if have - size > SMALL_SIZE:  # split as _large does
             insort(keys, (have - size, addr + size))
@@ -68,7 +65,15 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
             have = size
         large += have
         if keep:
+            keep_large += have
             placed.append((b, addr, have))
+    needed = None
+    if taken is not None:  # reserved (the small pool as it then stood) less the cached whole segments not yet taken
+        small_then, grown_then, whole_then = taken
+        live = live0 + small_then
+        pool = (-(-live // SMALL_BUFFER) - -(-a.small_peak // SMALL_BUFFER)) * SMALL_BUFFER if live > a.small_peak \
+            else 0
+        needed = a.reserved + grown_then + pool - a.cached_whole + whole_then
     top = a.allocated + large + small
     if top > a.peak_allocated:
         a.peak_allocated = top
@@ -82,7 +87,7 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
         a.peak_reserved = a.reserved
     if needed is not None and needed > a.peak_needed:
         a.peak_needed = needed
-    a.allocated += keep_small + sum(size for _, _, size in placed)
+    a.allocated += keep_small + keep_large
     a.small_live += keep_small
     for seg in segments:  # each new segment as a cached whole one, its kept blocks then carved out of it
         a._keys.insert(bisect_left(a._keys, (seg.size, seg.addr)), (seg.size, seg.addr))
@@ -101,8 +106,8 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
         by_block.setdefault(free, []).append(blk)
     if forever:
         out = []
-    for free, live_blocks in by_block.items():
-        _carve(a, free, sorted(live_blocks, key=lambda x: x.addr))
+    for free, live_blocks in by_block.items():  # in address order: each takes the start of what the last left
+        _carve(a, free, live_blocks)
     return out
 
 
