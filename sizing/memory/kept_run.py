@@ -1,5 +1,6 @@
 # A run of allocations freed together but for a few kept blocks, answered without a block per transient: the
-# replay's first backward of a layer whose gradients are large (they stay, everything else the layer makes goes).
+# replay's first backward of a layer whose gradients are large (they stay, everything else the layer makes goes),
+# the optimizer's states (all stay, never freed), and a dry run_free that needs new segments (none stays).
 from __future__ import annotations
 
 from bisect import bisect_left, insort
