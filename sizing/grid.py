@@ -39,13 +39,14 @@ def grid_cell(cfg: RunConfig, name: str, value: int) -> tuple[int, int]:
     """The values [lo, hi] of `name` (max_seq_length or per_device_train_batch_size) around `value` whose
     step_memory carries the same grid replay as value's (the cell step_memory's grid shape puts value in)."""
     offset = virtual_tokens(cfg) if name == "max_seq_length" else 0
-    x = value + offset
-    g = grid(x)  # grid is non-decreasing, grid(y) >= y and grid(g) == g: the cell ends at g
-    lo, hi = 1, x  # the first y with grid(y) == g, by bisection (grid(x) == g)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if grid(mid) < g:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - offset, g - offset
+    g = grid(value + offset)  # grid is non-decreasing, grid(y) >= y and grid(g) == g: the cell ends at g
+    return _previous(g) + 1 - offset, g - offset
+
+
+def _previous(g: int) -> int:
+    """The grid point before the grid point g (0 before 1): the cell of g starts one above it."""
+    if g <= 8:
+        return max(g - 1, 0)
+    k = g.bit_length() - 3
+    m = g >> k  # 4..7
+    return (m - 1) << k if m > 4 else 7 << (k - 1)

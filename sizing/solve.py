@@ -89,7 +89,14 @@ class Sizer:
 
     def fits(self, gpu: Gpu, **change: Any) -> bool:
         """Whether the changed configuration starts on `gpu` and its reserved peak fits it."""
-        return runs_on(self.cfg, gpu) and self.required(gpu, **change) <= usable_bytes(gpu)
+        usable = usable_bytes(gpu)  # the allocated peak first: a probe it refuses needs no replay
+        return (runs_on(self.cfg, gpu) and self.allocated(gpu, change) <= usable
+                and self.required(gpu, **change) <= usable)
+
+    def allocated(self, gpu: Gpu, change: dict[str, Any]) -> int:
+        """The allocated peak of a probe (reserved()'s and required()'s): a lower bound of both, which answers a probe
+        it does not fit without the probe's replay (the reserved peak adds the cache's overhead, at least none)."""
+        return self._memory(gpu, change).peak.total
 
     def _settle(self, gpu: Gpu, name: str, guess: int, high: int) -> int:
         """The largest value of field `name` in [0, high] that fits by the replayed reserved, from a guess:
@@ -117,7 +124,7 @@ class Sizer:
             if cell not in last:
                 seen = probed.setdefault(cell, [])
                 if len(seen) < 2 and v != guess:
-                    seen.append((v, value(v) <= usable))
+                    seen.append((v, self.allocated(gpu, {name: v}) <= usable and value(v) <= usable))
                     return seen[-1][1]
                 a = max([lo - 1, *(x for x, fit in seen if fit)])
                 b = min([hi + 1, *(x for x, fit in seen if not fit)])

@@ -12,7 +12,7 @@ from .frameworks import rope_tables
 from .grid import grid, virtual_tokens
 from .memory.adapters import trainable
 from .memory.allocator import round_up
-from .memory.backward_trace import SavedBySeq, Walk
+from .memory.backward_trace import HeadNorm, SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
@@ -147,9 +147,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _FIXED.clear()
         walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
         saved = SavedBySeq(arch, reg, tr, cfg.r)  # and what a layer saves, by sequence length
-        base = _BASE[key] = reg, arch, tr, w, grad_elem, opt, load, walk, saved
-    reg, arch, tr, w, grad_elem, opt, load, walk, saved = base
-    grads = tr.params * grad_elem
+        norm = HeadNorm(arch, reg, tr, cfg.r)  # and the final norm's backward
+        base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved, norm  # params: summed once
+    reg, arch, tr, params, w, grad_elem, opt, load, walk, saved, norm = base
+    grads = params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
     ls = _SAVED.get((key, seq))
@@ -165,7 +166,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
     shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
-    hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem)
+    hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept
     # input itself (an fp32 residual stream's first norm saves it uncast: LayerSaved.input_per_token), unless
@@ -187,7 +188,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     # V x H gradients out of place, so two more V x H tensors than the final gradient are alive for a moment
     # (the two inputs and their sum; measured with real and fake tensors, tests/physics/test_fullscale_oracle.py).
     tied_grad = 2 * arch.vocab * arch.hidden * grad_elem if reg.full and arch.tied_embeddings else 0
-    layer_adapter = (tr.params * reg.adapter // arch.layers) if cfg.is_peft else 0
+    layer_adapter = (params * reg.adapter // arch.layers) if cfg.is_peft else 0
     kept_logits = kept_cache = 0
     if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
         # transformers < 4.46 returned the fp32 upcast in out.logits (frameworks.hf_logits)
@@ -236,7 +237,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered)
     detail = {
-        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": tr.params,
+        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": params,
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
         "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak + reentrant_output,

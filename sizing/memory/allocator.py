@@ -158,10 +158,16 @@ class CachingAllocator:
     def run_free(self, requests: tuple[int, ...], keep: int = 0) -> None:
         """malloc_free_all of the sizes `requests` was planned from (plan()); keep: bytes of its small requests
         that stay allocated (small tensors made among the transients and kept: a layer's gradients)."""
-        if self.dry and self._dry_run_free(requests):
-            self.allocated += keep
-            self.small_live += keep
-            return
+        if self.dry:
+            if self._dry_run_free(requests):
+                self.allocated += keep
+                self.small_live += keep
+                return
+            if not keep and not self.expandable:  # new segments: still without a block per request
+                from .kept_run import run_keep  # kept_run builds on this module
+
+                run_keep(self, requests, (False,) * len(requests))
+                return
         large, small = self._large, self._small
         blocks = []
         gone = -keep

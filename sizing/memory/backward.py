@@ -245,6 +245,11 @@ def head_norm_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, s
     """The final norm's backward after the LM head's: the head input's gradient and the norm's fp32
     transients, above the saved tensors (the decoder's are all still alive)."""
     la = _Layer(arch, reg, tr, r, seq, tokens)
-    g = la.s.alloc(tokens * arch.hidden * la.walker.norm_out(reg.resid))
-    la.norm(g, arch.hidden, reg.resid)
+    head_norm_walk(la)
     return la.s.peak
+
+
+def head_norm_walk(la: _Layer) -> None:
+    """Run head_norm_backward's ops on la's simulator (memory/backward_trace.py runs them on symbols)."""
+    g = la.s.alloc(la.n * la.arch.hidden * la.walker.norm_out(la.reg.resid))
+    la.norm(g, la.arch.hidden, la.reg.resid)

@@ -25,11 +25,14 @@ class Head:
 
 
 def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
-         grad_bytes: int) -> Head:
+         grad_bytes: int, norm_backward: int | None = None) -> Head:
     """The head's and the loss's tensors; the backward's extra is the larger of the loss backward's and the
-    final norm's backward (after the head's, with the head's weight gradient made and the loss's saved gone)."""
+    final norm's backward (after the head's, with the head's weight gradient made and the loss's saved gone;
+    norm_backward: head_norm_backward's answer at this shape, when the caller has it)."""
     hd = _head(arch, reg, trainable, r, tokens, seq, grad_bytes)
-    norm = head_norm_backward(arch, reg, trainable, r, seq, tokens) + hd.head_grad_bytes - hd.loss_saved
+    if norm_backward is None:
+        norm_backward = head_norm_backward(arch, reg, trainable, r, seq, tokens)
+    norm = norm_backward + hd.head_grad_bytes - hd.loss_saved
     return replace(hd, backward_extra=max(hd.backward_extra, norm))
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .allocator import CachingAllocator, _Block, plan, round_size
+from .allocator import SMALL_SIZE, CachingAllocator, _Block, plan, round_size
 from .fsdp_init import fsdp1_init
+from .kept_run import run_keep
 from .pool_state import copy_state
 from .wall import CappedAllocator, OutOfMemory, Wall
 
@@ -114,6 +115,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     layer_runs = _layer_runs(r, kept_saved, events)
     event_run = _event_run(events)
     grad_blocks = [round_size(n) for n in r.layer_grads]
+    keep_run = _keep_run(r, kept_saved, event_run) if a.dry and True not in layer_runs else None
     temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
     seen: tuple[object, ...] | None = None  # the previous step's counters and layouts, at its start
@@ -125,7 +127,8 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             # full replay).
             counters = tuple(p.counters() for p in pools)
             if step < STEPS - 1 or (seen is not None and seen[0] == counters):
-                roles = {b: i for i, b in enumerate(grads)}  # gradients: pool a's blocks
+                # gradients: pool a's blocks (a small one lies in no segment: layout never reads it)
+                roles = {b: i for i, b in enumerate(grads) if not b.small}
                 now = (counters, tuple(p.layout(roles if p is a else {}) for p in pools))
                 if now == seen:
                     break
@@ -163,6 +166,15 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 if unit is not None:
                     ag.free(unit)
                 continue
+            if new_grads and keep_run is not None:  # the layer's large gradients kept, the rest one run (kept_run)
+                got = run_keep(a, *keep_run)
+                if got is not None:
+                    large = iter(got)
+                    grads += [next(large) if size > SMALL_SIZE else _Block(size, False, True) for size in grad_blocks]
+                    a.free_all(blocks)
+                    if unit is not None:
+                        ag.free(unit)
+                    continue
             # the recompute makes autocast's weight casts again, saved by the matmuls (ckpt_forward.json)
             recomputed = a.run(kept_saved) if r.checkpoint else []
             tmp = a.malloc(r.backward_transient) if r.backward_transient else None
@@ -185,10 +197,11 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
         if not states_done:
             # torch optimizers create their states lazily in the first step()
             # (kept to the end: run() of their plan, no block per small state)
-            if r.states_per_grad >= 2:  # Adam: exp_avg and exp_avg_sq, each its own tensor
-                a.run(_scaled(grads, r.states_per_grad, True))
-            elif r.states_per_grad:
-                a.run(_scaled(grads, r.states_per_grad, False))
+            if r.states_per_grad:  # Adam (>= 2): exp_avg and exp_avg_sq, each its own tensor
+                states = _scaled(grads, r.states_per_grad, r.states_per_grad >= 2)
+                # never freed: as one run, adjacent states one block (kept_run.run_keep's forever)
+                if not a.dry or run_keep(a, states, (True,) * len(states), forever=True) is None:
+                    a.run(states)
             states_done = True
         if r.temp_per_grad:  # torch._foreach_sqrt(exp_avg_sqs): one result per tensor, freed after the step
             if temps is None or not r.accumulating:  # accumulated gradients are the same blocks every step
@@ -234,6 +247,18 @@ def _event_run(events: list[tuple[bool, int]]) -> tuple[int, ...] | None:
     if all(grow for grow, _ in events[:len(grows)]) and [e for _, e in events[len(grows):]] == list(range(len(grows))):
         return grows
     return None
+
+
+def _keep_run(r: Replay, saved: tuple[int, ...],
+              event_run: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[bool, ...]] | None:
+    """The first backward of a layer whose gradients are not all small (no run of _layer_runs), as kept_run.run_keep's
+    requests and which of them stay (the gradients): the recomputed saved tensors (`saved`: with the layer's
+    constants), the dequantized weight, the gradients, then the events as one run (None: they are not one)."""
+    if event_run is None:
+        return None
+    body = (saved if r.checkpoint else ()) + (plan((r.backward_transient,)) if r.backward_transient else ())
+    grads = plan(r.layer_grads)
+    return body + grads + event_run, (False,) * len(body) + (True,) * len(grads) + (False,) * len(event_run)
 
 
 def _layer_runs(r: Replay, saved: tuple[int, ...],

@@ -14,8 +14,8 @@ from sizing.config import parse_config
 from sizing.errors import SizingError
 from sizing.memory.activations import layer_saved
 from sizing.memory.adapters import trainable
-from sizing.memory.backward import layer_backward
-from sizing.memory.backward_trace import Inexact, SavedBySeq, Sym, Walk, layer_trace
+from sizing.memory.backward import head_norm_backward, layer_backward
+from sizing.memory.backward_trace import HeadNorm, Inexact, SavedBySeq, Sym, Walk, layer_trace
 from sizing.memory.regime import resolve
 
 from .conftest import TINY_LLAMA
@@ -87,6 +87,21 @@ def test_saved_by_seq_equals_the_forward_walk(seed: int) -> None:
         for seq, _batch in _shapes(rng):
             assert saved.at(seq) == layer_saved(arch, reg, tr, cfg.r, seq), (cfg, seq)
         traced += saved.sym is not None
+    assert traced >= 15
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_head_norm_equals_its_walk(seed: int) -> None:
+    """HeadNorm (the final norm's backward traced on the shape's symbols) against head_norm_backward walked op by
+    op at every shape asked, tokens not a multiple of seq and empty shapes included."""
+    rng = random.Random(200 + seed)
+    traced = 0
+    for cfg, arch, reg, tr in _resolved(rng):
+        norm = HeadNorm(arch, reg, tr, cfg.r)
+        for seq, batch in [*_shapes(rng), (100, 2.5), (300, 1 / 300), (1, 0)]:
+            n = int(seq * batch)
+            assert norm.at(seq, n) == head_norm_backward(arch, reg, tr, cfg.r, seq, n), (cfg, seq, n)
+        traced += norm.trace is not None
     assert traced >= 15
 
 

@@ -70,6 +70,18 @@ def test_grid_cell_is_the_set_of_values_with_one_grid_shape() -> None:
                         assert grid.replay_shape(step.with_fields(cfg, **{name: v})) != shape
 
 
+def test_grid_cell_by_brute_force() -> None:
+    """The cell of every value up to 2^17 is the run of consecutive values with its grid shape (grid.grid itself)."""
+    cfg = parse_config({"model_config": dict(TINY_LLAMA), "method": "lora"})
+    start, last = 1, grid.grid(1)
+    for v in range(1, 1 << 17):
+        g = grid.grid(v)
+        if g != last:
+            start, last = v, g
+        assert grid.grid_cell(cfg, BATCH, v) == (start, g), v
+    assert grid.grid_cell(cfg, BATCH, 0) == (1, 0)  # as the bisection it replaces answered (never asked)
+
+
 def test_reserved_peak_never_decreases_within_a_cell() -> None:
     """Every sequence length of every cell up to 1024, and every micro-batch up to 40, on two GPU generations
     (scripts/settle_cells.py runs the same check on the examples' real models, cells of the fit table)."""
