@@ -27,14 +27,20 @@ pytestmark = pytest.mark.physics
 MIXTRAL = dict(model_type="mixtral", vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
                max_position_embeddings=256, tie_word_embeddings=False)
+# Qwen3-MoE: the same fused Qwen3MoeExperts, its own expert width (moe_intermediate_size) and q/k norms
+QWEN3_MOE = dict(model_type="qwen3_moe", vocab_size=256, hidden_size=128, intermediate_size=256,
+                 moe_intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 head_dim=32, num_experts=8, num_experts_per_tok=2, max_position_embeddings=256,
+                 tie_word_embeddings=False, norm_topk_prob=True)
+MODELS = {"mixtral": MIXTRAL, "qwen3_moe": QWEN3_MOE}
 
 
-def _load(prep: bool) -> torch.nn.Module:
+def _load(prep: bool, model: str = "mixtral") -> torch.nn.Module:
     """The tiny Mixtral in NF4 + double quant, loaded as transformers does it; prepared for k-bit training."""
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     torch.manual_seed(0)
-    config = dict(MIXTRAL)
+    config = dict(MODELS[model])
     hf = transformers.AutoConfig.for_model(config.pop("model_type"), **config)
     q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
                            bnb_4bit_compute_dtype=torch.bfloat16)
@@ -59,8 +65,8 @@ def _lora(m: torch.nn.Module) -> torch.nn.Module:
         return get_peft_model(m, LoraConfig(r=8, target_modules="all-linear"))
 
 
-def _detail(framework: str, prep: bool, adapter_dtype: str = "float32") -> dict[str, int]:
-    cfg = load_config({"model_config": dict(MIXTRAL), "method": "qlora", "framework": framework, "r": 8,
+def _detail(framework: str, prep: bool, adapter_dtype: str = "float32", model: str = "mixtral") -> dict[str, int]:
+    cfg = load_config({"model_config": dict(MODELS[model]), "method": "qlora", "framework": framework, "r": 8,
                        "target_modules": "all-linear", "adapter_dtype": adapter_dtype, "torch_dtype": "bfloat16",
                        "bf16": True, "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
                        "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16",
@@ -70,14 +76,15 @@ def _detail(framework: str, prep: bool, adapter_dtype: str = "float32") -> dict[
     return dict(step_memory(cfg, arch, None).detail)
 
 
+@pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("framework", ["transformers", "custom", "trl"])
 @pytest.mark.parametrize("prep", [False, True], ids=["bf16_experts", "prepared_fp32_experts"])
-def test_fused_experts_stay_floating(framework: str, prep: bool) -> None:
-    m = _lora(_load(prep))
+def test_fused_experts_stay_floating(framework: str, prep: bool, model: str) -> None:
+    m = _lora(_load(prep, model))
     measured = sum(p.numel() * p.element_size() for p in m.parameters())
     kinds = {(type(p).__name__, str(p.dtype)) for n, p in m.named_parameters() if "experts" in n and "lora" not in n}
     assert kinds == {("Parameter", "torch.float32" if prep else "torch.bfloat16")}, kinds  # never Params4bit
-    engine = _detail(framework, prep)["param_bytes"]
+    engine = _detail(framework, prep, model=model)["param_bytes"]
     assert engine == measured, f"{framework}: parameters {measured:,} B measured, engine {engine:,} B"
 
 
