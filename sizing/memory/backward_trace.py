@@ -8,6 +8,7 @@
 # Exact (integers, same first-maximum rule as Sim); tests/unit/test_backward_trace.py holds it to the walk.
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import NoReturn
 
@@ -149,15 +150,21 @@ class LayerTrace:
         return LayerBackward(best, (*sizes, *(~i for i in range(len(sizes)))))
 
 
-def layer_trace(arch: Architecture, reg: Regime, tr: Trainable, r: int) -> LayerTrace | None:
-    """The layer backward walked once on the shape's symbols; None when the walk is not linear in them."""
+def _symbolic(run: Callable[[_Layer], object], arch: Architecture, reg: Regime, tr: Trainable,
+              r: int) -> LayerTrace | None:
+    """`run` (a walk over one layer's ops) once on the shape's symbols; None when it is not linear in them."""
     sim = _Tracer()
     n, ns, rows, seq = Sym((0, 1, 0, 0, 0)), Sym((0, 0, 1, 0, 0)), Sym((0, 0, 0, 1, 0)), Sym((0, 0, 0, 0, 1))
     try:
-        walk(_Layer(arch, reg, tr, r, seq, n, sim=sim, ns=ns, rows=rows))
+        run(_Layer(arch, reg, tr, r, seq, n, sim=sim, ns=ns, rows=rows))
     except Inexact:
         return None
     return LayerTrace(sim.moments, (arch, reg, tr, r))
+
+
+def layer_trace(arch: Architecture, reg: Regime, tr: Trainable, r: int) -> LayerTrace | None:
+    """The layer backward walked once on the shape's symbols; None when the walk is not linear in them."""
+    return _symbolic(walk, arch, reg, tr, r)
 
 
 class Walk:
@@ -212,13 +219,7 @@ class HeadNorm:
 
 def _head_norm_trace(arch: Architecture, reg: Regime, tr: Trainable, r: int) -> LayerTrace | None:
     """head_norm_walk on the shape's symbols (LayerTrace's moments: its at() gives the peak); None when not linear."""
-    sim = _Tracer()
-    n, ns, rows, seq = Sym((0, 1, 0, 0, 0)), Sym((0, 0, 1, 0, 0)), Sym((0, 0, 0, 1, 0)), Sym((0, 0, 0, 0, 1))
-    try:
-        head_norm_walk(_Layer(arch, reg, tr, r, seq, n, sim=sim, ns=ns, rows=rows))
-    except Inexact:
-        return None
-    return LayerTrace(sim.moments, (arch, reg, tr, r))
+    return _symbolic(head_norm_walk, arch, reg, tr, r)
 
 
 _SAVED_FIELDS = tuple(f.name for f in fields(LayerSaved))

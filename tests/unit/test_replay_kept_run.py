@@ -49,15 +49,20 @@ def _twins(rng: random.Random, expandable: bool) -> tuple[CachingAllocator, RefA
     live: list[Any] = []
     live_ref: list[Any] = []
     for _ in range(rng.randint(0, 14)):
-        if live and rng.random() < 0.45:
-            i = rng.randrange(len(live))
-            a.free(live.pop(i))
-            ref.free(live_ref.pop(i))
-        else:
-            size = _size(rng)
-            live.append(a.malloc(size))
-            live_ref.append(ref.malloc(size))
+        _same_op(rng, a, ref, live, live_ref)
     return a, ref, live, live_ref
+
+
+def _same_op(rng: random.Random, a: CachingAllocator, ref: RefAllocator, live: list[Any], live_ref: list[Any]) -> None:
+    """One random free (of the same live block) or malloc (of the same size) on both allocators."""
+    if live and rng.random() < 0.45:
+        i = rng.randrange(len(live))
+        a.free(live.pop(i))
+        ref.free(live_ref.pop(i))
+    else:
+        size = _size(rng)
+        live.append(a.malloc(size))
+        live_ref.append(ref.malloc(size))
 
 
 @pytest.mark.parametrize("forever", [False, True])
@@ -94,14 +99,7 @@ def test_run_keep_is_the_mallocs_and_frees(expandable: bool, forever: bool) -> N
         assert _state(a) == _state(ref)
         assert _pool(a, live) == _pool(ref, live_ref)
         for _ in range(12):  # the same future: the pools are alike, not only their counters
-            if live and rng.random() < 0.45:
-                i = rng.randrange(len(live))
-                a.free(live.pop(i))
-                ref.free(live_ref.pop(i))
-            else:
-                size = _size(rng)
-                live.append(a.malloc(size))
-                live_ref.append(ref.malloc(size))
+            _same_op(rng, a, ref, live, live_ref)
             assert _state(a) == _state(ref)
             assert _pool(a, live) == _pool(ref, live_ref)
     assert ran > 300
