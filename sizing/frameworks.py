@@ -51,6 +51,10 @@ class Profile:
     # (torch/distributed/_composable/fsdp/_fsdp_collectives.py foreach_all_gather_copy_out: split_with_sizes_copy
     # after waiting for the all-gather); FSDP1's flat parameter is gathered in place and viewed (no copy).
     fsdp2: bool = False
+    # transformers 5 stores a MoE layer's experts as fused 3-D parameters (MixtralExperts gate_up_proj / down_proj,
+    # run by grouped_mm) and the router as a bare weight; 4.x had an nn.ModuleList of nn.Linear experts and an
+    # nn.Linear router (models/mixtral/modeling_mixtral.py v4.46.0 MixtralBlockSparseTop2MLP): memory/weights.py
+    fused_experts: bool = False
 
 
 # transformers.Trainer: compute_loss returns the loss and drops `outputs` before backward (trainer.py
@@ -59,13 +63,13 @@ class Profile:
 # >= 4.46; accelerate accelerator.py no_sync: FSDP1 module.no_sync(), FSDP2 set_requires_gradient_sync(False)), so
 # every GPU holds the whole unsharded gradients until the window's last backward (torch FSDP no_sync docstring:
 # "FSDP will accumulate the full model gradients (instead of gradient shards)").
-HF = Profile("transformers", fsdp_no_sync=True)
+HF = Profile("transformers", fsdp_no_sync=True, fused_experts=True)
 # A plain loop `out = model(**batch); out.loss.backward(); optimizer.step()` (the PEFT MetaMathQA harness,
 # method_comparison/MetaMathQA/run.py): `out` keeps out.logits through backward and the optimizer step,
 # and until the next `out = model(...)` has returned; without use_cache=False it also keeps the DynamicCache
 # transformers builds from config.use_cache (modeling_llama.py LlamaModel.forward, utils/generic.py
 # merge_with_config_defaults turns it off only under gradient checkpointing).
-CUSTOM = Profile("custom", keeps_outputs=True)
+CUSTOM = Profile("custom", keeps_outputs=True, fused_experts=True)
 # LitGPT 2024 (config hub benchmarks): fused qkv, GQA expanded, out-proj input copied; QLoRA through
 # Fabric's BitsandbytesPrecision with bitsandbytes 0.42 (every nn.Linear, lm_head too, becomes 4-bit).
 # Under FSDP it builds the model on the meta device (finetune/lora.py at 5895df1 l.170:
@@ -135,6 +139,8 @@ def profile(cfg: RunConfig) -> Profile:
             return replace(TORCHTUNE, nf4_layers_cloned=True)
         return TORCHTUNE
     base = CUSTOM if cfg.framework == "custom" else HF
+    if cfg.framework in HF_STACKS and version(cfg) < (5,):
+        base = replace(base, fused_experts=False)
     if cfg.framework in HF_STACKS and version(cfg) < BNB_FREES_4BIT_INPUT:
         return replace(base, holds_4bit_inputs=True)
     return base

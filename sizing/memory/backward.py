@@ -14,6 +14,7 @@ from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
 from .adapters import Trainable
 from .backward_ops import Ops
 from .regime import Regime
+from .weights import grouped_experts, kept_bytes
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,10 @@ class _Layer(Ops):
             width = lin.in_features
             g = g_out[lin.name]()
             parts: list[int] = []
-            if lin.name in self.walker.targets:
+            wrapped = lin.name in self.walker.targets and grouped_experts(lin, reg)
+            if wrapped:  # PEFT's ParamWrapper: no lora_B(lora_A(x)) path, the experts' own weights' gradients below
+                left -= saves and not reg.full
+            elif lin.name in self.walker.targets:
                 scaled = s.alloc(n * lin.out_features * c)  # lora_B(...) * scaling
                 s.alloc(self.r * lin.out_features * reg.adapter, replay=False)  # lora_B.weight.grad
                 mid = s.alloc(n * self.r * c)
@@ -59,6 +63,17 @@ class _Layer(Ops):
             if reg.full:
                 s.alloc(lin.params * reg.weight, replay=False)  # weight.grad
             parts.append(s.alloc(n * width * c))  # grad_output @ W
+            if wrapped:
+                # grouped_mm's gradient of the merged weight (W + lora_B @ lora_A, in the experts' dtype), made with
+                # the input's, gate and up as one fused gate_up_proj (the gate's turn, the later one); the
+                # parametrization's backward then turns it into lora_A's and lora_B's gradients (measured:
+                # tests/physics/test_layer_backward.py)
+                share = self.fused_halves.get(lin.name, 1)
+                if share:
+                    merged = s.alloc(share * lin.params * kept_bytes(reg))
+                    s.release(share * lin.params * kept_bytes(reg))  # the saved merged weight, its node done
+                    s.free(merged)
+                s.alloc(self.r * (width + lin.out_features) * lin.count * reg.adapter, replay=False)
             s.free(g)
             left -= saves and reg.full
             if x_saved and saves and left == 0:
@@ -96,8 +111,15 @@ class _Layer(Ops):
         tokens = n * arch.experts_per_token if arch.experts else n  # [APPROX] experts: routed tokens
         inter = arch.intermediate
         n0, self.n = self.n, tokens
-        down = self.walker.by_source(MLP_MID) or [lin for lin in arch.linears if lin.feeds_from == MLP_MID][:1]
-        ups = self.walker.by_source(MLP_IN) or [lin for lin in arch.linears if lin.feeds_from == MLP_IN][:2]
+        if arch.experts:  # the routed experts' projections (count > 1), not the router (its own small backward)
+            routed = [lin for lin in arch.linears if lin.count > 1]
+            down = [lin for lin in routed if lin.feeds_from == MLP_MID][:1]
+            ups = [lin for lin in routed if lin.feeds_from == MLP_IN][:2]
+            if len(ups) == 2 and grouped_experts(ups[0], self.reg):  # transformers 5: one gate_up_proj
+                self.fused_halves = {ups[0].name: 2, ups[1].name: 0}
+        else:
+            down = self.walker.by_source(MLP_MID) or [lin for lin in arch.linears if lin.feeds_from == MLP_MID][:1]
+            ups = self.walker.by_source(MLP_IN) or [lin for lin in arch.linears if lin.feeds_from == MLP_IN][:2]
         mid_saved = self.reg.full or any(lin.name in self.walker.targets for lin in down)
         gm = self.linears(down, {lin.name: lambda: s.alloc(0) for lin in down}, gb, mid_saved)
         w = tokens * inter * gb

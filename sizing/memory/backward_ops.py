@@ -57,6 +57,7 @@ class Ops:
         # padded rows (batch * seq rounded up to 128); a trace passes them as symbols (memory/backward_trace.py).
         self.ns = n * seq if ns is None else ns
         self.rows = rows
+        self.fused_halves: dict[str, int] = {}  # a fused weight's gradient, counted at one half's turn (MoE)
 
     def accumulate(self, a: int, b: int, size: int) -> int:
         out = self.s.alloc(size)  # out-of-place sum of two gradients of one tensor

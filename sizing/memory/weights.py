@@ -109,14 +109,14 @@ def quantized_linear(lin: Linear, reg: Regime, adapted: frozenset[str]) -> bool:
     tests/physics/test_moe_weights.py)."""
     if not reg.quant or (reg.profile.quantize_only_adapted and lin.name not in adapted):
         return False
-    return lin.nn_linear or reg.profile.name not in HF_STACKS
+    return lin.nn_linear or not reg.profile.fused_experts
 
 
 def grouped_experts(lin: Linear, reg: Regime) -> bool:
     """transformers 5's fused experts: their default grouped_mm (integrations/moe.py _grouped_mm, 5.24) is not
     autocast-enabled and casts its input to the weights' dtype, so no bf16 copy of an fp32 expert weight is made and
     the experts' GEMMs run in the weights' dtype (measured: tests/physics/test_moe_weights.py)."""
-    return not lin.nn_linear and lin.count > 1 and reg.profile.name in HF_STACKS
+    return not lin.nn_linear and lin.count > 1 and reg.profile.fused_experts
 
 
 def kept_bytes(reg: Regime) -> int:

@@ -348,6 +348,83 @@ class LiveMem(TorchDispatchMode):
         return out
 
 
+class _OpTrace(LiveMem):
+    """LiveMem that remembers the live bytes after every op once switched on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on = False
+        self.after: list[int] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if self.on:
+            self.after.append(self.cur)
+        return out
+
+
+def layer_backward_peak(m, index: int, inputs: dict, autocast: bool) -> int:
+    """One training step of model m (in train mode) on `inputs`; the live tensor bytes from the moment the gradient
+    of decoder layer `index`'s output exists until its input's gradient does: the high-water mark above the bytes
+    live at the start, plus the incoming gradient itself (tests/physics/test_layer_backward.py says what that
+    includes)."""
+    m.train()
+    layer = [mod for mod in m.modules() if type(mod).__name__.endswith("DecoderLayer")][index]
+    tr = _OpTrace()
+    marks: dict[str, int] = {}
+    first = [True]
+
+    def start(g: torch.Tensor) -> None:  # the gradient of the layer's output exists: its backward begins
+        marks.setdefault("start", len(tr.after))
+        marks.setdefault("base", tr.cur)
+        marks.setdefault("grad_in", g.untyped_storage().nbytes())
+
+    def end(_g: torch.Tensor) -> None:  # the gradient of its input exists: its backward is over
+        marks.setdefault("end", len(tr.after))
+
+    def hooks(_mod, args, kwargs, out):
+        if not first[0]:
+            return  # the recompute under checkpointing runs the forward again
+        first[0] = False
+        (out[0] if isinstance(out, tuple) else out).register_hook(start)
+        kwargs.get("hidden_states", args[0] if args else None).register_hook(end)
+
+    layer.register_forward_hook(hooks, with_kwargs=True)
+    for t in list(m.parameters()) + list(m.buffers()) + list(inputs.values()):
+        tr.add(t)
+    gc.collect()
+    with tr:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            out = m(**inputs)
+        loss = out.loss
+        del out
+        gc.collect()
+        tr.on = True
+        loss.backward()
+    return max(tr.after[marks["start"]:marks["end"]]) - marks["base"] + marks["grad_in"]
+
+
+def engine_layer_backward(cfg: dict) -> int:
+    """The engine's figure for layer_backward_peak on the CPU: detail["layer_backward_bytes"], plus, when
+    checkpointed, the layer's recomputed saved bytes and per-layer constant less the kept input itself (which
+    step.py adds the same way: with an fp32 residual stream the input norm's fp32 input is the checkpoint's kept
+    tensor)."""
+    from sizing import estimate, load_config
+    from sizing.catalog import resolve_architecture
+    from sizing.memory.activations import layer_saved
+    from sizing.memory.adapters import trainable
+    from sizing.memory.regime import resolve
+
+    d = estimate(cfg, backend="cpu").detail
+    if not cfg.get("gradient_checkpointing"):
+        return d["layer_backward_bytes"]
+    run = load_config(cfg)
+    arch, _ = resolve_architecture(run.model, run.model_config)
+    kept = layer_saved(arch, resolve(run, arch, "cpu"), trainable(run, arch), run.r, run.max_seq_length)
+    recomputed = (d["layer_saved_bytes_per_token"] - kept.input_per_token) * d["tokens"] + d["layer_constant_bytes"]
+    return d["layer_backward_bytes"] + recomputed
+
+
 # ----------------------------------------------------------------------------------------------
 # Saved-for-backward recorder, attributed to the decoder layer whose forward saved the tensor
 

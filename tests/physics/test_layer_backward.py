@@ -15,7 +15,6 @@ not modelled op by op); every bf16/fp32 case without it agreed to the byte or wi
 
 from __future__ import annotations
 
-import gc
 import warnings
 
 import pytest
@@ -27,11 +26,7 @@ import harness  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from sizing import estimate, load_config  # noqa: E402
-from sizing.catalog import resolve_architecture  # noqa: E402
-from sizing.memory.activations import layer_saved  # noqa: E402
-from sizing.memory.adapters import trainable  # noqa: E402
-from sizing.memory.regime import resolve  # noqa: E402
+from sizing import estimate  # noqa: E402
 
 pytestmark = pytest.mark.physics
 TOL = 0.02
@@ -44,21 +39,6 @@ _MISTRAL = {**harness.MODEL_CONFIGS["llama"], "model_type": "mistral", "sliding_
 def _model_config(style: str) -> dict:
     base = _MISTRAL if style == "mistral" else harness.MODEL_CONFIGS[style]
     return {**base, "vocab_size": 64}
-
-
-class _OpTrace(harness.LiveMem):
-    """LiveMem that remembers the live bytes after every op once switched on."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.on = False
-        self.after: list[int] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = super().__torch_dispatch__(func, types, args, kwargs)
-        if self.on:
-            self.after.append(self.cur)
-        return out
 
 
 def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype, reentrant: bool = False) -> int:
@@ -74,41 +54,7 @@ def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype,
         m = get_peft_model(m, lc, autocast_adapter_dtype=method == "lora_fp32")
         if ckpt:
             m.enable_input_require_grads()
-    m.train()
-    layer = [mod for mod in m.modules() if type(mod).__name__.endswith("DecoderLayer")][LAYER]
-    tr = _OpTrace()
-    marks: dict[str, int] = {}
-    first = [True]
-
-    def start(g: torch.Tensor) -> None:  # the gradient of the layer's output exists: its backward begins
-        marks.setdefault("start", len(tr.after))
-        marks.setdefault("base", tr.cur)
-        marks.setdefault("grad_in", g.untyped_storage().nbytes())
-
-    def end(_g: torch.Tensor) -> None:  # the gradient of its input exists: its backward is over
-        marks.setdefault("end", len(tr.after))
-
-    def hooks(_mod, args, kwargs, out):
-        if not first[0]:
-            return  # the recompute under checkpointing runs the forward again
-        first[0] = False
-        (out[0] if isinstance(out, tuple) else out).register_hook(start)
-        kwargs.get("hidden_states", args[0] if args else None).register_hook(end)
-
-    layer.register_forward_hook(hooks, with_kwargs=True)
-    inputs = harness.make_inputs(64)
-    for t in list(m.parameters()) + list(m.buffers()) + list(inputs.values()):
-        tr.add(t)
-    gc.collect()
-    with tr:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
-            out = m(**inputs)
-        loss = out.loss
-        del out
-        gc.collect()
-        tr.on = True
-        loss.backward()
-    return max(tr.after[marks["start"]:marks["end"]]) - marks["base"] + marks["grad_in"]
+    return harness.layer_backward_peak(m, LAYER, harness.make_inputs(64), autocast=dtype == torch.bfloat16)
 
 
 def _engine(style: str, method: str, attn: str, ckpt: bool, dtype: str) -> int:
@@ -119,12 +65,7 @@ def _engine(style: str, method: str, attn: str, ckpt: bool, dtype: str) -> int:
     if method.startswith("lora"):
         cfg.update({"r": harness.LORA_R, "lora_alpha": harness.LORA_ALPHA, "target_modules": "all-linear",
                     "adapter_dtype": "float32" if method == "lora_fp32" else dtype})
-    d = estimate(cfg, backend="cpu").detail
-    run = load_config(cfg)
-    arch, _ = resolve_architecture(run.model, run.model_config)
-    kept = layer_saved(arch, resolve(run, arch, "cpu"), trainable(run, arch), run.r, harness.S).input_per_token
-    recomputed = (d["layer_saved_bytes_per_token"] - kept) * d["tokens"] + d["layer_constant_bytes"] if ckpt else 0
-    return d["layer_backward_bytes"] + recomputed
+    return harness.engine_layer_backward(cfg)
 
 
 CASES = [
