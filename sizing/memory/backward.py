@@ -121,7 +121,9 @@ class _Layer(Ops):
             down = self.walker.by_source(MLP_MID) or [lin for lin in arch.linears if lin.feeds_from == MLP_MID][:1]
             ups = self.walker.by_source(MLP_IN) or [lin for lin in arch.linears if lin.feeds_from == MLP_IN][:2]
         mid_saved = self.reg.full or any(lin.name in self.walker.targets for lin in down)
-        gm = self.linears(down, {lin.name: lambda: s.alloc(0) for lin in down}, gb, mid_saved)
+        out_grad = self.routed_output(n, tokens) if self.fused_halves else 0
+        gm = self.linears(down, {lin.name: (lambda: out_grad) if out_grad else (lambda: s.alloc(0)) for lin in down},
+                          gb, mid_saved)
         w = tokens * inter * gb
         if arch.gated_mlp and len(ups) >= 2:
             g_act, g_up = s.alloc(w), s.alloc(w)  # grad * u, grad * act(g)
@@ -152,6 +154,28 @@ class _Layer(Ops):
             s.free(gx)
             gx = back
         return gx
+
+    def routed_output(self, n: int, routes: int) -> int:
+        """transformers 5 grouped_mm_experts_forward's tail, backward, from the block's output gradient (the caller's):
+        .to(dtype) after the top-k sum (fp32 under autocast), the index by the inverse sort, the routing weights'
+        multiply (fp32 weights: weighted_out is fp32); returns the experts' output gradient, in their dtype
+        (measured: tests/physics/test_moe_weights.py)."""
+        s, h, eb = self.s, self.arch.hidden, kept_bytes(self.reg)
+        up = s.alloc(n * h * 4) if self.reg.compute != 4 else None  # the sum's fp32 gradient
+        expanded = s.alloc(routes * h * 4)  # expanded over the top-k, made contiguous
+        if up is not None:
+            s.free(up)
+        zeros = s.alloc(routes * h * 4)  # index backward: zeros, then index_put
+        put = s.alloc(routes * h * 4)
+        s.free(zeros, expanded)
+        by_w = s.alloc(routes * h * 4)  # grad * weights: the experts' output gradient, in fp32
+        for_w = s.alloc(routes * h * 4)  # grad * output, reduced over h: the weights' gradient
+        out = s.alloc(routes * h * eb) if eb != 4 else by_w  # to the experts' dtype
+        s.free(for_w, put)
+        if out != by_w:
+            s.free(by_w)
+        s.release(routes * h * eb + routes * 4)  # the experts' output and the weights, saved by the multiply
+        return out
 
     def attention(self, g: int, ab: int, qb: int) -> int:
         """Attention's backward from the o_proj output gradient g (not freed); returns the gradient of its

@@ -154,19 +154,26 @@ def test_dropout_on_fused_experts_is_refused_by_peft_and_warned(dropout: float) 
     assert (refused, warned) == (dropout > 0, dropout > 0)
 
 
-# Few tokens and wide experts: the experts' weight gradients are most of a layer's backward here (the routed tokens'
-# own bookkeeping, sort and scatter, is not walked op by op: it is a few per cent at this shape)
+# Few tokens and wide experts: the experts' weight gradients are most of a layer's backward; many tokens and narrow
+# experts: the routed tokens' gradients (the top-k sum, the inverse sort, the fp32 routing weights' multiply) are most
+# of it
 WIDE = {**MIXTRAL, "vocab_size": 64, "intermediate_size": 512, "num_local_experts": 8, "num_hidden_layers": 4}
+NARROW = {**MIXTRAL, "vocab_size": 64, "num_hidden_layers": 4}
+# (config, batch, sequence, tolerance): the wide LoRA case is 12 % over (the LoRA gradients' own ops are not walked)
+SHAPES = [(WIDE, 1, 16, 0.15), (NARROW, 2, 256, 0.05)]
 
 
+@pytest.mark.parametrize("shape", SHAPES, ids=["wide-16", "narrow-512"])
 @pytest.mark.parametrize(("method", "ckpt"), [("full", False), ("lora", False), ("lora", True)])
-def test_layer_backward_holds_the_experts_weight_gradients(method: str, ckpt: bool) -> None:
-    """Decoder layer 2's backward on 16 tokens: full fine-tuning makes each expert weight's gradient; PEFT's
-    ParamWrapper makes the merged weight's (gate_up's 3-D tensor whole), which its parametrization turns into
-    lora_A's and lora_B's before the next projection's, and the merged weight saved for it goes with its node."""
+def test_layer_backward_holds_the_experts_weight_gradients(method: str, ckpt: bool, shape: tuple) -> None:
+    """Decoder layer 2's backward: the routed output's gradient (fp32, as the routing weights), then full
+    fine-tuning makes each expert weight's gradient; PEFT's ParamWrapper makes the merged weight's (gate_up's 3-D
+    tensor whole), which its parametrization turns into lora_A's and lora_B's before the next projection's, and the
+    merged weight saved for it goes with its node."""
     import harness
 
-    config = dict(WIDE)
+    base, batch, seq, tol = shape
+    config = dict(base)
     torch.manual_seed(0)
     m = transformers.AutoModelForCausalLM.from_config(
         transformers.AutoConfig.for_model(config.pop("model_type"), **config), attn_implementation="sdpa")
@@ -182,7 +189,7 @@ def test_layer_backward_holds_the_experts_weight_gradients(method: str, ckpt: bo
                                autocast_adapter_dtype=False)
         if ckpt:
             m.enable_input_require_grads()
-    ids = torch.randint(0, WIDE["vocab_size"], (1, 16), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(0, base["vocab_size"], (batch, seq), generator=torch.Generator().manual_seed(1))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -191,11 +198,11 @@ def test_layer_backward_holds_the_experts_weight_gradients(method: str, ckpt: bo
             measured = harness.layer_backward_peak(m, 2, {"input_ids": ids, "labels": ids.clone()}, autocast=True)
     finally:
         torch.set_num_threads(threads)
-    cfg = {"model_config": dict(WIDE), "method": method, "torch_dtype": "bfloat16", "bf16": True,
-           "max_seq_length": 16, "per_device_train_batch_size": 1, "packing": True, "gradient_checkpointing": ckpt,
+    cfg = {"model_config": dict(base), "method": method, "torch_dtype": "bfloat16", "bf16": True,
+           "max_seq_length": seq, "per_device_train_batch_size": batch, "packing": True, "gradient_checkpointing": ckpt,
            "attn_implementation": "sdpa"}
     if method == "lora":
         cfg.update({"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear",
                     "adapter_dtype": "bfloat16"})
     engine = harness.engine_layer_backward(cfg)
-    assert abs(engine - measured) <= 0.15 * measured, (measured, engine)
+    assert abs(engine - measured) <= tol * measured, (measured, engine)
