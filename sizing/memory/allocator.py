@@ -28,6 +28,11 @@ def round_size(size: int) -> int:
     return max(MIN_BLOCK, -(-size // MIN_BLOCK) * MIN_BLOCK)
 
 
+def small_growth(live: int, peak: int) -> int:
+    """Bytes of the 2 MiB small-pool segments a small pool holding `live` bytes has beyond one that held `peak`."""
+    return (-(-live // SMALL_BUFFER) - -(-peak // SMALL_BUFFER)) * SMALL_BUFFER
+
+
 def segment_size(size: int) -> int:
     """get_allocation_size(): the cudaMalloc a request causes when no cached block fits it."""
     if size <= SMALL_SIZE:
@@ -203,7 +208,7 @@ class CachingAllocator:
             live, small_peak = self.small_live + small, self.small_peak
             if live <= small_peak:
                 return True
-            reserved = self.reserved + (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+            reserved = self.reserved + small_growth(live, small_peak)
             if reserved <= self.peak_needed:
                 self.reserved, self.small_peak = reserved, live
                 if reserved > self.peak_reserved:
@@ -235,8 +240,7 @@ class CachingAllocator:
             self.peak_allocated = top
         live, small_peak = self.small_live + small, self.small_peak
         if live > small_peak:  # the small pool grew, last at the last small request
-            self.reserved = reserved = self.reserved + (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) \
-                * SMALL_BUFFER
+            self.reserved = reserved = self.reserved + small_growth(live, small_peak)
             self.small_peak = live
             if reserved > self.peak_reserved:
                 self.peak_reserved = reserved
@@ -263,7 +267,7 @@ class CachingAllocator:
         # block bookkeeping for LoRA's many small tensors is what keeps a replay fast.
         self.allocated += size
         self.small_live += size
-        if self.small_live > self.small_peak:
+        if self.small_live > self.small_peak:  # small_growth inlined: once per small request
             self.reserved += -(-self.small_live // SMALL_BUFFER) * SMALL_BUFFER - -(-self.small_peak // SMALL_BUFFER) \
                 * SMALL_BUFFER
             self.small_peak = self.small_live

@@ -111,19 +111,21 @@ class _Layer(Ops):
         tokens = n * arch.experts_per_token if arch.experts else n  # [APPROX] experts: routed tokens
         inter = arch.intermediate
         n0, self.n = self.n, tokens
+        grouped = False  # transformers 5's fused experts (grouped_mm_experts_forward)
         if arch.experts:  # the routed experts' projections (count > 1), not the router (its own small backward)
             routed = [lin for lin in arch.linears if lin.count > 1]
             down = [lin for lin in routed if lin.feeds_from == MLP_MID][:1]
             ups = [lin for lin in routed if lin.feeds_from == MLP_IN][:2]
-            if len(ups) == 2 and grouped_experts(ups[0], self.reg):  # transformers 5: one gate_up_proj
+            grouped = bool(down) and grouped_experts(down[0], self.reg)
+            if grouped and len(ups) == 2:  # one gate_up_proj
                 self.fused_halves = {ups[0].name: 2, ups[1].name: 0}
         else:
             down = self.walker.by_source(MLP_MID) or [lin for lin in arch.linears if lin.feeds_from == MLP_MID][:1]
             ups = self.walker.by_source(MLP_IN) or [lin for lin in arch.linears if lin.feeds_from == MLP_IN][:2]
         mid_saved = self.reg.full or any(lin.name in self.walker.targets for lin in down)
-        out_grad = self.routed_output(n, tokens) if self.fused_halves else 0
-        gm = self.linears(down, {lin.name: (lambda: out_grad) if out_grad else (lambda: s.alloc(0)) for lin in down},
-                          gb, mid_saved)
+        out_grad = self.routed_output(n, tokens) if grouped else None  # else the caller's g stands for it
+        gm = self.linears(down, {lin.name: lambda: s.alloc(0) if out_grad is None else out_grad for lin in down}, gb,
+                          mid_saved)
         w = tokens * inter * gb
         if arch.gated_mlp and len(ups) >= 2:
             g_act, g_up = s.alloc(w), s.alloc(w)  # grad * u, grad * act(g)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from .allocator import SMALL_BUFFER, SMALL_SIZE, CachingAllocator, _Block, segment_size
+from .allocator import SMALL_SIZE, CachingAllocator, _Block, segment_size, small_growth
 
 
 def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, ...],
@@ -72,15 +72,14 @@ def run_keep(a: CachingAllocator, requests: tuple[int, ...], kept: tuple[bool, .
     if taken is not None:  # reserved (the small pool as it then stood) less the cached whole segments not yet taken
         small_then, grown_then, whole_then = taken
         live = live0 + small_then
-        pool = (-(-live // SMALL_BUFFER) - -(-a.small_peak // SMALL_BUFFER)) * SMALL_BUFFER if live > a.small_peak \
-            else 0
+        pool = small_growth(live, a.small_peak) if live > a.small_peak else 0
         needed = a.reserved + grown_then + pool - a.cached_whole + whole_then
     top = a.allocated + large + small
     if top > a.peak_allocated:
         a.peak_allocated = top
     live, small_peak = a.small_live + small, a.small_peak
     if live > small_peak:
-        a.reserved += (-(-live // SMALL_BUFFER) - -(-small_peak // SMALL_BUFFER)) * SMALL_BUFFER
+        a.reserved += small_growth(live, small_peak)
         a.small_peak = live
     a.reserved += grown
     a._end = end

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .allocator import SMALL_BUFFER, CachingAllocator, _Block
+from .allocator import CachingAllocator, _Block, small_growth
 
 # What is modelled (c10/cuda/CUDACachingAllocator.cpp at v2.13.0, DeviceCachingAllocator::malloc):
 #   block_found = alloc_block(params, false)                        a new segment, if the card has room
@@ -74,8 +74,8 @@ class CappedAllocator(CachingAllocator):
 
     def _small(self, size: int) -> _Block:
         live = self.small_live + size
-        if -(-live // SMALL_BUFFER) > -(-self.small_peak // SMALL_BUFFER):  # new 2 MiB small segments
-            self.wall.grow(lambda: (-(-live // SMALL_BUFFER) - -(-self.small_peak // SMALL_BUFFER)) * SMALL_BUFFER)
+        if small_growth(live, self.small_peak) > 0:  # new 2 MiB small segments
+            self.wall.grow(lambda: small_growth(live, self.small_peak))
         return super()._small(size)
 
     def release(self) -> None:
@@ -93,6 +93,5 @@ class CappedAllocator(CachingAllocator):
             self._keys[:] = kept  # in place: a malloc that led here holds the list (CachingAllocator._large)
         # The small pool packs its blocks (CachingAllocator._small): its free segments are those above the live
         # bytes, and release_blocks(small_blocks) frees them; its peak restarts from what is live.
-        free_small = -(-self.small_peak // SMALL_BUFFER) - -(-self.small_live // SMALL_BUFFER)
-        self.reserved -= free_small * SMALL_BUFFER
+        self.reserved -= small_growth(self.small_peak, self.small_live)
         self.small_peak = self.small_live

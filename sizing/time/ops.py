@@ -37,7 +37,7 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
            kernel: str) -> list[Op]:
     e, layers = reg.compute, arch.layers
     ops: list[Op] = []
-    targets = {lin.name for lin in tr.targets}
+    targets = frozenset(lin.name for lin in tr.targets)
     a = reg.adapter if reg.adapter and not reg.autocast else e  # adapter math dtype
     # Non-reentrant checkpointing (transformers 5 and torchtune default) stops recomputing once the last saved
     # tensor is back: the layer's last GEMM (its base, or lora_B when adapted) is not recomputed; a FLOP count
@@ -46,7 +46,7 @@ def _layer(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, token
     for lin in arch.linears:
         per_expert = max(1, round(tokens * lin.active / lin.count)) if lin.count > 1 else tokens
         n = layers * lin.count
-        quant = quantized_linear(lin, reg, frozenset(targets)) and not reg.full
+        quant = quantized_linear(lin, reg, targets) and not reg.full
         stored = kept_bytes(reg)  # a weight the run does not quantize (fused experts on a 4-bit HF run too)
         w = e if quant else stored  # a quantized weight reaches the GEMM dequantized to the compute dtype
         grouped = grouped_experts(lin, reg) and not quant  # GEMMs in the experts' own dtype, no weight cast
