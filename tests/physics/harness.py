@@ -270,16 +270,17 @@ class Live(TorchDispatchMode):
 """
 
 # The launcher of the two-rank probes, appended to a probe script that defines
-# `main(rank, world, out, port, *args)`: one free port chosen by the parent for both ranks, the output path
-# and each further command-line argument (JSON, see run_probe) handed to every rank.
+# `main(rank, world, out, init, *args)`: the ranks meet through a file store next to the output (init is its
+# file:// URL), the output path and each further command-line argument (JSON, see run_probe) handed to every
+# rank. A file, not a TCP port: a port the parent picks and frees can be taken by another probe's gloo
+# listener before rank 0 binds it, and two probes running side by side then abort each other (SIGABRT,
+# "terminate called without an active exception", seen once in CI).
 SPAWN_MAIN = """
 if __name__ == "__main__":
-    import json, socket, sys
+    import json, sys
     import torch.multiprocessing
-    with socket.socket() as _s:  # a free port, chosen once by the parent for both ranks
-        _s.bind(("127.0.0.1", 0))
-        _port = str(_s.getsockname()[1])
-    torch.multiprocessing.spawn(main, args=(2, sys.argv[1], _port, *(json.loads(a) for a in sys.argv[2:])), nprocs=2)
+    _init = "file://" + sys.argv[1] + ".store"
+    torch.multiprocessing.spawn(main, args=(2, sys.argv[1], _init, *(json.loads(a) for a in sys.argv[2:])), nprocs=2)
 """
 
 

@@ -21,13 +21,11 @@ from sizing.config import RunConfig
 from sizing.parallel import shares
 
 PROBE = LIVE_TRACKER + textwrap.dedent('''
-    import json, os, socket, sys
+    import json, sys
     import torch.distributed as dist, torch.nn as nn
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
-    os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    # a file store, not a TCP port: no window in which another probe can take the port
+    dist.init_process_group("gloo", init_method="file://" + sys.argv[1] + ".store", rank=0, world_size=1)
     torch.manual_seed(0)
     m = nn.Sequential(nn.Linear(512, 512), nn.Linear(512, 1024), nn.Linear(1024, 256))
     m[1].weight.requires_grad_(False)  # a frozen base weight: no bucket space

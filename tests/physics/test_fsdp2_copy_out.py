@@ -62,9 +62,8 @@ PROBE = textwrap.dedent('''
                 self.rs_bytes += _bytes(out)
             return out
 
-    def main(rank, world, out, port, conf, b, s, fsdp2):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init, conf, b, s, fsdp2):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         torch.manual_seed(0)
         d = dict(conf); mt = d.pop("model_type")
         cfg = transformers.AutoConfig.for_model(mt, **d)

@@ -25,12 +25,11 @@ SIZES = (300, 300, 1100, 300, 300, 100, 100)  # KiB
 LIMIT = 512 * KiB
 
 PROBE = LIVE_TRACKER + textwrap.dedent(f'''
-    import json, os, sys
+    import json, sys
     import torch.distributed as dist
 
-    def main(rank, world, out, port):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         tensors = [torch.full((s * 1024 // 4,), float(rank)) for s in {SIZES!r}]
         tr = Live()
         with tr:

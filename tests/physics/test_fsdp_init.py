@@ -21,7 +21,7 @@ from harness import LIVE_TRACKER, SPAWN_MAIN, Recording, run_probe
 from sizing.memory.fsdp_init import fsdp1_init
 
 PROBE = LIVE_TRACKER + textwrap.dedent('''
-    import json, os, sys
+    import json, sys
     import torch.distributed as dist, torch.nn as nn
 
     class Layer(nn.Module):
@@ -30,9 +30,8 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
             self.a = nn.Linear(256, 256, bias=False)
             self.b = nn.Linear(256, 512, bias=False)
 
-    def main(rank, world, out, port):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         with torch.device("meta"):

@@ -21,12 +21,11 @@ from sizing.config import RunConfig
 from sizing.parallel import shares
 
 PROBE = LIVE_TRACKER + textwrap.dedent('''
-    import json, os, sys
+    import json, sys
     import torch.distributed as dist, torch.nn as nn
 
-    def main(rank, world, out, port):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         torch.manual_seed(0)

@@ -21,15 +21,14 @@ from sizing.config import RunConfig
 from sizing.parallel import shares
 
 PROBE = textwrap.dedent('''
-    import json, os, sys
+    import json, sys
     import torch, torch.distributed as dist, torch.nn as nn
 
     def grad_bytes(f):
         return sum(p.grad.numel() * p.grad.element_size() for p in f.parameters() if p.grad is not None)
 
-    def main(rank, world, out, port):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         torch.manual_seed(0)

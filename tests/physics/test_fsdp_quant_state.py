@@ -25,7 +25,7 @@ from sizing.parallel import shares
 SHAPES = ((256, 512), (512, 256))  # (in, out) of each Linear4bit
 
 PROBE = textwrap.dedent('''
-    import json, os, sys
+    import json, sys
     import torch, torch.distributed as dist, torch.nn as nn
     import bitsandbytes as bnb
 
@@ -33,9 +33,8 @@ PROBE = textwrap.dedent('''
         ts = [qs.absmax, qs.code] + ([qs.state2.absmax, qs.state2.code, qs.offset] if qs.nested else [])
         return sum(t.numel() * t.element_size() for t in ts)
 
-    def main(rank, world, out, port, shapes):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init, shapes):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
         torch.manual_seed(0)
         m = nn.Sequential(*[bnb.nn.Linear4bit(i, o, bias=False, compute_dtype=torch.bfloat16, compress_statistics=True,

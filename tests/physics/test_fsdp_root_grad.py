@@ -26,13 +26,12 @@ from sizing.step import step_memory
 B, S = 1, 8  # few tokens: the gradients dominate what backward allocates
 
 PROBE = LIVE_TRACKER + textwrap.dedent('''
-    import json, os, sys
+    import json, sys
     import torch.distributed as dist
     import transformers
 
-    def main(rank, world, out, port, conf, b, s):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init, conf, b, s):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         from transformers.models.llama.modeling_llama import LlamaDecoderLayer

@@ -21,7 +21,7 @@ from sizing.config import RunConfig
 from sizing.parallel import UNITS_IN_FLIGHT, shares
 
 PROBE = textwrap.dedent('''
-    import json, os, sys
+    import json, sys
     import torch, torch.distributed as dist, torch.nn as nn
 
     def gathered(f):
@@ -33,9 +33,8 @@ PROBE = textwrap.dedent('''
                 out += h.flat_param._full_param_padded.untyped_storage().nbytes()
         return out
 
-    def main(rank, world, out, port):
-        os.environ["MASTER_ADDR"] = "127.0.0.1"; os.environ["MASTER_PORT"] = port
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+    def main(rank, world, out, init):
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         got = {}

@@ -30,11 +30,10 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
     import transformers
 
-    def main(rank, world, out, port, conf):
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE=str(world),
-                          LOCAL_RANK=str(rank))
+    def main(rank, world, out, init, conf):
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
         import deepspeed
-        deepspeed.init_distributed(dist_backend="gloo")
+        deepspeed.init_distributed(dist_backend="gloo", init_method=init, rank=rank, world_size=world)
         d = dict(conf); mt = d.pop("model_type")
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(mt, **d),
                                                               torch_dtype=torch.float32)
