@@ -33,7 +33,8 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
     def main(rank, world, out, init, conf):
         os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
         import deepspeed
-        deepspeed.init_distributed(dist_backend="gloo", init_method=init, rank=rank, world_size=world)
+        deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False, init_method=init, rank=rank,
+                                   world_size=world)
         d = dict(conf); mt = d.pop("model_type")
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(mt, **d),
                                                               torch_dtype=torch.float32)
