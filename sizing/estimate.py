@@ -11,6 +11,7 @@ from .card import on_card
 from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
 from .errors import SizingError
+from .frameworks import moe_measured
 from .memory.adapters import trainable
 from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_bytes
 from .memory.overhead import CUDA_CONTEXT
@@ -78,7 +79,9 @@ _OWN_CHECKPOINTING = ("custom", "litgpt", "torchtune")
 def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS); `given` is the
     configuration as the user wrote it, before defaults (None: a normalised one, every field stated)."""
-    out = [name for name, on in (("moe", bool(arch.experts)), ("torch_compile", cfg.torch_compile),
+    sm = find_gpu(cfg.gpu).sm if cfg.gpu else None
+    out = [name for name, on in (("moe", bool(arch.experts) and not moe_measured(cfg, sm)),
+                                 ("torch_compile", cfg.torch_compile),
                                  # a Python-formula activation (gelu_new) is modelled: memory/activations.py
                                  ("peft_approximate", bool(trainable(cfg, arch).approximate)))
            if on]

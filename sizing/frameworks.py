@@ -146,6 +146,19 @@ def profile(cfg: RunConfig) -> Profile:
     return base
 
 
+# grouped_mm runs the fused experts from sm80 (transformers integrations/moe.py _can_use_grouped_mm: F.grouped_mm,
+# torch >= 2.10); older cards take transformers' own fallback, whose backward allocates every expert weight's
+# gradient even when the experts are frozen (_grouped_mm_fallback_bwd: zeros_like(weight)), not modelled.
+GROUPED_MM_SM = (8, 0)
+
+
+def moe_measured(cfg: RunConfig, sm: tuple[int, int] | None) -> bool:
+    """Whether an MoE run is the one tests/physics measured op by op: Transformers 5's fused experts under
+    grouped_mm (forward saved tensors within 1 %, a layer's backward within 5-15 %, weights to the byte), on a card
+    of compute capability `sm` (None: unstated, a current one)."""
+    return profile(cfg).fused_experts and (sm is None or sm >= GROUPED_MM_SM)
+
+
 def compiles_plain_loss(cfg: RunConfig) -> bool:
     """Whether torch.compile reaches a loss that is not chunked (nn.CrossEntropyLoss). torchtune's compile_loss
     compiles CEWithChunkedOutputLoss in place (loss.compute_cross_entropy = torch.compile(...)) but any other loss

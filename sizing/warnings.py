@@ -8,6 +8,7 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
+from .frameworks import moe_measured
 from .memory.adapters import resolve_targets
 from .memory.regime import Regime
 from .memory.weights import grouped_experts
@@ -55,10 +56,12 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
         out.insert(0, _w("moe_experts_dropout", "PEFT cannot adapt transformers 5's fused experts with "
                          "lora_dropout > 0 or DoRA: get_peft_model raises ValueError; set lora_dropout to 0 or leave "
                          "the experts out of target_modules"))
-    if arch.experts:
-        out.append(_w("moe_approximate", "mixture-of-experts activations are approximate; transformers 5's fused "
-                      "experts are not quantized by bitsandbytes (load dtype, fp32 after "
-                      "prepare_model_for_kbit_training) and PEFT's all-linear adapts them"))
+    if arch.experts and reg.profile.fused_experts:
+        out.append(_w("moe_fused_experts", "transformers 5's fused experts are not quantized by bitsandbytes (load "
+                      "dtype, fp32 after prepare_model_for_kbit_training) and PEFT's all-linear adapts them"))
+    if arch.experts and not moe_measured(cfg, gpu.sm if gpu is not None else None):
+        out.append(_w("moe_approximate", "mixture-of-experts activations are approximate: this framework's experts "
+                      "(or transformers' fallback on a card before sm80) are not measured op by op"))
     if cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "zero3", "fsdp_shard_grad_op"):
         out.append(_w("sharding_approximate", "sharded runs: per-GPU weights include two gathered layers and "
                       "FSDP's unsharded root unit (embeddings, LM head) [approximate]", num_gpus=cfg.num_gpus))

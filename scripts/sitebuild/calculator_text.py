@@ -474,17 +474,23 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "PEFT cannot add LoRA to Transformers 5's fused experts with lora_dropout > 0 or DoRA: get_peft_model "
               "stops with a ValueError. Set lora_dropout to 0 or leave the experts out of "
               "target_modules."},
+    "w_moe_fused_experts": {
+        "ru": "В Transformers 5 веса экспертов объединены в трёхмерные тензоры: bitsandbytes их не квантует (они "
+              "остаются в типе загрузки, а после prepare_model_for_kbit_training — в fp32), а all-linear в PEFT "
+              "добавляет к ним LoRA.",
+        "uz": "Transformers 5 da ekspert vaznlari uch o‘lchamli tenzorlarga birlashtirilgan: bitsandbytes ularni "
+              "kvantlamaydi (ular yuklash turida qoladi, prepare_model_for_kbit_training dan keyin esa fp32 bo‘ladi), "
+              "PEFT’dagi all-linear esa ularga LoRA qo‘shadi.",
+        "en": "In Transformers 5 the experts are fused 3-D weights: bitsandbytes does not quantize them (they stay "
+              "in the load dtype, fp32 after prepare_model_for_kbit_training), and PEFT's all-linear adds LoRA to "
+              "them."},
     "w_moe_approximate": {
-        "ru": "Активации моделей со смесью экспертов (MoE) оценены приближённо. В Transformers 5 веса экспертов "
-              "объединены в трёхмерные тензоры: bitsandbytes их не квантует (они остаются в типе загрузки, а после "
-              "prepare_model_for_kbit_training — в fp32), а all-linear в PEFT добавляет к ним LoRA.",
-        "uz": "Ekspertlar aralashmasi (MoE) modellarining aktivatsiyalari taxminiy. Transformers 5 da ekspert vaznlari "
-              "uch o‘lchamli tenzorlarga birlashtirilgan: bitsandbytes ularni kvantlamaydi (ular yuklash turida "
-              "qoladi, prepare_model_for_kbit_training dan keyin esa fp32 bo‘ladi), PEFT’dagi all-linear esa ularga "
-              "LoRA qo‘shadi.",
-        "en": "Activations of mixture-of-experts models are approximate. In Transformers 5 the experts are fused "
-              "3-D weights: bitsandbytes does not quantize them (they stay in the load dtype, fp32 after "
-              "prepare_model_for_kbit_training), and PEFT's all-linear adds LoRA to them."},
+        "ru": "Активации экспертов оценены приближённо: эксперты этого фреймворка (или запасной путь Transformers "
+              "на картах до sm80) не измерены по операциям.",
+        "uz": "Ekspertlar aktivatsiyalari taxminiy: bu freymvork ekspertlari (yoki sm80 dan eski kartalarda "
+              "Transformers’ning zaxira yo‘li) amallar bo‘yicha o‘lchanmagan.",
+        "en": "Expert activations are approximate: this framework's experts (or Transformers' fallback on cards "
+              "before sm80) are not measured op by op."},
     "w_sharding_approximate": {
         "ru": "Шардирование на {num_gpus} GPU: веса на каждом GPU включают два собранных слоя и нешардированный "
               "корневой блок FSDP (эмбеддинги, LM head); оценка приближённая.",

@@ -122,9 +122,36 @@ MODEL_CONFIGS: dict[str, dict] = {
         tie_word_embeddings=True,
         attention_bias=False,
     ),
+    # Transformers 5 MoE: fused 3-D experts run by grouped_mm (F.grouped_mm on the CPU with torch >= 2.10, as on
+    # CUDA from sm80: transformers integrations/moe.py _can_use_grouped_mm), the router a bare weight
+    "mixtral": dict(
+        model_type="mixtral",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    ),
+    # Qwen3-MoE: Qwen3's attention (q_norm / k_norm) and experts of their own width, top-k weights renormalised
+    "qwen3_moe": dict(
+        model_type="qwen3_moe",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=344,
+        norm_topk_prob=True,
+    ),
 }
 
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
+MOE_STYLES = ("mixtral", "qwen3_moe")  # the activation tests' MoE cases (harness.moe_cases)
 
 # regime -> (engine method, adapter dtype, memory-model.md regime letter)
 REGIMES = {
@@ -173,6 +200,13 @@ def cases(quick: bool = False):
     if quick:
         out = [c for c in out if c[2] == 0.0]
     return out
+
+
+def moe_cases():
+    """The MoE models' cases: bf16 full fine-tuning and LoRA (fp32 and bf16 adapters) on all-linear, which reaches
+    the fused experts and the router, with and without checkpointing (PEFT refuses lora_dropout on the experts)."""
+    return [(style, rg, 0.0, gcm) for style in MOE_STYLES for rg in ("full", "lora_fp32", "lora_bf16")
+            for gcm in (False, True)]
 
 
 def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
