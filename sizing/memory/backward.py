@@ -73,7 +73,10 @@ class _Layer(Ops):
                     merged = s.alloc(share * lin.params * kept_bytes(reg))
                     s.release(share * lin.params * kept_bytes(reg))  # the saved merged weight, its node done
                     s.free(merged)
-                s.alloc(self.r * (width + lin.out_features) * lin.count * reg.adapter, replay=False)
+                    # then lora_A's and lora_B's gradients, once for the fused pair, whose rank is 2r (PEFT's
+                    # rank_pattern: lora_A [E * 2r, h], lora_B [2I, E * 2r]; memory/adapters.py counts the same)
+                    rank = self.r * share
+                    s.alloc(rank * lin.count * (width + share * lin.out_features) * reg.adapter, replay=False)
             s.free(g)
             left -= saves and reg.full
             if x_saved and saves and left == 0:

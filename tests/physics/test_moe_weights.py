@@ -159,8 +159,10 @@ def test_dropout_on_fused_experts_is_refused_by_peft_and_warned(dropout: float) 
 # of it
 WIDE = {**MIXTRAL, "vocab_size": 64, "intermediate_size": 512, "num_local_experts": 8, "num_hidden_layers": 4}
 NARROW = {**MIXTRAL, "vocab_size": 64, "num_hidden_layers": 4}
-# (config, batch, sequence, tolerance): the wide LoRA case is 12 % over (the LoRA gradients' own ops are not walked)
-SHAPES = [(WIDE, 1, 16, 0.15), (NARROW, 2, 256, 0.05)]
+# (config, batch, sequence, tolerance). Measured: full +0.2 / +0.4 %, LoRA -2.1 / +0.4 %, LoRA checkpointed -0.7 /
+# +3.7 % (wide / narrow); the wide LoRA case was +12 % while the fused gate_up's LoRA gradients came before its merged
+# weight's gradient and at rank r (PEFT makes them after it, at rank 2r)
+SHAPES = [(WIDE, 1, 16, 0.05), (NARROW, 2, 256, 0.05)]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=["wide-16", "narrow-512"])
