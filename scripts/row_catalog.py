@@ -13,7 +13,7 @@ from dataclasses import replace
 from functools import cache
 
 from row_columns import RowRefused
-from row_names import Name, checkpoint_id, checkpoint_name, encoder_decoder_word, fit, parse
+from row_names import Name, checkpoint_id, checkpoint_name, encoder_decoder_word, fit, parse, size_billions
 from sizing.arch import from_hf_config
 from sizing.catalog import gpus, model_records, models
 
@@ -59,7 +59,7 @@ def _by_tokens(text: str, size_hint: str) -> tuple[str, str | None]:
         written = replace(written, sizes=parse(hint.group().replace(" ", "")).sizes)
     fits = []
     for index, rec in enumerate(model_records()):
-        found = [f for n in _namings(rec.id) if (f := fit(written, n, _counted(rec.id))) is not None]
+        found = [f for n in _namings(rec.id) if (f := fit(written, n, _counted(rec.id), _stated(rec.id))) is not None]
         if found:
             best = min(found, key=lambda f: (f.tier, f.extra_tuned))
             fits.append((best.tier, best.extra_tuned, index, rec.id))
@@ -98,6 +98,12 @@ def _namings(rid: str) -> tuple[Name, ...]:
     """A record's names as tokens: its id and aliases without organisation, and its display name."""
     rec = models()[rid.lower()]
     return tuple(parse(n) for n in (rec.id.rsplit("/", 1)[-1], rec.name, *(a.rsplit("/", 1)[-1] for a in rec.aliases)))
+
+
+@cache
+def _stated(rid: str) -> tuple[float, ...]:
+    """The sizes in billions the record's names state ("Mistral Small 22B Instruct (2409)": 22.0)."""
+    return tuple(sorted({v for n in _namings(rid) for s in n.sizes if (v := size_billions(s)) is not None}))
 
 
 @cache

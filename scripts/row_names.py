@@ -15,6 +15,7 @@ Format and uploader words (hf, fp16, meta, unsloth, ...) are dropped.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -161,13 +162,25 @@ class Fit:
     extra_tuned: int  # tuned words the record has and the written name does not (a base release ranks first)
 
 
-def fit(written: Name, record: Name, counted_billions: float) -> Fit | None:
+def written_as(size: str, stated: float) -> bool:
+    """Whether a written size is a stated one written with its digits ("15b" for 15.5B, "22b" for 22B; not "24b")."""
+    value = size_billions(size)
+    if value is None:
+        return False
+    digits = len(size[:-1].partition(".")[2])
+    scale = 10.0**digits
+    low, high = math.floor(stated * scale + 1e-9) / scale, math.ceil(stated * scale - 1e-9) / scale
+    return low - 1e-9 <= value <= high + 1e-9
+
+
+def fit(written: Name, record: Name, counted_billions: float, stated: tuple[float, ...] = ()) -> Fit | None:
     """Whether a record's name covers a written name, and how closely; None when it names other weights.
 
     Family words, generations and quantization markers must agree; the written numbers must be among the
     record's; a written size must be one of the record's (within 2 %: bloom-7b1 is "7B"), or, where the record's
-    name has no size, within 10 % of its counted parameters. A tuned word the record lacks makes it a sibling
-    (same architecture, other weights)."""
+    name has no size, the size another of its names states (``stated``: "Mistral Small 22B Instruct (2409)" for
+    Mistral-Small-Instruct-2409) written with fewer digits, else, where none states one, within 10 % of its counted
+    parameters. A tuned word the record lacks makes it a sibling (same architecture, other weights)."""
     if written.words != record.words or written.quant != record.quant or written.generation != record.generation:
         return None
     if not written.numbers <= record.numbers:
@@ -181,8 +194,11 @@ def fit(written: Name, record: Name, counted_billions: float) -> Fit | None:
         value = size_billions(size)
         if value is not None and any(abs(value - p) <= 0.02 * p for p in plain):
             inexact += 1
+        elif value is not None and not plain and stated:
+            if not any(written_as(size, p) for p in stated):
+                return None  # the record's other name states another size: Mistral Small 24B is not the 22B release
         elif value is not None and not plain and abs(value - counted_billions) <= 0.10 * counted_billions:
-            continue  # the record's name has no size: its counted parameters confirm the written one
+            continue  # no name of the record states a size: its counted parameters confirm the written one
         else:
             return None
     extra_sizes = {s for s in record.sizes if size_billions(s) is None} - written.sizes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import validate_rows as vr
-from row_names import checkpoint_id, parse
+from row_names import checkpoint_id, parse, written_as
 
 # (written, row's params_nominal, expected catalog id)
 MATCHES = [
@@ -72,6 +72,8 @@ MATCHES = [
     ("Qwen2-1.5B", "", "Qwen/Qwen2-1.5B"),
     ("Yi 6B", "", "01-ai/Yi-6B"),
     ("StarCoder", "", "bigcode/starcoder"),  # not StarCoder2: another generation
+    ("StarCoder 15B", "", "bigcode/starcoder"),  # its display name states 15.5B: 15B is that size with fewer digits
+    ("Mistral Small 22B", "", "mistralai/Mistral-Small-Instruct-2409"),  # the display name's 22B; the id has none
     ("starcoder2 7b", "", "bigcode/starcoder2-7b"),
     ("DeepSeek R1 Distill Qwen 14B", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"),
     ("deepseek-r1-distill-qwen-1.5b", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"),
@@ -109,6 +111,16 @@ REFUSED = [
     ("Llama 34B", "row_unknown_model"),  # Code Llama's 34B is not a "Llama 34B"
     ("StarCoder 7B", "row_unknown_model"),  # StarCoder is 15.5B; StarCoder2 7B is another generation
     ("SOLAR 10.7B", "row_unknown_model"),  # no sourced config in the catalog
+    # Mistral Small 3 (2501) is a 24B model with a 131k-token vocabulary (its model card); the catalog's Mistral
+    # Small is the 22B 2409 release (6144 wide, 56 layers, 32768 tokens): 9 % off in parameters, another architecture
+    ("Mistral Small 24B", "row_unknown_model"),
+    ("mistralai/Mistral-Small-24B-Base-2501", "row_unknown_model"),
+    # checked missing (catalog branch, round 6): no verbatim config.json found, so no record; never another 7B
+    ("deepseek-llm-7b", "row_unknown_model"),  # a Llama-architecture model with its own 102400-row vocabulary
+    ("deepseek-ai/deepseek-llm-67b-chat", "row_unknown_model"),
+    ("OLMo-7B", "row_unknown_model"),  # olmo / olmo2: families the engine does not model
+    ("allenai/OLMo-2-1124-7B", "row_unknown_model"),
+    ("granite-3.1-8b", "row_unknown_model"),
     ("OpenHermes 2.5 Mistral 7B", "row_unknown_model"),  # a fine-tune with its own name: not provable by name
     ("TheBloke/Llama-2-7B-GPTQ", "row_unknown_model"),  # a GPTQ checkpoint whose quantization_config is unknown
     ("TheBloke/Llama-2-7B-Chat-GGUF", "row_unknown_model"),
@@ -126,6 +138,20 @@ def test_names_refused_with_the_reason(written: str, code: str) -> None:
     with pytest.raises(vr.RowRefused) as err:
         vr.catalog_model(written)
     assert err.value.code == code
+
+
+def test_a_size_only_the_rows_params_column_states_is_held_to_the_display_name() -> None:
+    with pytest.raises(vr.RowRefused) as err:
+        vr.catalog_model("Mistral Small", "24B")
+    assert err.value.code == "row_unknown_model"
+
+
+@pytest.mark.parametrize(("size", "stated", "same"), [
+    ("15b", 15.5, True), ("16b", 15.5, True), ("14b", 15.5, False), ("22b", 22.0, True), ("24b", 22.0, False),
+    ("0.124b", 0.124, True), ("1.5b", 1.5, True), ("1.6b", 1.5, False), ("8x7b", 46.7, False),
+])
+def test_a_written_size_is_the_stated_one_with_fewer_digits(size: str, stated: float, same: bool) -> None:
+    assert written_as(size, stated) is same
 
 
 def test_ambiguous_names_list_the_candidates() -> None:
