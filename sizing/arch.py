@@ -28,6 +28,7 @@ from .shapes import (
     Linear,
     target_aliases,
 )
+from .vision import text_config, tower
 
 # The shapes live in shapes.py; importers of sizing.arch keep these names.
 __all__ = ["ATTN_IN", "ATTN_OUT", "HEAD_ALIASES", "MLP_IN", "MLP_MID", "ROLE_ALIASES", "Architecture",
@@ -126,9 +127,9 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     if not isinstance(raw, Mapping):
         raise SizingError("model_config_invalid", "model_config must be a JSON object", field="model_config")
     cfg: Mapping[str, Any] = raw
-    if isinstance(cfg.get("text_config"), Mapping) and "hidden_size" not in cfg:  # multimodal wrappers (Gemma 3)
-        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", "gemma3_text"),
-               **({"quantization_config": raw["quantization_config"]} if "quantization_config" in raw else {})}
+    wrapped = isinstance(cfg.get("text_config"), Mapping) and "hidden_size" not in cfg  # multimodal (Gemma 3)
+    if wrapped:
+        cfg = text_config(raw)
     model_type, fam = _family(cfg)
     if model_type == "stablelm" and cfg.get("qk_layernorm"):  # StableLM 2 12B: a LayerNorm per head on q and k
         raise SizingError("unsupported_architecture", "StableLM with qk_layernorm is not supported",
@@ -208,6 +209,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
         act_saved=act_saved, act_fp32_cuda_autocast=act_fp32, act_backward_extra=act_bwd,
         rope_type=_rope_type(cfg.get("rope_scaling")),
+        tower=tower(raw, h) if wrapped else None,
     )
 
 

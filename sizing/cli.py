@@ -176,7 +176,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for rec in rows:
         try:
             arch = from_hf_config(rec["config"])
-            shape = f"{arch.total_params / 1e9:6.2f} B params, {arch.layers} layers, ctx {arch.max_positions}"
+            shape = f"{arch.all_params / 1e9:6.2f} B params, {arch.layers} layers, ctx {arch.max_positions}"
         except SizingError as exc:
             shape = f"(not supported: {exc.message})"
         print(f"{rec['id']:<55} {shape}")

@@ -30,6 +30,22 @@ class Linear:
 
 
 @dataclass(frozen=True)
+class Tower:
+    """A vision encoder loaded with the language model but never run by text-only training (Gemma 3's SigLIP):
+    its weights take memory, PEFT's target names reach its nn.Linear modules, bitsandbytes quantizes them, and
+    without images no forward runs through it, so none of its parameters (adapters included) gets a gradient or an
+    optimizer state (measured: tests/physics/test_arch_families.py)."""
+
+    linears: tuple[Linear, ...]  # one encoder layer's nn.Linear modules
+    layers: int
+    other_params: int  # patch and position embeddings, LayerNorms, the projector: never quantized
+
+    @property
+    def params(self) -> int:
+        return self.layers * sum(lin.params for lin in self.linears) + self.other_params
+
+
+@dataclass(frozen=True)
 class CheckpointQuant:
     """quantization_config of a pre-quantized checkpoint."""
 
@@ -76,6 +92,7 @@ class Architecture:
     act_fp32_cuda_autocast: int = 0  # of those, fp32 under CUDA autocast (families.ACT_FP32_UNDER_CUDA_AUTOCAST)
     act_backward_extra: tuple[int, int] = (0, 0)  # its backward's transients (families.ACT_BACKWARD_EXTRA)
     rope_type: str | None = None  # config.json rope_scaling's rope_type ("llama3": Llama 3.1 / 3.2)
+    tower: Tower | None = None  # a multimodal checkpoint's vision encoder (sizing/vision.py)
 
     @property
     def fused_qkv(self) -> bool:
@@ -114,6 +131,11 @@ class Architecture:
         final_norm = self.outer_norms * self.hidden * (2 if self.norm_bias else 1)
         per_layer = self.linear_params_per_layer + self.norm_params_per_layer
         return self.embedding_params + self.lm_head_params + final_norm + self.layers * per_layer
+
+    @property
+    def all_params(self) -> int:
+        """Every parameter the checkpoint loads: the language model's (total_params) and the vision tower's."""
+        return self.total_params + (self.tower.params if self.tower else 0)
 
     def linear_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(lin.name for lin in self.linears))

@@ -21,6 +21,7 @@ class Trainable:
     tensors: tuple[tuple[int, int, int], ...]
     approximate: str = ""  # why the activations of this PEFT method are not walked exactly ("" when they are)
     frozen_a: bool = False  # LoRA-FA: lora_A does not train (peft optimizers/lorafa.py create_lorafa_optimizer)
+    idle: int = 0  # adapter parameters on the vision tower (shapes.Tower): stored, never given a gradient
     scaled: tuple[Linear, ...] = ()  # IA3: the modules whose output (or feed-forward input) ia3_l scales
 
     @property
@@ -43,7 +44,7 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
     """The adapted Linear modules of a layer, as PEFT would match them, and whether lm_head is adapted."""
     if cfg.method == "full":
         return (), False
-    names = arch.linear_names()
+    names = arch.linear_names() + (tuple(lin.name for lin in arch.tower.linears) if arch.tower else ())
     own_code = cfg.framework in ("litgpt", "torchtune")  # their MoE experts are nn.Linear modules
     if cfg.target_modules == "all-linear":
         # PEFT: every nn.Linear except the output embedding. On a transformers-5 MoE model PEFT 0.21 adds the
@@ -114,7 +115,18 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
         tensors += [(r, arch.hidden, 1), (arch.vocab, r, 1)] if kind == "lora" else [(arch.vocab, r, 1)]
         if cfg.use_dora:
             tensors.append((1, arch.vocab, 1))
-    return Trainable(targets, head, tuple(tensors), frozen_a=kind == "lora_fa")
+    return Trainable(targets, head, tuple(tensors), frozen_a=kind == "lora_fa", idle=_tower_adapters(cfg, arch))
+
+
+def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
+    """LoRA parameters PEFT puts on the vision tower's linears: all-linear and target names match them as they
+    match the language model's (q_proj, k_proj, v_proj; tuners_utils._maybe_include_all_linear_layers)."""
+    tower = arch.tower
+    if tower is None:
+        return 0
+    wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
+    return tower.layers * sum(lora_params(lin, cfg.r, cfg.use_dora) for lin in tower.linears
+                              if cfg.target_modules == "all-linear" or lin.name in wanted)
 
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:

@@ -7,7 +7,7 @@ from ..arch import Architecture
 from ..config import RunConfig
 from ..errors import SizingError
 from ..frameworks import HF_STACKS, TORCHAO_01_NF4_BYTES, TORCHAO_NF4_BYTES
-from ..shapes import Linear
+from ..shapes import CheckpointQuant, Linear
 from .regime import Regime
 
 BLOCK_4BIT = 64  # Params4bit blocksize default (bitsandbytes functional.quantize_4bit)
@@ -144,15 +144,40 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
     """Bytes of the base weights (by storage format), their quantization state and the adapters."""
     check_checkpoint(cfg, arch)
     L = arch.layers
-    per_layer = 0
-    state_per_layer = 0
     prof = reg.profile
     cq = arch.checkpoint_quant
     int_ckpt = cq is not None and cq.method in ("gptq", "awq")
     # Biases of quantized linears stay floating (they are not part of Params4bit / Int8Params); GPTQ / AWQ
     # keep them in fp16 (QuantLinear registers bias as float16).
     bias_bytes = 2 if int_ckpt else reg.norm_weight if reg.quant else reg.weight
-    for lin in arch.linears:
+    per_layer, state_per_layer = _linears(cfg, arch.linears, reg, adapted, bias_bytes, cq)
+    norms = L * arch.norm_params_per_layer + arch.outer_norms * arch.hidden * (2 if arch.norm_bias else 1)
+    # transformers never quantizes lm_head (replace_with_bnb_linear skips the output embedding); LitGPT's
+    # BitsandbytesPrecision replaces every nn.Linear, the head included.
+    head = arch.lm_head_params * reg.lm_head_weight
+    head_state = 0
+    if reg.quant == "4bit" and prof.quantize_lm_head and not arch.tied_embeddings:
+        head, head_state = bytes_4bit(arch.vocab * arch.hidden, cfg.bnb_4bit_use_double_quant)
+    other = arch.embedding_params * reg.embed + head + norms * reg.norm_weight
+    tower = tower_state = 0
+    if arch.tower is not None:  # replace_with_bnb_linear reaches its nn.Linear modules too (shapes.Tower)
+        data, state = _linears(cfg, arch.tower.linears, reg, adapted, bias_bytes, None)
+        tower = arch.tower.layers * data + arch.tower.other_params * bias_bytes
+        tower_state = arch.tower.layers * state
+    largest = max(lin.in_features * lin.out_features for lin in arch.linears)
+    return Weights(base_param_bytes=L * per_layer + other + tower,
+                   quant_state_bytes=L * state_per_layer + head_state + tower_state,
+                   adapter_param_bytes=adapter_params * reg.adapter, linear_bytes_per_layer=per_layer,
+                   largest_linear_elems=largest)
+
+
+def _linears(cfg: RunConfig, linears: tuple[Linear, ...], reg: Regime, adapted: frozenset[str],
+             bias_bytes: int, cq: CheckpointQuant | None) -> tuple[int, int]:
+    """(stored bytes, quantization-state bytes) of one layer's linears."""
+    prof = reg.profile
+    int_ckpt = cq is not None and cq.method in ("gptq", "awq")
+    per_layer = state_per_layer = 0
+    for lin in linears:
         n = lin.in_features * lin.out_features
         fmt = reg.quant if quantized_linear(lin, reg, adapted) else None
         if int_ckpt and cq is not None and (lin.nn_linear or lin.count > 1):
@@ -170,15 +195,4 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
             data += lin.out_features * bias_bytes
         per_layer += lin.count * data
         state_per_layer += lin.count * state
-    norms = L * arch.norm_params_per_layer + arch.outer_norms * arch.hidden * (2 if arch.norm_bias else 1)
-    # transformers never quantizes lm_head (replace_with_bnb_linear skips the output embedding); LitGPT's
-    # BitsandbytesPrecision replaces every nn.Linear, the head included.
-    head = arch.lm_head_params * reg.lm_head_weight
-    head_state = 0
-    if reg.quant == "4bit" and prof.quantize_lm_head and not arch.tied_embeddings:
-        head, head_state = bytes_4bit(arch.vocab * arch.hidden, cfg.bnb_4bit_use_double_quant)
-    other = arch.embedding_params * reg.embed + head + norms * reg.norm_weight
-    largest = max(lin.in_features * lin.out_features for lin in arch.linears)
-    return Weights(base_param_bytes=L * per_layer + other, quant_state_bytes=L * state_per_layer + head_state,
-                   adapter_param_bytes=adapter_params * reg.adapter, linear_bytes_per_layer=per_layer,
-                   largest_linear_elems=largest)
+    return per_layer, state_per_layer

@@ -145,3 +145,87 @@ def test_peft_accepts_a_rank_above_a_layer_width() -> None:
 
     m = peft.get_peft_model(Toy(), peft.LoraConfig(r=16, target_modules=["gate"]))
     assert sum(p.numel() for p in m.parameters() if p.requires_grad) == 16 * (64 + 8)
+
+
+# Gemma 3's multimodal checkpoint as the Hub stores it: a sparse text_config (Gemma3TextConfig's defaults fill the
+# rest) and a SigLIP vision_config; AutoModelForCausalLM builds Gemma3ForConditionalGeneration, vision tower included
+GEMMA3_MM = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "mm_tokens_per_image": 16,
+             "image_token_index": 500, "boi_token_index": 498, "eoi_token_index": 499,
+             "text_config": {"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 160,
+                             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                             "vocab_size": 512, "max_position_embeddings": 128},
+             "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 48, "intermediate_size": 96,
+                               "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 56, "patch_size": 14,
+                               "vision_use_head": False}}
+
+
+def _gemma3_mm() -> torch.nn.Module:
+    d = dict(GEMMA3_MM)
+    hf = transformers.AutoConfig.for_model(str(d.pop("model_type")), **d)
+    torch.manual_seed(0)
+    return transformers.AutoModelForCausalLM.from_config(hf).to(torch.bfloat16)
+
+
+def _gemma3_run(method: str, targets: object, **more: object) -> dict:
+    return {"model_config": GEMMA3_MM, "method": method, "r": 4, "lora_alpha": 8, "target_modules": targets,
+            "torch_dtype": "bfloat16", "max_seq_length": 16, "per_device_train_batch_size": 1, "bf16": True, **more}
+
+
+def test_gemma3_multimodal_counts_its_vision_tower() -> None:
+    m = _gemma3_mm()
+    assert type(m).__name__ == "Gemma3ForConditionalGeneration"
+    assert from_hf_config(GEMMA3_MM).all_params == sum(p.numel() for p in m.parameters())
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("targets", ["all-linear", ["q_proj", "v_proj"]], ids=["all-linear", "q-v"])
+def test_gemma3_vision_adapters_are_stored_but_never_trained(targets: object) -> None:
+    """PEFT's target names reach the SigLIP tower's linears (its q_proj / v_proj too); a text-only step runs no
+    forward through the tower, so those adapters get no gradient (and AdamW no state)."""
+    import peft
+
+    from sizing import estimate
+
+    m = peft.get_peft_model(_gemma3_mm(), peft.LoraConfig(r=4, lora_alpha=8, target_modules=targets),
+                            autocast_adapter_dtype=False)
+    lora = {n: p for n, p in m.named_parameters() if "lora_" in n}
+    assert any("vision_tower" in n for n in lora)
+    ids = torch.randint(0, 400, (1, 16), generator=torch.Generator().manual_seed(1))
+    m.train()
+    m(input_ids=ids, labels=ids).loss.backward()
+    assert all(p.grad is None for n, p in lora.items() if "vision_tower" in n)
+    est = estimate(_gemma3_run("lora", targets, adapter_dtype="bfloat16"), backend="cpu")
+    assert est.detail["param_bytes"] == sum(p.numel() * p.element_size() for p in m.parameters())
+    assert est.detail["gradient_bytes"] == sum(p.grad.numel() * p.grad.element_size() for p in lora.values()
+                                               if p.grad is not None)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # peft 0.21 calls the deprecated is_gradient_checkpointing
+def test_gemma3_qlora_quantizes_the_vision_tower() -> None:
+    """bitsandbytes' replace_with_bnb_linear converts the tower's nn.Linear modules as the language model's; the
+    engine's parameter bytes match the loaded model's."""
+    import tempfile
+
+    import bitsandbytes.functional as bnbf
+    import peft
+
+    try:  # as test_qlora_moe_bytes_match_bitsandbytes
+        w = torch.randn(64, 64, dtype=torch.bfloat16)
+        bnbf.dequantize_4bit(*bnbf.quantize_4bit(w, quant_type="nf4", compress_statistics=True))
+    except Exception as e:  # pragma: no cover - depends on the install
+        pytest.skip(f"bitsandbytes 4-bit does not work on this CPU: {type(e).__name__}: {e}")
+    from sizing import estimate
+
+    q = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                        bnb_4bit_compute_dtype=torch.bfloat16)
+    with tempfile.TemporaryDirectory(prefix="sizing_physics_") as tmp:
+        _gemma3_mm().save_pretrained(tmp)
+        m = transformers.AutoModelForCausalLM.from_pretrained(tmp, quantization_config=q, device_map="cpu",
+                                                              dtype=torch.bfloat16)
+    tower = [type(mod).__name__ for n, mod in m.named_modules() if "vision_tower" in n and "proj" in n.split(".")[-1]]
+    assert tower and set(tower) == {"Linear4bit"}
+    m = peft.get_peft_model(m, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    measured = sum(p.numel() * p.element_size() for p in {id(p): p for p in m.parameters()}.values())
+    run = _gemma3_run("qlora", ["q_proj", "v_proj"], bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                      bnb_4bit_compute_dtype="bfloat16", prepare_model_for_kbit_training=False)
+    assert estimate(run).detail["param_bytes"] == measured

