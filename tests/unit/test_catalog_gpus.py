@@ -70,3 +70,11 @@ def test_find_gpu_by_the_name_nvidia_smi_prints(name: str, gid: str) -> None:
 def test_every_reported_name_names_one_card() -> None:
     names = [str(g.record["reported_name"]).lower() for g in gpus().values()]
     assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("text", [
+    # another card of a catalog card's line: a variant word or a memory size the catalog card lacks
+    "RTX 4090 D", "RTX 4090 Laptop", "RTX 4090 48GB", "RTX 3090 Ti", "RTX 3090 12GB",
+])
+def test_other_cards_of_a_line_are_not_taken_as_the_catalog_card(text: str) -> None:
+    assert vr.match_gpu(text)[0] is None
