@@ -81,8 +81,8 @@ def test_other_cards_of_a_line_are_not_taken_as_the_catalog_card(text: str) -> N
 
 
 # Cards people own or rent for LoRA / QLoRA on one 10-24 GB board (the 2026-12 brief's list, the ones sourced).
-OWNED = ("RTX-3080-10GB", "RTX-3090-Ti-24GB", "RTX-4060-Ti-16GB", "RTX-4070-Ti-SUPER-16GB", "RTX-4080-16GB",
-         "RTX-4080-SUPER-16GB", "RTX-5080-16GB", "RTX-A4000-16GB", "RTX-4000-Ada-20GB")
+OWNED = ("RTX-2080-Ti-11GB", "RTX-3080-10GB", "RTX-3090-Ti-24GB", "RTX-4060-Ti-16GB", "RTX-4070-Ti-SUPER-16GB",
+         "RTX-4080-16GB", "RTX-4080-SUPER-16GB", "RTX-5080-16GB", "RTX-A4000-16GB", "RTX-4000-Ada-20GB")
 
 
 def test_owned_cards_are_in_the_catalog() -> None:
@@ -116,10 +116,12 @@ def test_cards_without_a_torch_capture_reserve_600_mib(gid: str, smi_mib: int) -
     ("RTX 4000 Ada", "RTX-4000-Ada-20GB"), ("NVIDIA RTX 4000 Ada Generation", "RTX-4000-Ada-20GB"),
     ("RTX A4000", "RTX-A4000-16GB"), ("RTX 3080", "RTX-3080-10GB"), ("RTX 3080 10GB", "RTX-3080-10GB"),
     ("RTX 4060 Ti 16GB", "RTX-4060-Ti-16GB"), ("RTX 4070 Ti SUPER", "RTX-4070-Ti-SUPER-16GB"),
-    ("NVIDIA GeForce RTX 5080", "RTX-5080-16GB"),
+    ("NVIDIA GeForce RTX 5080", "RTX-5080-16GB"), ("RTX 2080 Ti", "RTX-2080-Ti-11GB"),
+    ("GeForce RTX 2080 Ti", "RTX-2080-Ti-11GB"),  # the name older drivers print (NVIDIA/nvidia-docker #1146)
     # another card of the line: its variant word or memory size is not the catalog card's
     ("RTX 3080 Ti", None), ("RTX 3080 12GB", None), ("RTX 4060 Ti 8GB", None), ("RTX 4070 Ti", None),
     ("RTX 4000 SFF Ada", None), ("RTX 4000", None), ("RTX 4090 D", None), ("RTX 4090 Laptop", None),
+    ("RTX 2080 Ti 22GB", None),
 ])
 def test_owned_card_spellings(text: str, expected: str | None) -> None:
     assert vr.match_gpu(text)[0] == expected
@@ -127,6 +129,7 @@ def test_owned_card_spellings(text: str, expected: str | None) -> None:
 
 def test_turing_and_volta_cards_train_in_fp16() -> None:
     # gpus.md §3: bf16 needs CC >= 8.0; a card below it has no bf16 figure and says so in supports
+    assert {"T4-16GB", "V100-16GB", "RTX-2080-Ti-11GB"} <= {g.id for g in gpus().values() if g.sm < (8, 0)}
     for gpu in gpus().values():
         if gpu.sm < (8, 0):
             assert gpu.bf16_dense_tflops is None and gpu.supports.get("bf16") is False, gpu.id
