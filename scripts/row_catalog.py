@@ -141,6 +141,11 @@ def _vocab_spread(ids: list[str]) -> float | None:
     return spread if spread <= VOCAB_SPREAD else None
 
 
+# Words that make another card of a model line: a text with one of them names that card, never the catalog card whose
+# id lacks it ("RTX 3080 Ti" is not the RTX 3080, "RTX 4000 SFF Ada" not the RTX 4000 Ada, "RTX 4090 D" not the 4090).
+VARIANT_WORDS = frozenset({"TI", "SUPER", "SFF", "LAPTOP", "MOBILE", "D"})
+
+
 def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:
     """A catalog id's distinguishing words, form factor and memory: A100-SXM-80GB -> (A100,), SXM, 80."""
     parts = gpu_id.upper().split("-")
@@ -171,7 +176,7 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
     found = []
     for gid in gpus():
         words, form, mem = _gpu_family(gpus()[gid].id)
-        if words and all(w in tokens for w in words):
+        if words and all(w in tokens for w in words) and not (tokens & VARIANT_WORDS) - set(words):
             found.append((len(words), gpus()[gid].id, form, mem))
     if not found and stated:
         # Only a memory size ("2X40GB GPUs"): the catalog cards of that size, if they are one model.
@@ -183,7 +188,10 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
     best_len = max(f[0] for f in found)
     cands = [f for f in found if f[0] == best_len]
     if stated:
-        cands = [f for f in cands if f[3] == int(stated.group(1))] or cands
+        # a memory size the model's catalog cards lack names another card ("RTX 4060 Ti 8GB", a 48 GB RTX 4090)
+        cands = [f for f in cands if f[3] == int(stated.group(1))]
+        if not cands:
+            return None, None
     for form in ("PCIE", "SXM", "NVL"):
         if form in tokens:
             cands = [f for f in cands if f[2] == form] or cands

@@ -70,3 +70,75 @@ def test_find_gpu_by_the_name_nvidia_smi_prints(name: str, gid: str) -> None:
 def test_every_reported_name_names_one_card() -> None:
     names = [str(g.record["reported_name"]).lower() for g in gpus().values()]
     assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("text", [
+    # another card of a catalog card's line: a variant word or a memory size the catalog card lacks
+    "RTX 4090 D", "RTX 4090 Laptop", "RTX 4090 48GB", "RTX 3090 12GB",
+])
+def test_other_cards_of_a_line_are_not_taken_as_the_catalog_card(text: str) -> None:
+    assert vr.match_gpu(text)[0] is None
+
+
+# Cards people own or rent for LoRA / QLoRA on one 10-24 GB board (the 2026-12 brief's list, the ones sourced).
+OWNED = ("RTX-2080-Ti-11GB", "RTX-3080-10GB", "RTX-3090-Ti-24GB", "RTX-4060-Ti-16GB", "RTX-4070-Ti-SUPER-16GB",
+         "RTX-4080-16GB", "RTX-4080-SUPER-16GB", "RTX-5080-16GB", "RTX-A4000-16GB", "RTX-4000-Ada-20GB")
+
+
+def test_owned_cards_are_in_the_catalog() -> None:
+    assert [g for g in OWNED if g.lower() not in gpus()] == []
+
+
+@pytest.mark.parametrize(("gid", "smi_mib", "torch_bytes"), [
+    # paired nvidia-smi / deviceQuery captures (thamada/gls @e20f22d0, gls/RTX3080_*, RTX4060Ti_*, RTX4000Ada_*)
+    ("RTX-3080-10GB", 10240, 10485956608), ("RTX-4060-Ti-16GB", 16380, 16857038848),
+    ("RTX-4000-Ada-20GB", 20475, 21125267456),
+])
+def test_owned_cards_hold_their_captured_totals(gid: str, smi_mib: int, torch_bytes: int) -> None:
+    gpu = find_gpu(gid)
+    assert (gpu.memory_bytes, gpu.usable_bytes) == (smi_mib * 2**20, torch_bytes)
+
+
+@pytest.mark.parametrize(("gid", "smi_mib"), [
+    # nvidia-smi only (noonghunna/club-3090 #353; nvidia_gpu_exporter's RTX 4080 SUPER capture; geerlingguy/
+    # raspberry-pi-pcie-devices #791): without a total_memory capture the driver's reservation is assumed
+    ("RTX-3090-Ti-24GB", 24564), ("RTX-4080-SUPER-16GB", 16376), ("RTX-A4000-16GB", 16376),
+])
+def test_cards_without_a_torch_capture_reserve_600_mib(gid: str, smi_mib: int) -> None:
+    gpu = find_gpu(gid)
+    assert (gpu.memory_bytes, gpu.usable_bytes) == (smi_mib * 2**20, (smi_mib - 600) * 2**20)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("RTX 3090 Ti", "RTX-3090-Ti-24GB"), ("NVIDIA GeForce RTX 3090 Ti", "RTX-3090-Ti-24GB"),
+    ("RTX 3090", "RTX-3090-24GB"), ("NVIDIA GeForce RTX 3090", "RTX-3090-24GB"),
+    ("GeForce RTX 4080 SUPER", "RTX-4080-SUPER-16GB"), ("RTX 4080", "RTX-4080-16GB"), ("RTX4080", "RTX-4080-16GB"),
+    ("RTX 4000 Ada", "RTX-4000-Ada-20GB"), ("NVIDIA RTX 4000 Ada Generation", "RTX-4000-Ada-20GB"),
+    ("RTX A4000", "RTX-A4000-16GB"), ("RTX 3080", "RTX-3080-10GB"), ("RTX 3080 10GB", "RTX-3080-10GB"),
+    ("RTX 4060 Ti 16GB", "RTX-4060-Ti-16GB"), ("RTX 4070 Ti SUPER", "RTX-4070-Ti-SUPER-16GB"),
+    ("NVIDIA GeForce RTX 5080", "RTX-5080-16GB"), ("RTX 2080 Ti", "RTX-2080-Ti-11GB"),
+    ("GeForce RTX 2080 Ti", "RTX-2080-Ti-11GB"),  # the name older drivers print (NVIDIA/nvidia-docker #1146)
+    # another card of the line: its variant word or memory size is not the catalog card's
+    ("RTX 3080 Ti", None), ("RTX 3080 12GB", None), ("RTX 4060 Ti 8GB", None), ("RTX 4070 Ti", None),
+    ("RTX 4000 SFF Ada", None), ("RTX 4000", None), ("RTX 4090 D", None), ("RTX 4090 Laptop", None),
+    ("RTX 2080 Ti 22GB", None),
+])
+def test_owned_card_spellings(text: str, expected: str | None) -> None:
+    assert vr.match_gpu(text)[0] == expected
+
+
+def test_turing_and_volta_cards_train_in_fp16() -> None:
+    # gpus.md §3: bf16 needs CC >= 8.0; a card below it has no bf16 figure and says so in supports
+    assert {"T4-16GB", "V100-16GB", "RTX-2080-Ti-11GB"} <= {g.id for g in gpus().values() if g.sm < (8, 0)}
+    for gpu in gpus().values():
+        if gpu.sm < (8, 0):
+            assert gpu.bf16_dense_tflops is None and gpu.supports.get("bf16") is False, gpu.id
+        else:
+            assert gpu.supports.get("bf16") is True, gpu.id
+
+
+def test_every_card_has_its_sm_count() -> None:
+    # the roofline's wave quantization (sizing/time) uses the card's own SM count, not the 108 default
+    from sizing.time.device import model_data
+
+    assert [g for g in gpus() if find_gpu(g).id not in model_data()["sm_count"]] == []
