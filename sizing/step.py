@@ -10,7 +10,7 @@ from .catalog import Gpu
 from .config import RunConfig
 from .frameworks import rope_tables
 from .grid import grid, virtual_tokens
-from .memory.adapters import trainable
+from .memory.adapters import Trainable, trainable
 from .memory.allocator import round_up
 from .memory.backward_trace import HeadNorm, SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
@@ -238,7 +238,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered)
     detail = {
-        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes, "trainable_params": params,
+        "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
+        "trainable_params": params + _untrained(arch, tr, reg.full),
         "gradient_bytes": grads, "optimizer_state_bytes": opt.resident_bytes + opt.paged_bytes,
         "paged_optimizer_bytes": opt.paged_bytes, "layer_saved_bytes_per_token": ls.per_token,
         "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak + reentrant_output,
@@ -291,3 +292,11 @@ def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> in
     step = round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
     # Reserved memory only grows: a moment before the step (a model load) that reserved more sets the peak.
     return max([step] + [round_up(o.needed if needed else o.reserved) for o in outside(mem, expandable)])
+
+
+def _untrained(arch: Architecture, tr: Trainable, full: bool) -> int:
+    """Parameters with requires_grad that a text-only step never reaches (a vision tower's, or its adapters): they
+    count as trainable, as PEFT and the trial recipe count them, but get no gradient or optimizer state."""
+    if arch.tower is None:
+        return 0
+    return arch.tower.params if full else tr.idle

@@ -172,9 +172,20 @@ def _gemma3_run(method: str, targets: object, **more: object) -> dict:
 
 
 def test_gemma3_multimodal_counts_its_vision_tower() -> None:
+    """Every parameter is loaded; full fine-tuning leaves them all trainable, but a text-only step gives the tower's
+    no gradient: the engine's gradient bytes are the language model's."""
+    from sizing import estimate
+
     m = _gemma3_mm()
     assert type(m).__name__ == "Gemma3ForConditionalGeneration"
     assert from_hf_config(GEMMA3_MM).all_params == sum(p.numel() for p in m.parameters())
+    m.train()
+    ids = torch.randint(0, 400, (1, 16), generator=torch.Generator().manual_seed(1))
+    m(input_ids=ids, labels=ids).loss.backward()
+    est = estimate(_gemma3_run("full", None), backend="cpu")
+    assert est.detail["trainable_params"] == sum(p.numel() for p in m.parameters() if p.requires_grad)
+    assert est.detail["gradient_bytes"] == sum(p.grad.numel() * p.grad.element_size() for p in m.parameters()
+                                               if p.grad is not None)
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -196,6 +207,7 @@ def test_gemma3_vision_adapters_are_stored_but_never_trained(targets: object) ->
     assert all(p.grad is None for n, p in lora.items() if "vision_tower" in n)
     est = estimate(_gemma3_run("lora", targets, adapter_dtype="bfloat16"), backend="cpu")
     assert est.detail["param_bytes"] == sum(p.numel() * p.element_size() for p in m.parameters())
+    assert est.detail["trainable_params"] == sum(p.numel() for p in m.parameters() if p.requires_grad)
     assert est.detail["gradient_bytes"] == sum(p.grad.numel() * p.grad.element_size() for p in lora.values()
                                                if p.grad is not None)
 
