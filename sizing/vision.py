@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import SizingError
+from .families import BOUNDS
 from .shapes import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Linear, Tower
 
 # Gemma3TextConfig's defaults, which the Hub's sparse text_config relies on (google/gemma-3-4b-it states only
@@ -27,11 +28,21 @@ SIGLIP_DEFAULTS: dict[str, Any] = {
 WRAPPERS = {"gemma3": ("gemma3_text", GEMMA3_TEXT_DEFAULTS)}  # wrapper model_type -> (text model_type, defaults)
 
 
+# The text layers' bounds (families.BOUNDS) for the encoder's widths and depth; an image side above any real encoder
+# input (Gemma 3: 896) by far, so a pasted config cannot make a 10^9-wide tower.
+_BOUNDS = {"hidden_size": BOUNDS["hidden"], "intermediate_size": BOUNDS["intermediate"],
+           "num_hidden_layers": BOUNDS["layers"], "num_channels": 16, "image_size": 16_384, "patch_size": 16_384}
+
+
 def _int(cfg: Mapping[str, Any], key: str) -> int:
     value = cfg.get(key, SIGLIP_DEFAULTS[key])
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise SizingError("model_config_invalid", f"vision_config.{key} must be a positive integer",
                           field=f"model_config.vision_config.{key}", value=value)
+    if value > _BOUNDS[key]:
+        raise SizingError("model_config_invalid", f"vision_config.{key} = {value} is beyond any real model (at most "
+                          f"{_BOUNDS[key]})", field=f"model_config.vision_config.{key}", value=value,
+                          max=_BOUNDS[key])
     return value
 
 

@@ -122,3 +122,13 @@ def test_another_vision_tower_is_refused_not_dropped() -> None:
                         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100},
                         "vision_config": {"model_type": "clip_vision_model"}})
     assert err.value.code == "unsupported_architecture"
+
+
+@pytest.mark.parametrize(("vision", "field"), [({"hidden_size": 10**9}, "hidden_size"), ({"num_hidden_layers": 0},
+                                               "num_hidden_layers"), ({"patch_size": "14"}, "patch_size")])
+def test_a_broken_vision_config_names_its_field(vision: dict, field: str) -> None:
+    text = {"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    with pytest.raises(SizingError) as err:
+        from_hf_config({"model_type": "gemma3", "text_config": text,
+                        "vision_config": {**vision, "vision_use_head": False}})
+    assert err.value.code == "model_config_invalid" and err.value.field == f"model_config.vision_config.{field}"
