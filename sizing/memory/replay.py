@@ -98,6 +98,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     # "Allocations are associated with a stream"): FSDP gathers units on its unshard stream and stages
     # reduce-scatters on its post-backward stream, so those come from pools of their own.
     ag, rs = (pool(), pool()) if r.gathered_unit else (a, a)
+    units = _Units(ag, r.gathered_unit, skip=not isinstance(ag, CappedAllocator))
     # Under CPU offload each unit's shard is copied to the GPU on FSDP's pre-unshard stream and freed once the
     # all-gather has read it (fsdp_init.fsdp_units): a block that stays cached in that stream's pool, never
     # alive at the step's allocated peak, so it adds to reserved only.
@@ -135,7 +136,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 seen = now
         kept: list[list[_Block]] = []
         for _layer in range(r.layers):
-            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            unit = units.malloc()
             if r.forward_transient:
                 a.run_free(forward_transient)
             if r.checkpoint:
@@ -144,8 +145,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                 kept.append(ck)
             else:
                 kept.append(a.run(kept_saved))
-            if unit is not None:
-                ag.free(unit)
+            units.free(unit)
         head = a.run(head_saved)
         if r.loss_forward:
             a.run_free(loss_forward)
@@ -156,15 +156,14 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             grads += a.malloc_all(r.head_grads)
         comm = rs.malloc(r.comm_buffer) if r.comm_buffer and not r.comm_static else None
         for blocks in reversed(kept):
-            unit = ag.malloc(r.gathered_unit) if r.gathered_unit else None
+            unit = units.malloc()
             layer_run = layer_runs.get(new_grads)
             if layer_run is not None:  # the same operations, the layer's transients as one run (_layer_runs)
                 a.run_free(layer_run, sum(grad_blocks) if new_grads else 0)
                 if new_grads:
                     grads += [_Block(size, False, True) for size in grad_blocks]
                 a.free_all(blocks)
-                if unit is not None:
-                    ag.free(unit)
+                units.free(unit)
                 continue
             if new_grads and keep_run is not None:  # the layer's large gradients kept, the rest one run (kept_run)
                 got = run_keep(a, *keep_run)
@@ -172,8 +171,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
                     large = iter(got)
                     grads += [next(large) if size > SMALL_SIZE else _Block(size, False, True) for size in grad_blocks]
                     a.free_all(blocks)
-                    if unit is not None:
-                        ag.free(unit)
+                    units.free(unit)
                     continue
             # the recompute makes autocast's weight casts again, saved by the matmuls (ckpt_forward.json)
             recomputed = a.run(kept_saved) if r.checkpoint else []
@@ -192,8 +190,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             if tmp is not None:
                 a.free(tmp)
             a.free_all(recomputed + blocks)
-            if unit is not None:
-                ag.free(unit)
+            units.free(unit)
         if not states_done:
             # torch optimizers create their states lazily in the first step()
             # (kept to the end: run() of their plan, no block per small state)
@@ -217,6 +214,28 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     extra = (h2d.peak_reserved, h2d.peak_needed) if h2d is not None else (0, 0)
     return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools) + extra[0],
             sum(p.peak_needed for p in pools) + extra[1])
+
+
+class _Units:
+    """FSDP's unshard-stream pool (its own: blocks belong to their stream) holds one gathered unit at a time, always
+    of one size: after the first malloc/free pair its state and peaks repeat exactly, so later pairs are skipped
+    (perf: two per layer and step). A capped pool keeps every pair: an OOM retry in another stream's pool can
+    release the cached unit (memory/wall.py), and the next gather then meets the wall again."""
+
+    __slots__ = ("done", "pool", "size", "skip")
+
+    def __init__(self, pool: CachingAllocator, size: int, skip: bool) -> None:
+        self.pool, self.size, self.skip, self.done = pool, size, skip, False
+
+    def malloc(self) -> _Block | None:
+        if not self.size or (self.skip and self.done):
+            return None
+        return self.pool.malloc(self.size)
+
+    def free(self, b: _Block | None) -> None:
+        if b is not None:
+            self.pool.free(b)
+            self.done = True
 
 
 # _scaled's plans by the gradients' block sizes: the same in every replay of a configuration whose gradients are
