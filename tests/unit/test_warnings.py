@@ -50,3 +50,18 @@ def test_a_bf16_run_gets_no_fits_verdict_on_a_card_without_bf16() -> None:
     for row in fit_table(est.config):
         if row["gpu"] in ("T4-16GB", "V100-16GB", "V100-32GB"):
             assert not row["fits"] and row["fewest_gpus"] == 0 and row["max_micro_batch"] == 0
+
+
+def test_every_warning_code_has_the_page_words_in_three_languages() -> None:
+    # The page shows a warning by its code (calculator_text "w_<code>"): a code the engine can emit without words
+    # would reach a Russian or Uzbek reader as the English message.
+    import re
+    from pathlib import Path
+
+    from sitebuild.calculator_text import TEXT
+
+    root = Path(__file__).resolve().parents[2] / "sizing"
+    codes = {c for path in root.rglob("*.py") for c in re.findall(r'_w\(\s*"([a-z0-9_]+)"', path.read_text("utf-8"))}
+    assert "moe_fused_experts" in codes and len(codes) > 10
+    missing = {c: [lang for lang in ("ru", "uz", "en") if not TEXT.get(f"w_{c}", {}).get(lang)] for c in codes}
+    assert not {c: langs for c, langs in missing.items() if langs}
