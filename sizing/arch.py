@@ -181,7 +181,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         else:
             pre_norms = 1 if cfg.get("parallel_attn", True) else 2  # falcon-rw: sequential, two norms
     else:
-        pre_norms = 2
+        pre_norms = int(fam.get("pre_norms", 2))
     max_pos = cfg.get("max_position_embeddings", cfg.get("n_positions", cfg.get("seq_length", cfg.get("max_seq_len"))))
     max_pos = max_pos if isinstance(max_pos, int) and not isinstance(max_pos, bool) and max_pos > 0 else None
     positions = fam.get("positions")
@@ -195,7 +195,8 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         model_type=model_type, hidden=h, layers=layers, heads=heads, kv_heads=kv, head_dim=head_dim,
         intermediate=inter, vocab=vocab, tied_embeddings=tied, max_positions=max_pos,
         norm=fam["norm"], pre_norms=pre_norms, post_norms=int(fam.get("post_norms", 0)),
-        qk_norm=bool(fam.get("qk_norm")), gated_mlp=not plain, fused_gate_up="fused_mlp" in fam,
+        qk_norm=bool(fam.get("qk_norm")), qk_norm_whole=fam.get("qk_norm") == "whole", gated_mlp=not plain,
+        fused_gate_up="fused_mlp" in fam,
         linears=tuple(lins), norm_bias=bool(fam.get("norm_bias", fam["norm"] == "layer")),
         lm_head_bias=model_type in ("phi", "phi-msft") or bool(fam.get("head_bias")),
         final_logit_softcap=cfg.get("final_logit_softcapping"), attn_logit_softcap=cfg.get("attn_logit_softcapping"),

@@ -12,8 +12,10 @@ from .errors import SizingError
 # target_modules. Keys: norm, tie (tie_word_embeddings default), qkv (one fused q/k/v projection: its
 # name), out (attention output), plain_mlp (up, down: act(fc1(x))), fused_mlp (gate_up, down: one output
 # holds g and u), gated (gate, up, down), parallel (one norm feeds attention and MLP), bias (every linear),
-# qkv_bias, eager (hand-written attention only), positions (rows of a learned position table beyond
-# max_position_embeddings; None: no such table), moe, mha (no grouped-query attention in the code),
+# qkv_bias, qk_norm (True: over head_dim per head; "whole": over the q and k projections' widths), pre_norms and
+# post_norms (norms feeding the projections, 2 unless said; norms on the sublayer outputs), eager (hand-written
+# attention only), positions (rows of a learned position table beyond max_position_embeddings; None: no such
+# table), moe, mha (no grouped-query attention in the code),
 # ffn_keys (the config keys of the FFN width), ffn_x4 (width fixed at 4 x hidden), embed_norm, mlp_bias (the MLP's
 # linears only), head_bias (lm_head has a bias), norm_bias (False: LayerNorm without a bias), act (the config
 # class's default activation where it is a Python formula; BLOOM's BloomGelu saves only its input).
@@ -89,6 +91,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "internlm2": {"norm": "rms", "tie": False, "qkv": "wqkv", "out": "wo", "gated": ("w1", "w3", "w2"),
                   "targets": ()},
     "smollm3": {"norm": "rms", "tie": True, "targets": ()},
+    # OLMo 2 (models/olmo2/modeling_olmo2.py, 5.24.0): no norm before attention or MLP (the projections read the
+    # residual stream), an RMSNorm on each sublayer's output before its residual add, q_norm / k_norm over the
+    # whole q and k projections before the heads are split; Olmo2RMSNorm returns (weight * x_hat).to(input dtype).
+    # No biases, untied head; PEFT 0.21 has no default target_modules for it.
+    "olmo2": {"norm": "rms_cast", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": "whole",
+              "targets": ()},
 }
 ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
            "yi": "llama", "stablelm_epoch": "gpt_neox", "mixformer-sequential": "phi-msft"}
@@ -103,7 +111,7 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "MptForCausalLM": "mpt", "MPTForCausalLM": "mpt", "Starcoder2ForCausalLM": "starcoder2",
                 "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
                 "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
-                "CodeGenForCausalLM": "codegen",
+                "CodeGenForCausalLM": "codegen", "Olmo2ForCausalLM": "olmo2",
                 "T5ForConditionalGeneration": "t5",
                 "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}

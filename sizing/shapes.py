@@ -67,9 +67,11 @@ class Architecture:
     vocab: int  # V
     tied_embeddings: bool
     max_positions: int | None
-    norm: str  # "rms" (fp32 compute, weight * x), "rms_gemma" (fp32, x * (1 + w)), "layer"
-    pre_norms: int  # norms whose output feeds linears (2, or 1 for a shared parallel block)
-    post_norms: int  # Gemma 2/3 norms on the attention / MLP outputs
+    # "rms" (fp32 compute, weight * x.to(dtype)), "rms_gemma" (fp32, x * (1 + w)), "rms_cast" (OLMo 2: fp32,
+    # (weight * x).to(dtype)), "layer"
+    norm: str
+    pre_norms: int  # norms whose output feeds linears (2, 1 for a shared parallel block, 0: OLMo 2 has none)
+    post_norms: int  # Gemma 2/3 and OLMo 2 norms on the attention / MLP outputs
     qk_norm: bool  # Qwen3, Gemma 3: RMSNorm over head_dim on q and k
     gated_mlp: bool  # SwiGLU / GeGLU (g, act(g), u) vs act(fc1(x))
     fused_gate_up: bool  # Phi-3 gate_up_proj: one output tensor holds g and u
@@ -79,6 +81,7 @@ class Architecture:
     final_logit_softcap: float | None
     attn_logit_softcap: float | None
     eager_only: bool  # attention implemented by hand (Bloom's alibi): no SDPA/flash path
+    qk_norm_whole: bool = False  # OLMo 2: q_norm / k_norm over the whole q and k projections, not per head
     experts: int = 0
     experts_per_token: int = 0
     default_dtype: str | None = None
@@ -119,7 +122,7 @@ class Architecture:
     @property
     def norm_params_per_layer(self) -> int:
         per = self.hidden * (2 if self.norm_bias else 1)
-        qk = 2 * self.head_dim if self.qk_norm else 0
+        qk = (self.q_width + self.kv_width if self.qk_norm_whole else 2 * self.head_dim) if self.qk_norm else 0
         return (self.pre_norms + self.post_norms) * per + qk
 
     @property

@@ -55,6 +55,8 @@ class LayerWalker:
         self.frozen_a = trainable.frozen_a
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
+        self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
+        self.shared = 0  # per-token bytes of the last consumers_saved's one shared copy of its input
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
 
     def _rec(self, *per_token: int) -> int:
@@ -67,7 +69,7 @@ class LayerWalker:
         reg = self.reg
         if self.arch.norm == "rms":  # weight * x.to(input_dtype): type promotion with the weight
             return max(reg.norm_weight, in_bytes)
-        if self.arch.norm == "rms_gemma":  # output.type_as(x)
+        if self.arch.norm in ("rms_gemma", "rms_cast"):  # output.type_as(x), (weight * x).to(input_dtype)
             return in_bytes
         return 4 if reg.autocast else in_bytes  # layer_norm runs in fp32 under autocast
 
@@ -76,6 +78,10 @@ class LayerWalker:
         if reg.quant and not reg.full:
             return in_bytes  # bnb Linear4bit/8bitLt return the input's dtype
         return reg.compute if reg.autocast else reg.weight
+
+    def pre_out(self, resid: int) -> int:
+        """Bytes per element of what the projections read: the pre-norm's output, or the residual stream itself."""
+        return self.norm_out(resid) if self.arch.pre_norms else resid
 
     # -- saved tensors --------------------------------------------------------------------------
     def norm_saved(self, in_bytes: int, width: int) -> int:
@@ -88,7 +94,7 @@ class LayerWalker:
             # native_layer_norm keeps its input (an fp32 copy under autocast) and fp32 mean/rstd.
             return (4 if self.reg.autocast else in_bytes) * width + 8
         extra = 0
-        if trains:  # weight * x_hat saves x_hat: input dtype (Llama) or fp32 (Gemma's (1 + w))
+        if trains:  # weight * x_hat saves x_hat: input dtype (Llama) or fp32 (Gemma's (1 + w), OLMo 2's product)
             extra = (in_bytes if self.arch.norm == "rms" else 4) * width
         return 4 * width + 4 + extra
 
@@ -142,9 +148,8 @@ class LayerWalker:
                 extra += self.r * (c if reg.autocast else reg.adapter)  # lora_B input: lora_A output
                 if reg.dora:
                     extra += 2 * c * lin.out_features  # base_result and lora_result kept by the magnitude
-        if shared and not already_saved:
-            extra += tensor_bytes * width
-        return extra
+        self.shared = tensor_bytes * width if shared and not already_saved else 0
+        return extra + self.shared
 
     def fused_qkv_lora(self, tensor_bytes: int, width: int, qkv: list[Linear]) -> int:
         """LitGPT LoRAQKVLinear: one dropout output and one lora_A output for all adapted q/k/v;
@@ -166,13 +171,15 @@ class LayerWalker:
         arch, reg, c = self.arch, self.reg, self.reg.compute
         h, q, kv, nh, inter, seq = arch.hidden, arch.q_width, arch.kv_width, arch.heads, arch.intermediate, self.seq
         resid = reg.resid
-        total = self._rec(self.norm_saved(resid, h))
-        attn_in = self.norm_out(resid)
+        total = self._rec(self.norm_saved(resid, h)) if arch.pre_norms else 0
+        attn_in = self.pre_out(resid)
         consumers = self.by_source(ATTN_IN) + (self.by_source(MLP_IN) if arch.pre_norms == 1 else [])
         total += self._rec(self.consumers_saved(attn_in, h, consumers, already_saved=False))
+        self.kept = self.shared if not arch.pre_norms else 0  # the projections save the layer input itself
         qb = self.linear_out(attn_in)
-        if arch.qk_norm:  # RMSNorm over head_dim on q and k: fp32 input and rsqrt per head
-            total += self._rec(4 * (q + kv) + 4 * (nh + arch.kv_heads))
+        if arch.qk_norm:  # RMSNorm on q and k: fp32 input and rsqrt per head (per token: OLMo 2's whole width)
+            rows = 2 if arch.qk_norm_whole else nh + arch.kv_heads
+            total += self._rec(4 * (q + kv) + 4 * rows)
             if reg.full:
                 total += self._rec((qb if arch.norm == "rms" else 4) * (q + kv))
         ab = c if reg.autocast else qb  # SDPA runs in the autocast dtype
@@ -197,12 +204,13 @@ class LayerWalker:
         total += self._rec(self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved))
         if arch.post_norms:
             total += self._rec(self.norm_saved(self.linear_out(ab), h))
-        if arch.pre_norms == 2:
-            total += self._rec(self.norm_saved(resid, h))
-            mlp_in = self.norm_out(resid)
-            total += self._rec(self.consumers_saved(mlp_in, h, self.by_source(MLP_IN), already_saved=False))
-        else:
+        if arch.pre_norms == 1:
             mlp_in = attn_in
+        else:
+            if arch.pre_norms:
+                total += self._rec(self.norm_saved(resid, h))
+            mlp_in = self.pre_out(resid)
+            total += self._rec(self.consumers_saved(mlp_in, h, self.by_source(MLP_IN), already_saved=False))
         gb = self.linear_out(mlp_in)
         if arch.experts:
             total += self._rec(self.experts(mlp_in, gb))
@@ -303,11 +311,12 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     if not reg.full and not reg.checkpointing:
         # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its
         # input norm saves nothing and the q/k/v dropout masks are not kept.
-        delta = -(layer.norm_saved(reg.resid, arch.hidden) + layer.mask_total)
+        delta = -((layer.norm_saved(reg.resid, arch.hidden) if arch.pre_norms else 0) + layer.mask_total)
         delta_const = -layer.layer0_lora_a_copies()
     return LayerSaved(per_token=per_token, constant=const, layer0_delta_per_token=delta,
                       layer0_delta_constant=delta_const,
                       checkpoint_per_token=reg.resid * arch.hidden,
-                      input_per_token=layer.input_kept(reg.resid, arch.hidden), pieces=tuple(layer.pieces),
+                      input_per_token=layer.input_kept(reg.resid, arch.hidden) if arch.pre_norms else layer.kept,
+                      pieces=tuple(layer.pieces),
                       held_per_token=layer.held,
                       cached_weight_copies=cached * arch.layers)

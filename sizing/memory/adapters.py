@@ -156,7 +156,9 @@ def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:
         out.append((arch.vocab, arch.hidden, 1))
     norm_tensors = (arch.pre_norms + arch.post_norms) * L + arch.outer_norms
     out.append((1, arch.hidden, norm_tensors * (2 if arch.norm_bias else 1)))
-    if arch.qk_norm:
+    if arch.qk_norm_whole:
+        out += [(1, arch.q_width, L), (1, arch.kv_width, L)]
+    elif arch.qk_norm:
         out.append((1, arch.head_dim, 2 * L))
     for lin in arch.linears:
         out.append((lin.out_features, lin.in_features, L * lin.count))

@@ -60,6 +60,9 @@ class _Layer(Ops):
                     s.release(n * width * reg.mask_bytes(self._lora_input(x_bytes)))
                     parts.append(d)
                 left -= saves and not reg.full
+                if self.exact and x_saved and saves and left == 0:
+                    s.release(n * width * x_bytes)  # lora_A's node was the last to hold x: it goes before W's turn
+                    x_saved = False
             if reg.full:
                 s.alloc(lin.params * reg.weight, replay=False)  # weight.grad
             parts.append(s.alloc(n * width * c))  # grad_output @ W
@@ -108,8 +111,9 @@ class _Layer(Ops):
             return not (reg.autocast and x_bytes != reg.compute)
         return lin.name in self.walker.targets and not self.walker.frozen_a and self._lora_shares(x_bytes)
 
-    def mlp(self, g: int, in_bytes: int, gb: int) -> int:
-        """The MLP's backward from its output gradient g (not freed); returns its input's gradient."""
+    def mlp(self, g: int, in_bytes: int, gb: int, owned: bool = False) -> int:
+        """The MLP's backward from its output gradient g (not freed, unless owned: a post-norm's input gradient, which
+        goes when the down projection's node is done); returns its input's gradient."""
         s, arch, n, c = self.s, self.arch, self.n, self.reg.compute
         tokens = n * arch.experts_per_token if arch.experts else n  # [APPROX] experts: routed tokens
         inter = arch.intermediate
@@ -126,7 +130,8 @@ class _Layer(Ops):
             down = self.walker.by_source(MLP_MID) or [lin for lin in arch.linears if lin.feeds_from == MLP_MID][:1]
             ups = self.walker.by_source(MLP_IN) or [lin for lin in arch.linears if lin.feeds_from == MLP_IN][:2]
         mid_saved = self.reg.full or any(lin.name in self.walker.targets for lin in down)
-        out_grad = self.routed_output(n, tokens) if grouped else None  # else the caller's g stands for it
+        # else the caller's g stands for it (a zero-sized handle unless the MLP owns it)
+        out_grad = self.routed_output(n, tokens) if grouped else (g if owned else None)
         gm = self.linears(down, {lin.name: lambda: s.alloc(0) if out_grad is None else out_grad for lin in down}, gb,
                           mid_saved)
         w = tokens * inter * gb
@@ -182,7 +187,7 @@ class _Layer(Ops):
         s.release(routes * h * eb + routes * 4)  # the experts' output and the weights, saved by the multiply
         return out
 
-    def attention(self, g: int, ab: int, qb: int) -> int:
+    def attention(self, g: int, ab: int, qb: int, owned: bool = False) -> int:
         """Attention's backward from the o_proj output gradient g (not freed); returns the gradient of its
         input (the norm's output)."""
         s, arch, reg, n = self.s, self.arch, self.reg, self.n
@@ -190,7 +195,7 @@ class _Layer(Ops):
         o = self.walker.by_source(ATTN_OUT)
         # o_proj's input is SDPA's saved output unless eager attention (or a profile's copy) gives it its own
         own = reg.attention == "eager" or reg.profile.out_proj_copy
-        ga = self.linears(o, {lin.name: lambda: s.alloc(0) for lin in o}, ab, own)
+        ga = self.linears(o, {lin.name: (lambda: g) if owned else (lambda: s.alloc(0)) for lin in o}, ab, own)
         expanded = reg.padded or (reg.profile.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager":
             scores = self.ns * nh  # n * seq * heads
@@ -248,7 +253,7 @@ class _Layer(Ops):
             cat = s.alloc(n * (q + 2 * kv) * ab)
             s.free(gq, gk, gv)
             outs = {ins[0].name: lambda: cat}
-        return self.linears(ins, outs, self.walker.norm_out(reg.resid), True)
+        return self.linears(ins, outs, self.walker.pre_out(reg.resid), True)
 
 
 def layer_backward(arch: Architecture, reg: Regime, tr: Trainable, r: int, seq: int, tokens: int) -> LayerBackward:
@@ -265,10 +270,10 @@ def walk(la: _Layer) -> None:
     resid, c = reg.resid, reg.compute
     w = la.walker
     g0 = s.alloc(n * h * resid, replay=False)  # the gradient of the layer's output
-    attn_in = w.norm_out(resid)
+    attn_in = w.pre_out(resid)
     qb = w.linear_out(attn_in)
     ab = c if reg.autocast else qb
-    mlp_in = w.norm_out(resid) if arch.pre_norms == 2 else attn_in
+    mlp_in = attn_in
     gb = w.linear_out(mlp_in)
     if arch.pre_norms == 1:  # one norm feeds attention and MLP in parallel (GPT-J, Phi, Falcon style)
         gm = la.mlp(g0, mlp_in, gb)
@@ -276,13 +281,15 @@ def walk(la: _Layer) -> None:
         gx = la.norm(la.accumulate(gm, ga, n * h * c), h, resid)
         la.accumulate(g0, gx, n * h * resid)
         return
+    # without pre-norms (OLMo 2) the projections' input gradients are the residual stream's
+    pre: Callable[[int], int] = (lambda g: la.norm(g, h, resid)) if arch.pre_norms else (lambda g: g)
     g_mlp = la.norm(s.alloc(0), h, gb) if arch.post_norms else g0
-    gx2 = la.norm(la.mlp(g_mlp, mlp_in, gb), h, resid)
+    gx2 = pre(la.mlp(g_mlp, mlp_in, gb, owned=la.exact and g_mlp != g0))
     if g_mlp != g0:
         s.free(g_mlp)
     g1 = la.accumulate(g0, gx2, n * h * resid)
     g_attn = la.norm(s.alloc(0), h, ab) if arch.post_norms else g1
-    gx = la.norm(la.attention(g_attn, ab, qb), h, resid)
+    gx = pre(la.attention(g_attn, ab, qb, owned=la.exact and g_attn != g1))
     if g_attn != g1:
         s.free(g_attn)
     la.accumulate(g1, gx, n * h * resid)  # the layer input's gradient: freed by the next layer's backward

@@ -148,6 +148,16 @@ MODEL_CONFIGS: dict[str, dict] = {
         moe_intermediate_size=344,
         norm_topk_prob=True,
     ),
+    # OLMo 2: no pre-norms (the projections read the residual stream), RMSNorms on the attention and MLP outputs,
+    # q_norm / k_norm over the whole q and k projections, (weight * x).to(dtype) norms, untied head, no biases
+    "olmo2": dict(
+        model_type="olmo2",
+        **_COMMON,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        attention_bias=False,
+    ),
 }
 
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
@@ -207,6 +217,15 @@ def moe_cases():
     the fused experts and the router, with and without checkpointing (PEFT refuses lora_dropout on the experts)."""
     return [(style, rg, 0.0, gcm) for style in MOE_STYLES for rg in ("full", "lora_fp32", "lora_bf16")
             for gcm in (False, True)]
+
+
+def olmo2_cases():
+    """OLMo 2's cases: bf16 full fine-tuning, LoRA (fp32 and bf16 adapters) and, where bitsandbytes runs, QLoRA
+    (with and without prepare_model_for_kbit_training), without and with dropout, on all-linear, with and without
+    checkpointing."""
+    regimes = ("lora_fp32", "lora_bf16") + (("qlora", "qlora_prep") if _bnb_available()[0] else ())
+    return [("olmo2", "full", 0.0, gcm) for gcm in (False, True)] + [
+        ("olmo2", rg, dp, gcm) for rg in regimes for dp in (0.0, 0.05) for gcm in (False, True)]
 
 
 def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:

@@ -33,6 +33,7 @@ FAMILIES = {
     "falcon": {"new_decoder_architecture": False, "multi_query": True, "num_key_value_heads": None},
     "gpt_neox": {"num_key_value_heads": None},
     "bloom": {"n_head": 4, "num_key_value_heads": None},
+    "olmo2": {"head_dim": 16},
     "gpt_bigcode": {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 160, "n_positions": 128,
                     "num_key_value_heads": None},
 }

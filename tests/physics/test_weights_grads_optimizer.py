@@ -1,5 +1,5 @@
 """Static bytes of one step: parameters, trainable count, gradients, AdamW states (memory-model.md
-sections 1, 3, 4), measured on tiny Llama / Qwen2 / Qwen3 / Gemma models on CPU."""
+sections 1, 3, 4), measured on tiny Llama / Qwen2 / Qwen3 / Gemma / OLMo 2 models on CPU."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.physics
 REL = 0.02
 
 
-CASES = harness.static_cases()
+CASES = harness.static_cases() + [c for c in harness.olmo2_cases() if c[2] == 0.0 and not c[3]]
 
 
 @pytest.mark.parametrize("case", CASES, ids=harness.case_id)

@@ -20,6 +20,8 @@ from sizing.memory.regime import resolve
 
 from .conftest import TINY_LLAMA
 
+# OLMo 2's layer: no pre-norms, norms on the sublayer outputs, q/k norms over the whole projections
+TINY_OLMO2: dict[str, Any] = {**TINY_LLAMA, "model_type": "olmo2"}
 MODELS = ["meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-0.5B", "google/gemma-2-9b", "microsoft/phi-3-mini-4k-instruct",
           "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-8B"]
 
@@ -33,7 +35,7 @@ def _raw(rng: random.Random) -> dict[str, Any]:
         "bf16": rng.random() < 0.8, "torch_dtype": rng.choice(["bfloat16", "float32"]),
     }
     if rng.random() < 0.3:
-        cfg["model_config"] = dict(TINY_LLAMA)
+        cfg["model_config"] = dict(TINY_LLAMA if rng.random() < 0.5 else TINY_OLMO2)
     else:
         cfg["model"] = rng.choice(MODELS)
     if method != "full":

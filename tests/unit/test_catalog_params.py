@@ -298,8 +298,9 @@ def test_every_added_record_is_checked_or_explained() -> None:
 
 
 # Families people fine-tune that the engine does not model (no catalog record): refused by name, with the list.
-# (gptj, mpt, starcoder2, stablelm, granite, internlm2 and codegen were on this list until the families were added.)
-@pytest.mark.parametrize("model_type", ["olmo", "olmo2", "cohere", "gpt_oss", "deepseek_v2", "nemotron"])
+# (gptj, mpt, starcoder2, stablelm, granite, internlm2, codegen and olmo2 were on this list until the families were
+# added.)
+@pytest.mark.parametrize("model_type", ["olmo", "cohere", "gpt_oss", "deepseek_v2", "nemotron"])
 def test_unmodelled_families_refused_with_the_supported_list(model_type: str) -> None:
     from sizing import SizingError, estimate
 
@@ -329,10 +330,6 @@ REAL_UNMODELLED = {
                     "intermediate_size": 10944, "kv_lora_rank": 512, "n_routed_experts": 64,
                     "num_attention_heads": 16, "num_hidden_layers": 27, "num_key_value_heads": 16,
                     "vocab_size": 102400},
-    # _MLC MODEL_PRESETS['olmo2_7b']: norms after attention/MLP and q/k norms over the full width
-    "olmo2": {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_size": 4096,
-              "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
-              "num_key_value_heads": 32, "vocab_size": 100352},
     # _MLC MODEL_PRESETS['aya-23']: Cohere (parallel block, LayerNorm without bias, logit scale)
     "cohere": {"architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 4096,
                "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
@@ -350,6 +347,28 @@ def test_real_unmodelled_configs_refused_by_model_type(model_type: str) -> None:
             estimate({"model_config": cfg, "method": "lora", "max_seq_length": 128, "per_device_train_batch_size": 1})
         assert (err.value.code, err.value.field) == ("unsupported_architecture", "model_config.model_type")
         assert "is not supported" in str(err.value) and "llama, mistral" in str(err.value)
+
+
+# _MLC MODEL_PRESETS['olmo2_7b'] (the 32 layers, 4096 wide, 32 heads of allenai/OLMo-2-1124-7B's model card)
+OLMO2_7B = {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_size": 4096,
+            "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32,
+            "num_key_value_heads": 32, "vocab_size": 100352}
+
+
+def test_olmo2_is_sized_by_model_type_or_class() -> None:
+    """OLMo 2, once refused, is read by model_type or by its class alone. Its parameters counted module by module as
+    transformers 5.24 models/olmo2/modeling_olmo2.py declares them: embed_tokens and an untied lm_head (V x h); per
+    layer q/k/v/o_proj (h x 32 * 128 each), q_norm and k_norm over the whole projections (32 * 128 each),
+    gate/up/down_proj (h x I each), post_attention_layernorm and post_feedforward_layernorm (h each); the final norm."""
+    from sizing.arch import from_hf_config
+
+    h, inter, layers, vocab = 4096, 11008, 32, 100352
+    per_layer = 4 * h * h + 2 * h + 3 * h * inter + 2 * h
+    expected = 2 * vocab * h + layers * per_layer + h
+    for cfg in (OLMO2_7B, {k: v for k, v in OLMO2_7B.items() if k != "model_type"}):
+        arch = from_hf_config(cfg)
+        assert (arch.model_type, arch.pre_norms, arch.post_norms, arch.qk_norm_whole) == ("olmo2", 0, 2, True)
+        assert arch.total_params == expected
 
 
 def test_gpt_oss_mxfp4_experts_refused_as_a_format_too() -> None:

@@ -118,8 +118,8 @@ REFUSED = [
     # checked missing (catalog branch, round 6): no verbatim config.json found, so no record; never another 7B
     ("deepseek-llm-7b", "row_unknown_model"),  # a Llama-architecture model with its own 102400-row vocabulary
     ("deepseek-ai/deepseek-llm-67b-chat", "row_unknown_model"),
-    ("OLMo-7B", "row_unknown_model"),  # olmo / olmo2: families the engine does not model
-    ("allenai/OLMo-2-1124-7B", "row_unknown_model"),
+    ("OLMo-7B", "row_unknown_model"),  # olmo: a family the engine does not model
+    ("allenai/OLMo-2-1124-7B", "row_unknown_model"),  # olmo2 is modelled from a pasted config.json; no catalog record
     ("granite-3.1-8b", "row_unknown_model"),
     ("OpenHermes 2.5 Mistral 7B", "row_unknown_model"),  # a fine-tune with its own name: not provable by name
     ("TheBloke/Llama-2-7B-GPTQ", "row_unknown_model"),  # a GPTQ checkpoint whose quantization_config is unknown
