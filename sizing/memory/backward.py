@@ -60,7 +60,7 @@ class _Layer(Ops):
                     s.release(n * width * reg.mask_bytes(self._lora_input(x_bytes)))
                     parts.append(d)
                 left -= saves and not reg.full
-                if self.exact and x_saved and saves and left == 0:
+                if x_saved and saves and left == 0:
                     s.release(n * width * x_bytes)  # lora_A's node was the last to hold x: it goes before W's turn
                     x_saved = False
             if reg.full:
@@ -284,12 +284,12 @@ def walk(la: _Layer) -> None:
     # without pre-norms (OLMo 2) the projections' input gradients are the residual stream's
     pre: Callable[[int], int] = (lambda g: la.norm(g, h, resid)) if arch.pre_norms else (lambda g: g)
     g_mlp = la.norm(s.alloc(0), h, gb) if arch.post_norms else g0
-    gx2 = pre(la.mlp(g_mlp, mlp_in, gb, owned=la.exact and g_mlp != g0))
+    gx2 = pre(la.mlp(g_mlp, mlp_in, gb, owned=g_mlp != g0))
     if g_mlp != g0:
         s.free(g_mlp)
     g1 = la.accumulate(g0, gx2, n * h * resid)
     g_attn = la.norm(s.alloc(0), h, ab) if arch.post_norms else g1
-    gx = pre(la.attention(g_attn, ab, qb, owned=la.exact and g_attn != g1))
+    gx = pre(la.attention(g_attn, ab, qb, owned=g_attn != g1))
     if g_attn != g1:
         s.free(g_attn)
     la.accumulate(g1, gx, n * h * resid)  # the layer input's gradient: freed by the next layer's backward

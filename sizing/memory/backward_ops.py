@@ -58,12 +58,6 @@ class Ops:
         self.ns = n * seq if ns is None else ns
         self.rows = rows
         self.fused_halves: dict[str, int] = {}  # a fused weight's gradient, counted at one half's turn (MoE)
-        # Saved tensors and gradients freed as each node finishes (a norm's x_hat after its product's backward, a
-        # post-norm's input gradient after the projection that consumes it, x after lora_A's node when the frozen
-        # base saves none): measured for OLMo 2, whose peak they set (test_layer_backward.py). The same order holds
-        # in the other families (their test cases are unchanged by it), but applying it there changes 58 of the 303
-        # reference answers: left for a change of its own, they keep the later frees.
-        self.exact = arch.pre_norms == 0
 
     def accumulate(self, a: int, b: int, size: int) -> int:
         out = self.s.alloc(size)  # out-of-place sum of two gradients of one tensor
@@ -90,7 +84,7 @@ class Ops:
         x_hat = 0
         if self.reg.full:
             s.free(s.alloc(n * width * ob))  # grad * x_hat for the weight's gradient, reduced
-            if self.exact and not self.reg.compiled:  # the product's node is done: its saved x_hat goes
+            if not self.reg.compiled:  # the product's node is done: autograd frees its saved x_hat now
                 x_hat = n * width * (in_bytes if arch.norm == "rms" else 4)
                 s.release(x_hat)
         s.free(g)
