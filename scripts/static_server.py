@@ -128,7 +128,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     server = ThreadingHTTPServer((args.bind, args.port), partial(Handler, directory=args.directory))
-    print(f"Serving {args.directory}/ at http://{args.bind}:{args.port}/ (Ctrl-C stops it)", flush=True)
+    port = server.server_address[1]  # the one bound: --port 0 lets the system pick a free one
+    print(f"Serving {args.directory}/ at http://{args.bind}:{port}/ (Ctrl-C stops it)", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import re
 import socket
 import subprocess
 import sys
@@ -114,18 +115,13 @@ def test_serve_sh_runs_this_server() -> None:
 def test_a_visitor_who_leaves_mid_download_prints_no_traceback(tmp_path: Path) -> None:
     # serve.sh's console: a reset connection (a tab closed while the heap downloads) is not an error to print.
     (tmp_path / "big.bin").write_bytes(bytes(range(256)) * 200_000)  # 51 MB: still sending when the client resets
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(Path(static_server.__file__)), str(tmp_path), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # --port 0: the server binds a port the system picks and says which (a port picked here and freed could be
+    # taken by another test's listener before the server binds it)
+    proc = subprocess.Popen([sys.executable, str(Path(static_server.__file__)), str(tmp_path), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        for _ in range(50):  # until it listens
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        assert proc.stdout is not None
+        port = int(re.search(r":(\d+)/ ", proc.stdout.readline().decode()).group(1))  # listening once it prints
         for _ in range(3):
             s = socket.create_connection(("127.0.0.1", port))
             s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
