@@ -14,6 +14,7 @@ from .families import (
     BOUNDS,
     ENCODER_DECODER,
     FAMILIES,
+    checked_int,
     checkpoint_quant,
 )
 from .shapes import (
@@ -46,14 +47,7 @@ def _int(cfg: Mapping[str, Any], *names: str, default: int | None = None, bound:
     for name in names:
         value = cfg.get(name)
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise SizingError("model_config_invalid", f"model_config.{name} must be a positive integer",
-                                  field=f"model_config.{name}", value=value)
-            if bound and value > BOUNDS[bound]:
-                raise SizingError("model_config_invalid", f"model_config.{name} = {value} is beyond any real model "
-                                  f"(at most {BOUNDS[bound]})", field=f"model_config.{name}", value=value,
-                                  max=BOUNDS[bound])
-            return int(value)
+            return checked_int(value, f"model_config.{name}", BOUNDS[bound] if bound else None)
     if default is not None:
         return default
     raise SizingError("model_config_invalid", f"model_config lacks {names[0]}", field=f"model_config.{names[0]}")

@@ -139,6 +139,16 @@ ACT_BACKWARD_EXTRA = {"gelu_new": (1, 5), "gelu_accurate": (1, 5), "gelu_python_
 # them is a typo or an attack on the page, not a model.
 BOUNDS = {"hidden": 131_072, "layers": 1024, "heads": 1024, "intermediate": 1_048_576, "vocab": 4_194_304,
           "experts": 4096, "head_dim": 4096}
+def checked_int(value: Any, field: str, bound: int | None = None) -> int:
+    """A config.json size field: a positive integer, at most `bound` (a model beyond any real one is refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SizingError("model_config_invalid", f"{field} must be a positive integer", field=field, value=value)
+    if bound is not None and value > bound:
+        raise SizingError("model_config_invalid", f"{field} = {value} is beyond any real model (at most {bound})",
+                          field=field, value=value, max=bound)
+    return int(value)
+
+
 # Pre-quantized checkpoints the weights model knows (sizing/memory/weights.py), by quant_method.
 QUANT_METHODS = {"gptq": (2, 3, 4, 8), "awq": (4,), "bitsandbytes": (4, 8)}
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import SizingError
-from .families import BOUNDS
+from .families import BOUNDS, checked_int
 from .shapes import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Linear, Tower
 
 # Gemma3TextConfig's defaults, which the Hub's sparse text_config relies on (google/gemma-3-4b-it states only
@@ -35,15 +35,7 @@ _BOUNDS = {"hidden_size": BOUNDS["hidden"], "intermediate_size": BOUNDS["interme
 
 
 def _int(cfg: Mapping[str, Any], key: str) -> int:
-    value = cfg.get(key, SIGLIP_DEFAULTS[key])
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise SizingError("model_config_invalid", f"vision_config.{key} must be a positive integer",
-                          field=f"model_config.vision_config.{key}", value=value)
-    if value > _BOUNDS[key]:
-        raise SizingError("model_config_invalid", f"vision_config.{key} = {value} is beyond any real model (at most "
-                          f"{_BOUNDS[key]})", field=f"model_config.vision_config.{key}", value=value,
-                          max=_BOUNDS[key])
-    return value
+    return checked_int(cfg.get(key, SIGLIP_DEFAULTS[key]), f"model_config.vision_config.{key}", _BOUNDS[key])
 
 
 def text_config(raw: Mapping[str, Any]) -> dict[str, Any]:
