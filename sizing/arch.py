@@ -197,7 +197,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         # ALiBi Falcon (falcon-rw) runs FalconAttention's own matmul path: SDPA is used only without alibi
         eager_only=bool(fam.get("eager")) or (model_type == "falcon" and bool(cfg.get("alibi")))
         or (model_type == "internlm2" and cfg.get("attn_implementation", "eager") != "flash_attention_2"),
-        experts=experts, experts_per_token=experts_per_token,
+        experts=experts, experts_per_token=experts_per_token, mask_kinds=int(fam.get("masks", 1)),
         default_dtype=dtype if isinstance(dtype, str) else None,
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,

@@ -27,8 +27,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "qwen3": {"norm": "rms", "tie": False, "qk_norm": True},
     "qwen3_moe": {"norm": "rms", "tie": False, "qk_norm": True, "moe": True},
     "gemma": {"norm": "rms_gemma", "tie": True},
-    "gemma2": {"norm": "rms_gemma", "tie": True, "post_norms": 2},
-    "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True},
+    # Gemma 2 / 3 interleave sliding-window and full layers: each forward builds both masks (modeling_gemma2.py
+    # Gemma2Model.forward causal_mask_mapping: create_causal_mask + create_sliding_window_causal_mask)
+    "gemma2": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "masks": 2},
+    "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True, "masks": 2},
     "phi3": {"norm": "rms", "tie": False, "qkv": "qkv_proj", "fused_mlp": ("gate_up_proj", "down_proj"),
              "targets": ("qkv_proj",)},
     "phi": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc1", "fc2"), "out": "dense",

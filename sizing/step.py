@@ -18,7 +18,7 @@ from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state, zero_fp32_optimizer
 from .memory.overhead import overhead
-from .memory.regime import Regime, resolve
+from .memory.regime import HF_STACK, Regime, resolve
 from .memory.replay import PREFIX, SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
@@ -166,7 +166,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n + ls.layer0_delta_constant
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
-    shared = 2 * seq * arch.head_dim * reg.resid + (batch * seq * seq if reg.padded else 0)
+    shared = 2 * seq * arch.head_dim * reg.resid + _masks(cfg, arch, reg, batch, seq)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept
@@ -292,6 +292,16 @@ def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> in
     step = round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
     # Reserved memory only grows: a moment before the step (a model load) that reserved more sets the peak.
     return max([step] + [round_up(o.needed if needed else o.reserved) for o in outside(mem, expandable)])
+
+
+def _masks(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int) -> int:
+    """The attention masks retained through backward. Eager attention adds its float mask ([B, 1, S, S] in the
+    embeddings' dtype, masking_utils.eager_mask, one per kind the model builds) and saves nothing of it, so only a
+    checkpointed layer keeps it (its input); SDPA with a padding mask saves the boolean mask (measured:
+    tests/physics/test_activations.py, Gemma 2's two masks under checkpointing)."""
+    if reg.attention == "eager" and cfg.framework in HF_STACK:
+        return arch.mask_kinds * batch * seq * seq * reg.resid if reg.checkpointing else 0
+    return batch * seq * seq if reg.padded else 0
 
 
 def _untrained(arch: Architecture, tr: Trainable, full: bool) -> int:

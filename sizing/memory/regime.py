@@ -105,7 +105,13 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     # prepare_model_for_kbit_training up-casts every non-quantized floating param to fp32 (§2).
     kbit_prep = bool(cfg.quantized and cfg.prepare_model_for_kbit_training)
     other = 4 if kbit_prep else w
-    attention = "eager" if arch.eager_only else cfg.attn_implementation
+    # SDPA has no soft-cap: with capped scores (Gemma 2) transformers has no SDPA path (Gemma2PreTrainedModel
+    # _supports_sdpa = False: its default is eager; an "sdpa" request raises in integrations/sdpa_attention.py),
+    # LitGPT computes the capped scores by hand (model.py scaled_dot_product_attention, "with softcapping we cannot
+    # use SDPA", from v0.4.6) and so does torchtune (models/gemma2/_attention.py, from v0.5.0): all three run the
+    # eager math, b x h x s x s scores included. flash_attention_2 caps inside its kernel.
+    attention = "eager" if arch.eager_only or (arch.attn_logit_softcap and cfg.attn_implementation == "sdpa") \
+        else cfg.attn_implementation
     adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
     prof = profile(cfg)
     return Regime(

@@ -122,6 +122,33 @@ MODEL_CONFIGS: dict[str, dict] = {
         tie_word_embeddings=True,
         attention_bias=False,
     ),
+    # Gemma 2: Gemma's (1 + w) norms and GeGLU, plus norms on the sublayer outputs, soft-capped attention scores and
+    # logits (tanh), sliding-window attention on every other layer (window below S, so its mask is real); transformers
+    # has no SDPA path for capped scores (Gemma2PreTrainedModel._supports_sdpa = False): the default is eager
+    "gemma2": dict(
+        model_type="gemma2",
+        **_COMMON,
+        head_dim=64,
+        hidden_activation="gelu_pytorch_tanh",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        query_pre_attn_scalar=64,
+        sliding_window=128,
+        attn_logit_softcapping=50.0,
+        final_logit_softcapping=30.0,
+    ),
+    # Llama with eager attention: its float mask [B, 1, S, S] is a checkpointed layer's input (masking_utils.eager_mask)
+    "llama_eager": dict(
+        model_type="llama",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        mlp_bias=False,
+    ),
     # Transformers 5 MoE: fused 3-D experts run by grouped_mm (F.grouped_mm on the CPU with torch >= 2.10, as on
     # CUDA from sm80: transformers integrations/moe.py _can_use_grouped_mm), the router a bare weight
     "mixtral": dict(
@@ -161,6 +188,9 @@ MODEL_CONFIGS: dict[str, dict] = {
 }
 
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
+# Models built with another attention than "sdpa": None is transformers' default, which the engine's "sdpa" default
+# must resolve the same way (Gemma 2: eager); a name is handed to both
+ATTENTION: dict[str, str | None] = {"gemma2": None, "llama_eager": "eager"}
 MOE_STYLES = ("mixtral", "qwen3_moe")  # the activation tests' MoE cases (harness.moe_cases)
 
 # regime -> (engine method, adapter dtype, memory-model.md regime letter)
@@ -228,6 +258,15 @@ def olmo2_cases():
         ("olmo2", rg, dp, gcm) for rg in regimes for dp in (0.0, 0.05) for gcm in (False, True)]
 
 
+def eager_cases():
+    """Eager attention's cases: Gemma 2 (soft-capped scores, capped logits, sublayer-output norms, two masks) in bf16
+    full fine-tuning and LoRA (fp32 and bf16 adapters), without and with dropout, on all-linear, with and without
+    checkpointing; Llama with eager attention (one mask) in full fine-tuning and bf16 LoRA."""
+    gemma2 = [("gemma2", "full", 0.0, gcm) for gcm in (False, True)] + [
+        ("gemma2", rg, dp, gcm) for rg in ("lora_fp32", "lora_bf16") for dp in (0.0, 0.05) for gcm in (False, True)]
+    return gemma2 + [("llama_eager", rg, 0.0, gcm) for rg in ("full", "lora_bf16") for gcm in (False, True)]
+
+
 def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
     """The `sizing.load_config` input that describes the measured run."""
     method, adapter_dtype, _ = REGIMES[regime]
@@ -240,7 +279,7 @@ def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = F
         "per_device_train_batch_size": B,
         "packing": True,
         "gradient_checkpointing": gc_on,
-        "attn_implementation": "sdpa",
+        "attn_implementation": ATTENTION.get(style) or "sdpa",
         "optim": "adamw_torch_fused",
         "framework": "transformers",
     }
@@ -573,7 +612,8 @@ def build(style: str, regime: str, dropout: float = 0.0, gc_mode: str | None = N
         m = _quantized_llama(style, regime == "qlora_prep", gc_mode)
     else:
         torch.manual_seed(0)
-        m = transformers.AutoModelForCausalLM.from_config(hf_config(style), attn_implementation="sdpa")
+        attn = ATTENTION.get(style, "sdpa")
+        m = transformers.AutoModelForCausalLM.from_config(hf_config(style), attn_implementation=attn)
         m = m.to(torch.bfloat16)  # a bf16 checkpoint loaded with dtype="auto"
     if gc_mode == "non_reentrant":
         # TrainingArguments(gradient_checkpointing=True): transformers 5 default kwargs; this also calls

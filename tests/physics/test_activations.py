@@ -5,7 +5,9 @@ mask in the input dtype, not CUDA's 1-byte bool). Besides the dense families, tw
 (harness.MOE_STYLES: fused experts run by grouped_mm, as on CUDA from sm80) with full fine-tuning and LoRA on
 all-linear; measured when added: within 1.0 % per layer and 0.7 % retained. OLMo 2 (harness.olmo2_cases: no
 pre-norms, so the projections save the residual stream itself; norms on the sublayer outputs; q/k norms over the
-whole projections): to the byte per layer and within 0.2 % retained when added."""
+whole projections): to the byte per layer and within 0.2 % retained when added. Eager attention (harness.eager_cases):
+Gemma 2, whose soft-capped scores have no SDPA path (the engine's "sdpa" resolves to eager), and Llama: to the byte
+per layer and within 0.01 % retained when added, checkpointed cases included (their float masks, two for Gemma 2)."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ HEAD_TENSORS = (
 )
 
 
-CASES = harness.cases() + harness.moe_cases() + harness.olmo2_cases()
+CASES = harness.cases() + harness.moe_cases() + harness.olmo2_cases() + harness.eager_cases()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c[3]], ids=harness.case_id)

@@ -97,6 +97,14 @@ CASES = [
     ("olmo2", "lora_fp32", "sdpa", False, "bfloat16"),
     ("olmo2", "full", "sdpa", True, "float32"),
     ("olmo2", "lora", "eager", True, "float32"),
+    # Gemma 2: soft-capped scores (tanh), sublayer-output norms, a sliding window below S on every other layer; eager
+    # is its only attention without flash kernels (Gemma2PreTrainedModel._supports_sdpa = False)
+    ("gemma2", "full", "eager", False, "bfloat16"),
+    ("gemma2", "full", "eager", True, "bfloat16"),
+    ("gemma2", "lora", "eager", False, "bfloat16"),
+    ("gemma2", "lora", "eager", True, "bfloat16"),
+    ("gemma2", "lora_fp32", "eager", False, "bfloat16"),
+    ("gemma2", "full", "eager", True, "float32"),
 ]
 
 
