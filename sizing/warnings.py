@@ -65,6 +65,11 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
     if cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "zero3", "fsdp_shard_grad_op"):
         out.append(_w("sharding_approximate", "sharded runs: per-GPU weights include two gathered layers and "
                       "FSDP's unsharded root unit (embeddings, LM head) [approximate]", num_gpus=cfg.num_gpus))
+    if arch.attn_logit_softcap and cfg.attn_implementation == "sdpa":
+        # memory/regime.py resolve: no framework runs soft-capped scores through SDPA
+        out.append(_w("softcap_eager", "this model soft-caps its attention scores, which SDPA cannot do: "
+                      "transformers, LitGPT and torchtune run eager attention (batch x heads x seq x seq scores per "
+                      "layer, estimated); flash_attention_2 caps inside its kernel"))
     if cfg.torch_compile:
         out.append(_w("compile_approximate", "torch.compile fuses kernels and changes what is saved: approximate"))
     if gpu is not None:

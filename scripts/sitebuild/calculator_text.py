@@ -491,6 +491,16 @@ TEXT: dict[str, dict[str, str]] = {
               "Transformers’ning zaxira yo‘li) amallar bo‘yicha o‘lchanmagan.",
         "en": "Expert activations are approximate: this framework's experts (or Transformers' fallback on cards "
               "before sm80) are not measured op by op."},
+    "w_softcap_eager": {
+        "ru": "Эта модель ограничивает оценки внимания (soft-capping), а SDPA так не умеет: transformers, LitGPT и "
+              "torchtune считают внимание в режиме eager, с матрицей batch × heads × seq × seq в каждом слое; оценка "
+              "это учитывает. flash_attention_2 делает ограничение внутри ядра.",
+        "uz": "Bu model attention baholarini cheklaydi (soft-capping), SDPA esa buni qila olmaydi: transformers, "
+              "LitGPT va torchtune attention’ni eager rejimida hisoblaydi, har bir qatlamda batch × heads × seq × seq "
+              "matritsa bilan; baho buni hisobga oladi. flash_attention_2 cheklashni yadro ichida bajaradi.",
+        "en": "This model soft-caps its attention scores, which SDPA cannot do: transformers, LitGPT and torchtune "
+              "run eager attention, with a batch × heads × seq × seq matrix in every layer; the estimate includes "
+              "it. flash_attention_2 applies the cap inside its kernel."},
     "w_sharding_approximate": {
         "ru": "Шардирование на {num_gpus} GPU: веса на каждом GPU включают два собранных слоя и нешардированный "
               "корневой блок FSDP (эмбеддинги, LM head); оценка приближённая.",

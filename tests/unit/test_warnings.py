@@ -65,3 +65,17 @@ def test_every_warning_code_has_the_page_words_in_three_languages() -> None:
     assert "moe_fused_experts" in codes and len(codes) > 10
     missing = {c: [lang for lang in ("ru", "uz", "en") if not TEXT.get(f"w_{c}", {}).get(lang)] for c in codes}
     assert not {c: langs for c, langs in missing.items() if langs}
+
+
+def test_soft_capped_attention_is_sized_as_eager_and_says_so() -> None:
+    """Gemma 2 soft-caps its scores: no framework runs them through SDPA (transformers 5 Gemma2PreTrainedModel
+    _supports_sdpa = False, LitGPT model.py and torchtune models/gemma2/_attention.py compute them by hand), so the
+    contract's default "sdpa" is the eager estimate (measured: tests/physics/test_activations.py, gemma2 cases), with
+    a warning that says why; a model without the cap keeps SDPA and no warning."""
+    gemma2 = {**EXAMPLE, "model": "google/gemma-2-9b", "max_seq_length": 1024}
+    sdpa, eager = estimate(gemma2), estimate({**gemma2, "attn_implementation": "eager"})
+    assert (sdpa.allocated_bytes, sdpa.reserved_bytes) == (eager.allocated_bytes, eager.reserved_bytes)
+    assert "softcap_eager" in codes(sdpa) and "softcap_eager" not in codes(eager)
+    assert "softcap_eager" not in codes(estimate(EXAMPLE))
+    flash = estimate({**gemma2, "attn_implementation": "flash_attention_2"})
+    assert flash.allocated_bytes < sdpa.allocated_bytes
