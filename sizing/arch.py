@@ -198,6 +198,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         eager_only=bool(fam.get("eager")) or (model_type == "falcon" and bool(cfg.get("alibi")))
         or (model_type == "internlm2" and cfg.get("attn_implementation", "eager") != "flash_attention_2"),
         experts=experts, experts_per_token=experts_per_token, mask_kinds=int(fam.get("masks", 1)),
+        sliding_window=_window(cfg),
         default_dtype=dtype if isinstance(dtype, str) else None,
         default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,
@@ -206,6 +207,14 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         rope_type=_rope_type(cfg.get("rope_scaling")),
         tower=tower(raw, h) if wrapped else None,
     )
+
+
+def _window(cfg: Mapping[str, Any]) -> int | None:
+    """The sliding window a config turns on (Qwen2/3 carry one with use_sliding_window false: off)."""
+    window = cfg.get("sliding_window")
+    if cfg.get("use_sliding_window") is False or isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        return None
+    return window
 
 
 def _rope_type(scaling: Any) -> str | None:

@@ -83,6 +83,7 @@ class Architecture:
     eager_only: bool  # attention implemented by hand (Bloom's alibi): no SDPA/flash path
     qk_norm_whole: bool = False  # OLMo 2: q_norm / k_norm over the whole q and k projections, not per head
     mask_kinds: int = 1  # attention masks one forward builds: Gemma 2/3 a full and a sliding-window one
+    sliding_window: int | None = None  # config.json sliding_window (None: off, or use_sliding_window false)
     experts: int = 0
     experts_per_token: int = 0
     default_dtype: str | None = None

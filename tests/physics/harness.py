@@ -149,6 +149,19 @@ MODEL_CONFIGS: dict[str, dict] = {
         attention_bias=False,
         mlp_bias=False,
     ),
+    # Gemma 3 with a sliding window (128) below S: every layer here is a windowed one (5 of each 6), so SDPA gets a
+    # mask and k/v repeated to every head; the engine flags this as a gap (memory/regime.py sliding_mask)
+    "gemma3_window": dict(
+        model_type="gemma3_text",
+        **_COMMON,
+        head_dim=64,
+        hidden_activation="gelu_pytorch_tanh",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        query_pre_attn_scalar=64,
+        sliding_window=128,
+    ),
     # Transformers 5 MoE: fused 3-D experts run by grouped_mm (F.grouped_mm on the CPU with torch >= 2.10, as on
     # CUDA from sm80: transformers integrations/moe.py _can_use_grouped_mm), the router a bare weight
     "mixtral": dict(

@@ -112,3 +112,18 @@ def test_retained_activation_bytes(case, measure, estimated):
         REL,
         holds,
     )
+
+
+def test_a_sliding_window_below_the_sequence_is_the_flagged_gap(measure, estimated, engine):
+    """A tiny Gemma 3 whose window (128) is below S (256): each windowed layer's SDPA gets the materialised mask, so
+    it saves that mask (S bf16 values a token) and k and v repeated to all heads (2 (q - kv) bf16 values a token;
+    transformers integrations/sdpa_attention.py use_gqa_in_sdpa). The engine does not model this (it flags the gap
+    "sliding_window", widening the range); the measurement holds it to exactly that mechanism."""
+    case = ("gemma3_window", "lora_bf16", 0.0, False)
+    cfg = harness.MODEL_CONFIGS["gemma3_window"]
+    q, kv = cfg["num_attention_heads"] * cfg["head_dim"], cfg["num_key_value_heads"] * cfg["head_dim"]
+    missing = cfg["num_hidden_layers"] * harness.N * (2 * 2 * (q - kv) + 2 * harness.S)
+    gap = measure(case)["retained_activation_bytes"] - estimated(case)["retained_activation_bytes"]
+    assert gap == pytest.approx(missing, rel=0.001)
+    est = engine.estimate(engine.load_config(harness.engine_config(*case)), backend="cpu")
+    assert "sliding_window" in [r["code"] for r in est.confidence_reasons]
