@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain, groupby
 
 from .allocator import SMALL_SIZE, CachingAllocator, _Block, plan, round_size
 from .fsdp_init import fsdp1_init
@@ -250,11 +251,16 @@ def _scaled(grads: list[_Block], per_grad: float, adam: bool) -> tuple[int, ...]
     if got is None:
         if len(_SCALED) >= 64:
             _SCALED.clear()
-        if adam:
-            got = plan(int(size * per_grad / 2) for size in key[0] for _ in (0, 1))
-        else:
-            got = plan(int(size * per_grad) for size in key[0])
-        _SCALED[key] = got
+        # plan() of the whole list is its tensors' one-request plans with each run of small ones summed: each
+        # distinct gradient size planned once (a fit table's gradients come in a few sizes, layer after layer)
+        one = {size: plan((int(size * per_grad / 2),) * 2 if adam else (int(size * per_grad),)) for size in set(key[0])}
+        out: list[int] = []
+        for small, run in groupby(chain.from_iterable(map(one.__getitem__, key[0])), (0).__gt__):
+            if small:
+                out.append(sum(run))
+            else:
+                out += run
+        got = _SCALED[key] = tuple(out)
     return got
 
 
