@@ -7,14 +7,19 @@ from typing import Any
 from ..arch import Architecture
 from ..config import RunConfig
 from ..parallel import UNITS_IN_FLIGHT
-from .allocator import CachingAllocator, _Block
+from .allocator import SMALL_SIZE, CachingAllocator, _Block, round_size
 from .regime import Regime
+from .repeat import Mark, jump, mark, repeats
 from .weights import Weights
 
 MiB = 2**20
 # torch.distributed.fsdp._init_utils: _sync_module_params_and_buffers broadcasts in buckets of
 # PARAM_BROADCAST_BUCKET_SIZE = int(250 * 1024 * 1024) through dist._broadcast_coalesced (torch v2.2 _init_utils.py).
 BROADCAST_BUCKET = 250 * MiB
+# The longest cycle of decoder units looked for (memory/repeat.py), within the first PERIODS units of a run
+# (perf: a wrap whose pool has not repeated by then is run unit by unit without looking further). Shards of 1-10 MiB
+# share 20 MiB segments (allocator.LARGE_BUFFER): one of 2 MiB starts a segment every 10 units.
+PERIODS = 12
 
 
 def broadcast_coalesced(a: CachingAllocator, sizes: tuple[int, ...], limit: int = BROADCAST_BUCKET,
@@ -100,28 +105,74 @@ def fsdp1_init(a: CachingAllocator, units: tuple[tuple[int, ...], ...], shards: 
     resident shards itself, in the same slots (same sizes, best fit). offload (CPUOffload(offload_params=True)):
     _init_param_handle_from_params moves each shard to the CPU right after its unit (handle.flat_param_to), a
     blocking copy. sync: the broadcast's buffers (and a tensor broadcast alone) wait for NCCL's stream."""
-    kept = []
+    if len(units) != len(shards):
+        raise ValueError("one shard per unit")
+    kept: list[_Block] = []
     waiting: list[_Block] = []
-    for sizes, shard in zip(units, shards, strict=True):
-        params = []
-        moved = tuple(filter(None, sizes))
-        for s in moved:
-            params.append(a.malloc(s))
-            if waiting:  # its copy to the GPU synchronised the stream: the next malloc finds them free
-                _release(a, waiting)
-        alone = broadcast_coalesced(a, moved, waiting=waiting) if sync else ()
-        total = sum(sizes)
-        flat = a.malloc(total)
-        kept.append(a.malloc(shard))
-        a.free(flat)  # shard(): orig_storage._resize_(0)
-        # the caller's managed_params list keeps them until the handle is built
-        a.free_all([b for i, b in enumerate(params) if i not in alone])
-        waiting += [params[i] for i in alone]
-        if offload:
-            a.free(kept.pop())
-            _release(a, waiting)  # flat_param_to(cpu): a blocking copy
+    # The decoder units repeat once the pool within their reach does, every unit or every few (small shards fill
+    # a segment several at a time): memory/repeat.py. On the plain allocator only (a capped one's wall sees the
+    # absolute reserved bytes), each shard kept to the end, in the large pool (the small pool's growth depends on
+    # its absolute bytes, which a kept small shard raises unit after unit: never a repeat).
+    plain = type(a) is CachingAllocator and not a.expandable and not offload
+    marks: list[Mark] = []  # at the start of each unit of the current run of equal units
+    i = 0
+    while i < len(units):
+        unit = units[i], shards[i]
+        if not (i and (units[i - 1], shards[i - 1]) == unit):
+            marks = []
+        looking = marks or (i + 1 < len(units) and (units[i + 1], shards[i + 1]) == unit)
+        if plain and round_size(unit[1]) > SMALL_SIZE and looking and len(marks) < PERIODS:
+            now = mark(a, _least(*unit, sync), waiting, len(kept))
+            left = next((j for j in range(i, len(units)) if (units[j], shards[j]) != unit), len(units)) - i
+            period = next((p for p in range(1, min(len(marks), PERIODS) + 1) if repeats(marks[-p], now)), 0)
+            if period and left >= period:
+                window = [m.peaks for m in marks[-period:]]
+                peaks = tuple(max(x) for x in zip(*window, strict=True))
+                if jump(a, marks[-period], now, peaks, left // period, kept):
+                    i += left // period * period
+                    marks = []
+                    continue
+            held = a.peak_allocated, a.peak_reserved, a.peak_needed  # the unit's own peaks, from none
+            a.peak_allocated = a.peak_reserved = a.peak_needed = -1
+            _unit(a, *unit, sync, offload, kept, waiting)
+            now.peaks = a.peak_allocated, a.peak_reserved, a.peak_needed
+            a.peak_allocated, a.peak_reserved, a.peak_needed = (max(x, y) for x, y in zip(held, now.peaks, strict=True))
+            marks.append(now)
+        else:
+            _unit(a, *unit, sync, offload, kept, waiting)
+        i += 1
     a.free_all(kept)
     return waiting
+
+
+def _unit(a: CachingAllocator, sizes: tuple[int, ...], shard: int, sync: bool, offload: bool, kept: list[_Block],
+          waiting: list[_Block]) -> None:
+    """One unit of fsdp1_init: its tensors moved and broadcast, flattened, its shard kept (appended to kept)."""
+    params = []
+    moved = tuple(filter(None, sizes))
+    for s in moved:
+        params.append(a.malloc(s))
+        if waiting:  # its copy to the GPU synchronised the stream: the next malloc finds them free
+            _release(a, waiting)
+    alone = broadcast_coalesced(a, moved, waiting=waiting) if sync else ()
+    total = sum(sizes)
+    flat = a.malloc(total)
+    kept.append(a.malloc(shard))
+    a.free(flat)  # shard(): orig_storage._resize_(0)
+    # the caller's managed_params list keeps them until the handle is built
+    a.free_all([b for i, b in enumerate(params) if i not in alone])
+    waiting += [params[i] for i in alone]
+    if offload:
+        a.free(kept.pop())
+        _release(a, waiting)  # flat_param_to(cpu): a blocking copy
+
+
+def _least(sizes: tuple[int, ...], shard: int, sync: bool) -> int:
+    """A unit's smallest request of the large pool (its block size; above every size when it has none)."""
+    flats = _buckets(tuple(filter(None, sizes)), BROADCAST_BUCKET)[0] if sync else ()
+    large = [n for n in (*sizes, *(f for f in flats if f is not None), sum(sizes), shard)
+             if round_size(n) > SMALL_SIZE]
+    return min(map(round_size, large), default=1 << 62)
 
 
 def fsdp_units(cfg: RunConfig, arch: Architecture, reg: Regime, w: Weights, root: int,
