@@ -29,6 +29,7 @@ from .step_keys import (
     _FIXED,
     _KEY_GETTER,
     _SAVED,
+    _WALKS,
     CLEARS,
     _arch_token,
     _cfg_key,
@@ -146,9 +147,15 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             _BASE.clear()
             _SAVED.clear()
             _FIXED.clear()
-        walk = Walk(arch, reg, tr, cfg.r)  # the layer backward by shape (traced once several shapes ask)
-        saved = SavedBySeq(arch, reg, tr, cfg.r)  # and what a layer saves, by sequence length
-        norm = HeadNorm(arch, reg, tr, cfg.r)  # and the final norm's backward
+            _WALKS.clear()
+        # The layer backward by shape (traced once several shapes ask), what a layer saves by sequence length and
+        # the final norm's backward: functions of these four only, shared by every configuration that has them
+        # (a fit table's fewest-GPUs probes differ in the GPU count: one walk each otherwise; perf)
+        traced = _WALKS.get(walks := (_arch_token(arch), reg, tr, cfg.r))
+        if traced is None:
+            traced = _WALKS[walks] = (Walk(arch, reg, tr, cfg.r), SavedBySeq(arch, reg, tr, cfg.r),
+                                      HeadNorm(arch, reg, tr, cfg.r))
+        walk, saved, norm = traced
         base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved, norm  # params: summed once
     reg, arch, tr, params, w, grad_elem, opt, load, walk, saved, norm = base
     grads = params * grad_elem

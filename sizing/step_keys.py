@@ -94,6 +94,8 @@ _BASE_GETTER = attrgetter(*(name for name in _KEY_FIELDS if name not in _SHAPE_F
 _BASE: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 _SAVED: dict[tuple[Any, ...], LayerSaved] = {}
 _FIXED: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+_WALKS: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # by architecture token, regime, trainable tensors and rank
 
 
-CLEARS: list[Any] = [_BASE.clear, _SAVED.clear, _FIXED.clear, _ARCH_BY_ID.clear, _ARCH_TOKEN.clear]  # step adds its own
+CLEARS: list[Any] = [_BASE.clear, _SAVED.clear, _FIXED.clear, _WALKS.clear, _ARCH_BY_ID.clear,
+                     _ARCH_TOKEN.clear]  # step adds its own
