@@ -90,32 +90,31 @@ def step_memory(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: st
         # PeftModelForCausalLM.forward (prompt learning) concatenates the virtual-token embeddings before the
         # input's and pads labels/attention mask to match: every layer and the logits see seq + n tokens.
         cfg = with_fields(cfg, max_seq_length=cfg.max_seq_length + virtual_tokens(cfg))
-    mem = _step(cfg, arch, gpu, backend)
+    mem = _stepped(cfg, arch, gpu, backend)
     shape = grid(cfg.max_seq_length), grid(cfg.per_device_train_batch_size)
     if not grid_shape or shape == (cfg.max_seq_length, cfg.per_device_train_batch_size):
         return mem
-    tensors, dynamic = _grid_tensors(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]),
-                                     arch, gpu, backend)
-    return with_fields(mem, tensors=tensors, replay_dynamic=dynamic)
+    at = _stepped(with_fields(cfg, max_seq_length=shape[0], per_device_train_batch_size=shape[1]), arch, gpu, backend)
+    return with_fields(mem, tensors=at.tensors, replay_dynamic=at.replay_dynamic)
 
 
-# The replay's tensors at a grid shape, by everything _step reads (extra is not among them): the solvers'
-# probes of one grid step share them instead of re-running _step (perf: half of a fit table's _step calls).
-_GRID: dict[tuple[Any, ...], tuple[Replay, int]] = {}
+# Steps by everything _step reads (extra is not among them): the solvers' probes of one grid step share the grid
+# shape's replay tensors instead of re-running _step (perf: half of a fit table's _step calls), and a search's
+# probe and the exact replay of the same value share its step (a tenth more). At most about two fit tables' steps.
+_STEPS: dict[tuple[Any, ...], StepMemory] = {}
 
 
-def _grid_tensors(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> tuple[Replay, int]:
+def _stepped(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
     key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), _gpu_key(gpu), backend)
-    got = _GRID.get(key)
+    got = _STEPS.get(key)
     if got is None:
-        if len(_GRID) >= 4096:
-            _GRID.clear()
-        at = _step(cfg, arch, gpu, backend)
-        got = _GRID[key] = at.tensors, at.replay_dynamic
+        if len(_STEPS) >= 1024:
+            _STEPS.clear()
+        got = _STEPS[key] = _step(cfg, arch, gpu, backend)
     return got
 
 
-CLEARS += [_GRID.clear, _replayed.cache_clear, SPANS.clear, PREFIX.clear]
+CLEARS += [_STEPS.clear, _replayed.cache_clear, SPANS.clear, PREFIX.clear]
 
 
 def clear_caches() -> None:

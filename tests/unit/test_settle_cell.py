@@ -147,7 +147,7 @@ def test_usable_bytes_is_what_fits_compares() -> None:
 
 
 def test_step_reads_of_the_card_only_its_hopper_bit() -> None:
-    """The caches (step._BASE/_GRID, Sizer._mem) share one step between the cards of a generation: a cold
+    """The caches (step._BASE/_STEPS, Sizer._mem) share one step between the cards of a generation: a cold
     _step on every catalog card (as the configuration's gpu too) equals the first card's of its generation."""
     for raw in ({"model_config": dict(TINY_LLAMA), "method": "qlora", "gradient_checkpointing": True},
                 {"model_config": dict(TINY_LLAMA), "method": "full", "num_gpus": 2, "parallelism": "fsdp"}):
