@@ -117,6 +117,9 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
     layer_runs = _layer_runs(r, kept_saved, events)
     event_run = _event_run(events)
     grad_blocks = [round_size(n) for n in r.layer_grads]
+    # a layer's gradients when all are small (_layer_runs' run that makes them): blocks only counted, in no segment
+    # and never changed, so one list of them serves every layer (perf)
+    small_grads, small_bytes = [_Block(size, False, True) for size in grad_blocks], sum(grad_blocks)
     keep_run = _keep_run(r, kept_saved, event_run) if a.dry and True not in layer_runs else None
     temps: tuple[int, ...] | None = None
     pools = (a,) if ag is a else (a, ag, rs)
@@ -160,9 +163,9 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             unit = units.malloc()
             layer_run = layer_runs.get(new_grads)
             if layer_run is not None:  # the same operations, the layer's transients as one run (_layer_runs)
-                a.run_free(layer_run, sum(grad_blocks) if new_grads else 0)
+                a.run_free(layer_run, small_bytes if new_grads else 0)
                 if new_grads:
-                    grads += [_Block(size, False, True) for size in grad_blocks]
+                    grads += small_grads
                 a.free_all(blocks)
                 units.free(unit)
                 continue
