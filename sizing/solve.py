@@ -9,7 +9,7 @@ from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
 from .grid import grid_cell, grid_floor
-from .memory.adapters import trainable
+from .memory.adapters import Trainable, trainable
 from .memory.allocator import round_up, usable_bytes
 from .memory.regime import resolve
 from .search import _boundary, _crossing, _largest, _settle
@@ -286,13 +286,15 @@ def fit_table(cfg: RunConfig, searches: bool = True) -> list[dict[str, Any]]:
     sizer = Sizer(cfg)
     own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
+    tr: Trainable | None = None  # what trains: the card, GPU count and sharding are not among what trainable reads
     for gpu in gpus().values():
         count, mode = sizer.fewest_gpus(gpu)
         row: dict[str, Any] = {**fit_row(sizer, gpu, gpu.id == own, searches), "name": gpu.name,
                                "fewest_gpus": count, "fewest_gpus_parallelism": mode, "time": None}
         if count:
             run = replace(cfg, gpu=gpu.id, num_gpus=count, parallelism=mode if count > 1 else "none")
-            row["time"] = time_estimate(run, sizer.arch, resolve(run, sizer.arch, "cuda"),
-                                        trainable(run, sizer.arch), gpu)
+            if tr is None:
+                tr = trainable(run, sizer.arch)
+            row["time"] = time_estimate(run, sizer.arch, resolve(run, sizer.arch, "cuda"), tr, gpu)
         rows.append(row)
     return rows
