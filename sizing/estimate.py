@@ -15,7 +15,7 @@ from .frameworks import moe_measured
 from .memory.adapters import trainable
 from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_bytes
 from .memory.overhead import CUDA_CONTEXT
-from .memory.regime import Regime, sliding_mask
+from .memory.regime import Regime, mixed_window
 from .memory.timeline import COMPONENTS, Moment
 from .solve import Sizer, fit_row, runs_on
 from .step import outside as outside_moments
@@ -87,7 +87,7 @@ def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = N
            if on]
     if isinstance(cfg.model_config, Mapping) and not model_type_of(cfg.model_config):
         out.append("shape_matched")
-    if sliding_mask(cfg, arch):
+    if mixed_window(cfg, arch):
         out.append("sliding_window")
     if given is not None and given.get("gradient_checkpointing") is None and cfg.framework in _OWN_CHECKPOINTING:
         out.append("checkpointing_unstated")

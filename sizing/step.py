@@ -18,7 +18,7 @@ from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import optimizer_state, zero_fp32_optimizer
 from .memory.overhead import overhead
-from .memory.regime import HF_STACK, Regime, resolve
+from .memory.regime import HF_STACK, Regime, beyond_window, resolve
 from .memory.replay import PREFIX, SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
 from .memory.weights import nf4_linears, weights
@@ -124,7 +124,8 @@ def clear_caches() -> None:
 
 
 def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
-    key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend)
+    # the base leaves the shape out, but for whether the sequence reaches a sliding window (Regime.windowed)
+    key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend, beyond_window(cfg, arch))
     base = _BASE.get(key)
     if base is None:
         reg = resolve(cfg, arch, backend)
@@ -240,7 +241,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         # this GPU's share of the embedding's and of one layer's gradients (sharded runs hold a part)
         embed_gradient=int(arch.embedding_params * grad_elem * sh.gradients / max(grads, 1)) if reg.full else 0,
         layer_gradients=sh.gradients // arch.layers,
-        cache_shared=not reg.padded and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
+        cache_shared=not reg.masked and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered)
     detail = {
@@ -307,6 +308,8 @@ def _masks(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int
     tests/physics/test_activations.py, Gemma 2's two masks under checkpointing)."""
     if reg.attention == "eager" and cfg.framework in HF_STACK:
         return arch.mask_kinds * batch * seq * seq * reg.resid if reg.checkpointing else 0
+    if reg.windowed:  # the boolean window mask: only a checkpointed layer's input keeps it (measured, as above)
+        return batch * seq * seq if reg.checkpointing else 0
     return batch * seq * seq if reg.padded else 0
 
 

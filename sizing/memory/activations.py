@@ -185,7 +185,7 @@ class LayerWalker:
         ab = c if reg.autocast else qb  # SDPA runs in the autocast dtype
         prof = reg.profile
         # A padding mask disables GQA-aware SDPA; LitGPT and torchtune expand k and v themselves.
-        expanded = reg.padded or (prof.expand_kv and arch.kv_heads < nh)
+        expanded = reg.masked or (prof.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager":
             # q, repeat_kv'd k and v (nh heads), fp32 softmax output and its cast for the PV matmul.
             total += self._rec(ab * q, ab * q, ab * q, 4 * nh * seq, (ab if ab != 4 else 0) * nh * seq)
@@ -195,10 +195,10 @@ class LayerWalker:
         else:
             kv_saved = q if expanded else kv
             total += self._rec(ab * q, ab * kv_saved, ab * kv_saved, ab * q + 4 * nh)  # q, k, v, out, logsumexp
-            if reg.padded:
+            if reg.masked:
                 total += self._rec(ab * seq)  # SDPA's additive mask, one per layer
             fused = arch.fused_qkv or prof.keeps_fused_qkv
-            if fused and not expanded:
+            if fused and not (expanded and arch.kv_heads < nh):  # repeat_kv of one group is the tensor itself
                 total += self._rec(qb * (q + kv))  # v is a view: the whole fused qkv output stays alive
             out_saved = not prof.out_proj_copy
         total += self._rec(self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved))

@@ -196,7 +196,7 @@ class _Layer(Ops):
         # o_proj's input is SDPA's saved output unless eager attention (or a profile's copy) gives it its own
         own = reg.attention == "eager" or reg.profile.out_proj_copy
         ga = self.linears(o, {lin.name: (lambda: g) if owned else (lambda: s.alloc(0)) for lin in o}, ab, own)
-        expanded = reg.padded or (reg.profile.expand_kv and arch.kv_heads < nh)
+        expanded = reg.masked or (reg.profile.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager":
             scores = self.ns * nh  # n * seq * heads
             cont = s.alloc(n * q * ab)  # transpose(1, 2).contiguous() backward
@@ -233,7 +233,7 @@ class _Layer(Ops):
         else:
             kv_saved = q if expanded else kv
             gq, gk, gv = s.alloc(n * q * ab), s.alloc(n * kv_saved * ab), s.alloc(n * kv_saved * ab)
-            if reg.backend == "cuda" and not reg.padded and ab == 2 and arch.head_dim <= 256:
+            if reg.backend == "cuda" and not reg.masked and ab == 2 and arch.head_dim <= 256:
                 s.free(*self.flash_workspace())  # the kernel SDPA picks there (fp32: mem-efficient, not modelled)
             s.free(ga)
             s.release(n * (ab * q + 2 * ab * kv_saved + ab * q + 4 * nh))

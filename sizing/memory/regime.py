@@ -44,10 +44,18 @@ class Regime:
     # torch.compile reaches a loss that is not chunked (frameworks.compiles_plain_loss: torchtune's full and
     # distributed recipes drop the compiled nn.CrossEntropyLoss)
     plain_loss_compiled: bool = False
+    # the sequence reaches a sliding window under SDPA on the Hugging Face stack: the window becomes an explicit mask
+    # (regime.windowed), which every layer is sized with (a model that mixes full layers in: slightly high)
+    windowed: bool = False
 
     @property
     def resid(self) -> int:
         return self.embed
+
+    @property
+    def masked(self) -> bool:
+        """SDPA gets an explicit mask: it saves it per layer and k/v are repeated to every head (no GQA kernel)."""
+        return self.padded or self.windowed
 
     def mask_bytes(self, input_bytes: int) -> int:
         # CUDA native_dropout saves a bool mask; the CPU kernel saves the noise in the input dtype.
@@ -105,21 +113,17 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     # prepare_model_for_kbit_training up-casts every non-quantized floating param to fp32 (§2).
     kbit_prep = bool(cfg.quantized and cfg.prepare_model_for_kbit_training)
     other = 4 if kbit_prep else w
-    # SDPA has no soft-cap: with capped scores (Gemma 2) transformers has no SDPA path (Gemma2PreTrainedModel
-    # _supports_sdpa = False: its default is eager; an "sdpa" request raises in integrations/sdpa_attention.py),
-    # LitGPT computes the capped scores by hand (model.py scaled_dot_product_attention, "with softcapping we cannot
-    # use SDPA", from v0.4.6) and so does torchtune (models/gemma2/_attention.py, from v0.5.0): all three run the
-    # eager math, b x h x s x s scores included. flash_attention_2 caps inside its kernel.
-    attention = "eager" if arch.eager_only or (arch.attn_logit_softcap and cfg.attn_implementation == "sdpa") \
-        else cfg.attn_implementation
+    attention = attention_of(cfg, arch)
     adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
     prof = profile(cfg)
+    padded = not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK
     return Regime(
         backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
         lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
         peft_casts_input=cfg.quantized is None or not autocast,
         # LitGPT and torchtune train padded batches without a mask tensor (is_causal + ignore_index).
-        padded=not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK,
+        padded=padded, windowed=not padded and attention == "sdpa" and cfg.framework in HF_STACK
+        and beyond_window(cfg, arch),
         attention=attention, loss=default_loss(cfg),
         checkpointing=bool(cfg.gradient_checkpointing or kbit_prep),
         dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
@@ -129,14 +133,36 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     )
 
 
-def sliding_mask(cfg: RunConfig, arch: Architecture) -> bool:
-    """Whether a sliding-window model's SDPA layers get an explicit mask the model does not cover: transformers
-    materialises the window as a [B, 1, S, S] mask once the sequence is longer than the window (masking_utils
-    sdpa_mask cannot fall back to is_causal), and with a mask SDPA saves it per layer and gets k and v repeated to
-    every head (integrations/sdpa_attention.py use_gqa_in_sdpa) -- measured on the CPU on a tiny Gemma 3 with a
-    128-token window at S = 256: 2 KiB a token more per layer, retained -7.8 % below the model. The padded-batch
-    path already counts both; eager and FlashAttention-2 have no such mask."""
-    if cfg.framework not in HF_STACK or arch.sliding_window is None or cfg.max_seq_length <= arch.sliding_window:
-        return False
-    padded = not cfg.packing and cfg.attn_implementation != "flash_attention_2"
-    return not padded and cfg.attn_implementation == "sdpa" and not arch.eager_only and not arch.attn_logit_softcap
+
+def attention_of(cfg: RunConfig, arch: Architecture) -> str:
+    """The attention a run really executes. SDPA has no soft-cap: with capped scores (Gemma 2) transformers has no
+    SDPA path (Gemma2PreTrainedModel _supports_sdpa = False: its default is eager; an "sdpa" request raises in
+    integrations/sdpa_attention.py), LitGPT computes the capped scores by hand (model.py
+    scaled_dot_product_attention, "with softcapping we cannot use SDPA", from v0.4.6) and so does torchtune
+    (models/gemma2/_attention.py, from v0.5.0): all three run the eager math, b x h x s x s scores included.
+    flash_attention_2 caps inside its kernel."""
+    if arch.eager_only or (arch.attn_logit_softcap and cfg.attn_implementation == "sdpa"):
+        return "eager"
+    return cfg.attn_implementation
+
+
+def beyond_window(cfg: RunConfig, arch: Architecture) -> bool:
+    """Whether the sequence reaches the model's sliding window: transformers then materialises the window as a
+    [B, 1, S, S] mask (masking_utils _ignore_causal_mask_sdpa: kv_length >= local_size cannot fall back to is_causal;
+    create_sliding_window_causal_mask passes local_size=sliding_window). Measured on the CPU on a tiny Gemma 3 with a
+    128-token window at S = 256: with the mask, SDPA saves it in every layer (S values a token, compute dtype) and
+    gets k and v repeated to every head (integrations/sdpa_attention.py use_gqa_in_sdpa), as with a padding mask."""
+    return arch.sliding_window is not None and cfg.max_seq_length >= arch.sliding_window
+
+
+def mixed_window(cfg: RunConfig, arch: Architecture) -> bool:
+    """A windowed run of a model that interleaves full-attention layers (Gemma 3: one in six), whose full layers
+    keep is_causal: every layer is sized as a windowed one, so the estimate is slightly high."""
+    return resolve_windowed(cfg, arch) and arch.mask_kinds > 1
+
+
+def resolve_windowed(cfg: RunConfig, arch: Architecture) -> bool:
+    """Regime.windowed without resolving the whole regime."""
+    attention = attention_of(cfg, arch)
+    padded = not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK
+    return not padded and attention == "sdpa" and cfg.framework in HF_STACK and beyond_window(cfg, arch)

@@ -150,7 +150,7 @@ MODEL_CONFIGS: dict[str, dict] = {
         mlp_bias=False,
     ),
     # Gemma 3 with a sliding window (128) below S: every layer here is a windowed one (5 of each 6), so SDPA gets a
-    # mask and k/v repeated to every head; the engine flags this as a gap (memory/regime.py sliding_mask)
+    # mask and k/v repeated to every head (memory/regime.py beyond_window)
     "gemma3_window": dict(
         model_type="gemma3_text",
         **_COMMON,
@@ -269,6 +269,13 @@ def olmo2_cases():
     regimes = ("lora_fp32", "lora_bf16") + (("qlora", "qlora_prep") if _bnb_available()[0] else ())
     return [("olmo2", "full", 0.0, gcm) for gcm in (False, True)] + [
         ("olmo2", rg, dp, gcm) for rg in regimes for dp in (0.0, 0.05) for gcm in (False, True)]
+
+
+def window_cases():
+    """A sequence past the sliding window under SDPA (Gemma 3, all four layers windowed): full fine-tuning and LoRA
+    (bf16 and fp32 adapters, dropout), with and without checkpointing."""
+    return [("gemma3_window", rg, dp, gcm) for rg, dp in (("full", 0.0), ("lora_bf16", 0.0), ("lora_fp32", 0.05))
+            for gcm in (False, True)]
 
 
 def eager_cases():

@@ -105,6 +105,10 @@ CASES = [
     ("gemma2", "lora", "eager", True, "bfloat16"),
     ("gemma2", "lora_fp32", "eager", False, "bfloat16"),
     ("gemma2", "full", "eager", True, "float32"),
+    # Gemma 3 past its sliding window (128 < S): SDPA with the window mask, k and v repeated to every head
+    ("gemma3_window", "lora", "sdpa", False, "bfloat16"),
+    ("gemma3_window", "full", "sdpa", True, "bfloat16"),
+    ("gemma3_window", "lora_fp32", "sdpa", False, "bfloat16"),
 ]
 
 
