@@ -12,6 +12,12 @@ from .regime import Regime
 FUSED_TOKEN_TILE = 4096  # trl kernels/chunked_logprob.py: rows per tile
 FUSED_VOCAB_TILE = 32768  # and vocabulary columns per tile
 LITGPT_CHUNK = 128  # litgpt finetune: model(..., lm_head_chunk_size=128), chunked_cross_entropy(chunk_size=128)
+# Lightning Fabric hands the model's floating outputs back in the default dtype, fp32, outside the bf16 forward
+# context (_FabricModule.forward: `output = precision.convert_output(output)`, fabric/wrappers.py l.143 at Lightning
+# 2.3.0; HalfPrecision.convert_output, plugins/precision/half.py l.61-62, and BitsandbytesPrecision's alike,
+# bitsandbytes.py l.155-156; there since "True half-precision support in Fabric (#17287)", 2023-04): LitGPT's
+# loop holds fp32 logits.
+FABRIC_OUTPUT = 4
 TORCHTUNE_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 
 
@@ -22,6 +28,9 @@ class Head:
     forward_extra: int  # live above body_side + loss_saved at the forward loss peak
     backward_extra: int  # live above them at the loss backward peak
     head_grad_bytes: int  # gradients produced before the decoder's backward starts
+    output: int = 0  # the head's own output as its last chunk runs (LitGPT: the bf16 chunks)
+    returned: int = 0  # live above body_side when the model's forward returns, before the loss runs (LitGPT)
+    held: int = 0  # logits the loop keeps from the loss until its next forward returns (LitGPT's `logits`)
 
 
 def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
@@ -48,6 +57,27 @@ def _projections_backward(hd: Head, grads: int, labels: int) -> Head:
     w = hd.head_grad_bytes
     live = grads + max(w, 3 * w - 2 * part)
     return replace(hd, backward_extra=max(hd.backward_extra, live - (hd.loss_saved - labels)))
+
+
+def _litgpt_chunked(body: int, n: int, seq: int, vocab: int, labels: int, head_grad: int) -> Head:
+    """LitGPT's LoRA and QLoRA step (finetune/lora.py at 5895df100 l.276-280, the same at f247be87e l.297-301 and
+    2b195c7f5 l.304-308): `logits = model(input_ids, lm_head_chunk_size=128)` runs the head on 128-position chunks
+    (lora.py at 5895df100 l.547-549; at 2b195c7f5 l.546-548 it returns before the final soft-cap, l.550-551) and
+    Fabric returns them as fp32 copies while the list of bf16 chunks is still referenced (FABRIC_OUTPUT): 2 + 4 bytes
+    per logit when the forward returns. `logits[-1] = logits[-1][..., :-1, :]` and chunked_cross_entropy (utils.py
+    at 5895df100 l.268-276): each chunk reshaped (the sliced last one copied when B > 1) and its fp32 log-softmax
+    output saved; the loop's fp32 `logits` stay alive until its next forward returns. Autograd runs every chunk's
+    loss backward before the head's (younger nodes first): at most one chunk's gradient of the log-softmax output
+    and of its input is alive above what is saved. Measured on the CPU with LitGPT's source and Lightning 2.3.0
+    (tests/physics/record_litgpt_lora.py, data/litgpt_lora.json)."""
+    batch, rows = n // seq, min(LITGPT_CHUNK, seq)
+    last = (seq - 1) % LITGPT_CHUNK + 1  # positions in the last chunk
+    logits = FABRIC_OUTPUT * n * vocab
+    log_softmax = 4 * (n - batch) * vocab  # the shifted chunks, one position fewer per sequence
+    sliced = 4 * batch * (last - 1) * vocab if batch > 1 else 0  # reshape of the non-contiguous slice: a copy
+    chunk = 4 * batch * rows * vocab
+    return Head(body, logits + log_softmax + labels, sliced, 2 * chunk, head_grad,
+                output=2 * n * vocab, returned=2 * n * vocab + logits, held=logits)
 
 
 def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
@@ -79,11 +109,11 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         return Head(body, saved, tile + cast + 7 * 4 * n, back, head_grad)
     softcap = logits * n * vocab if arch.final_logit_softcap else 0  # tanh output of capped logits
     nv = n * vocab
+    if reg.loss == "chunked_ce" and reg.profile.name == "litgpt" and not reg.full:
+        return _litgpt_chunked(body, n, seq, vocab, labels, head_grad)
     if reg.loss == "chunked_ce" and reg.profile.name == "litgpt":
-        # bf16 chunks, no fp32 upcast (litgpt utils.chunked_cross_entropy). LoRA: the head itself runs
-        # in 128-token chunks; full FT: whole logits reshaped (a copy) then split.
-        chunk = (n // seq) * min(LITGPT_CHUNK, seq) * vocab if not reg.full else nv
-        return Head(body, 4 * nv + labels + softcap, 2 * chunk, 4 * chunk, head_grad)
+        # full FT (finetune/full.py): the whole logits, reshaped (a copy) then split by chunked_cross_entropy
+        return Head(body, 4 * nv + labels + softcap, 2 * nv, 4 * nv, head_grad)
     if reg.loss == "chunked_ce":
         # torchtune CEWithChunkedOutputLoss: 8 bf16 chunks, each upcast inside the loss. Eager keeps
         # the fp32 log-softmax outputs; compiled keeps the bf16 chunks and recomputes.
