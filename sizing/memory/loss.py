@@ -59,25 +59,33 @@ def _projections_backward(hd: Head, grads: int, labels: int) -> Head:
     return replace(hd, backward_extra=max(hd.backward_extra, live - (hd.loss_saved - labels)))
 
 
-def _litgpt_chunked(body: int, n: int, seq: int, vocab: int, labels: int, head_grad: int) -> Head:
-    """LitGPT's LoRA and QLoRA step (finetune/lora.py at 5895df100 l.276-280, the same at f247be87e l.297-301 and
+def _litgpt(body: int, n: int, seq: int, vocab: int, labels: int, head_grad: int, full: bool, softcap: int) -> Head:
+    """LitGPT's step. LoRA and QLoRA (finetune/lora.py at 5895df100 l.276-280, the same at f247be87e l.297-301 and
     2b195c7f5 l.304-308): `logits = model(input_ids, lm_head_chunk_size=128)` runs the head on 128-position chunks
-    (lora.py at 5895df100 l.547-549; at 2b195c7f5 l.546-548 it returns before the final soft-cap, l.550-551) and
-    Fabric returns them as fp32 copies while the list of bf16 chunks is still referenced (FABRIC_OUTPUT): 2 + 4 bytes
-    per logit when the forward returns. `logits[-1] = logits[-1][..., :-1, :]` and chunked_cross_entropy (utils.py
-    at 5895df100 l.268-276): each chunk reshaped (the sliced last one copied when B > 1) and its fp32 log-softmax
-    output saved; the loop's fp32 `logits` stay alive until its next forward returns. Autograd runs every chunk's
-    loss backward before the head's (younger nodes first): at most one chunk's gradient of the log-softmax output
-    and of its input is alive above what is saved. Measured on the CPU with LitGPT's source and Lightning 2.3.0
-    (tests/physics/record_litgpt_lora.py, data/litgpt_lora.json)."""
+    (lora.py at 5895df100 l.547-549; at 2b195c7f5 l.546-548 it returns before the final soft-cap, l.550-551),
+    `logits[-1] = logits[-1][..., :-1, :]` and chunked_cross_entropy (utils.py at 5895df100 l.268-276) reshapes
+    each chunk (the sliced last one is copied when B > 1) and saves its fp32 log-softmax output. Full fine-tuning
+    (finetune/full.py at 5895df100 l.229-231): `logits = model(input_ids)` (soft-capped where the model caps), and
+    `chunked_cross_entropy(logits[..., :-1, :], ...)` reshapes the whole slice (a copy when B > 1) and splits it
+    into 128-row chunks (utils.py l.278-291); its backward concatenates their gradients and pads them back to the
+    logits' shape. Either way Fabric returns the logits as fp32 copies while the head's bf16 output is still
+    referenced (FABRIC_OUTPUT), and the loop's `logits` stay alive until its next forward returns. Autograd runs
+    the loss backward chunk by chunk before the head's (younger nodes first). Measured on the CPU with LitGPT's
+    source and Lightning 2.3.0 (tests/physics/record_litgpt_lora.py, data/litgpt_lora.json)."""
     batch, rows = n // seq, min(LITGPT_CHUNK, seq)
     last = (seq - 1) % LITGPT_CHUNK + 1  # positions in the last chunk
     logits = FABRIC_OUTPUT * n * vocab
-    log_softmax = 4 * (n - batch) * vocab  # the shifted chunks, one position fewer per sequence
+    shifted = 4 * (n - batch) * vocab  # the fp32 log-softmax outputs: one position fewer per sequence
+    saved = logits + shifted + labels + softcap
+    returned = 2 * n * vocab + logits + softcap
+    if full:
+        # the reshaped copy in the forward; in the backward the concatenated gradient, then padded to the logits
+        return Head(body, saved, shifted if batch > 1 else 0, logits, head_grad,
+                    output=2 * n * vocab, returned=returned, held=logits)
+    # one chunk's gradient of the log-softmax output and of its input above what is saved
     sliced = 4 * batch * (last - 1) * vocab if batch > 1 else 0  # reshape of the non-contiguous slice: a copy
-    chunk = 4 * batch * rows * vocab
-    return Head(body, logits + log_softmax + labels, sliced, 2 * chunk, head_grad,
-                output=2 * n * vocab, returned=2 * n * vocab + logits, held=logits)
+    return Head(body, saved, sliced, 2 * 4 * batch * rows * vocab, head_grad,
+                output=2 * n * vocab, returned=returned, held=logits)
 
 
 def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
@@ -109,11 +117,8 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         return Head(body, saved, tile + cast + 7 * 4 * n, back, head_grad)
     softcap = logits * n * vocab if arch.final_logit_softcap else 0  # tanh output of capped logits
     nv = n * vocab
-    if reg.loss == "chunked_ce" and reg.profile.name == "litgpt" and not reg.full:
-        return _litgpt_chunked(body, n, seq, vocab, labels, head_grad)
     if reg.loss == "chunked_ce" and reg.profile.name == "litgpt":
-        # full FT (finetune/full.py): the whole logits, reshaped (a copy) then split by chunked_cross_entropy
-        return Head(body, 4 * nv + labels + softcap, 2 * nv, 4 * nv, head_grad)
+        return _litgpt(body, n, seq, vocab, labels, head_grad, reg.full, softcap if reg.full else 0)
     if reg.loss == "chunked_ce":
         # torchtune CEWithChunkedOutputLoss: 8 bf16 chunks, each upcast inside the loss. Eager keeps
         # the fp32 log-softmax outputs; compiled keeps the bf16 chunks and recomputes.

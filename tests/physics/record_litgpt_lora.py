@@ -15,8 +15,10 @@ run through Lightning Fabric (precision "bf16-true", one CPU device): `logits = 
 lm_head_chunk_size=128)`, `logits[-1] = logits[-1][..., :-1, :]`, `loss = chunked_cross_entropy(logits,
 targets[..., 1:])`, `fabric.backward(loss / accumulation)`, AdamW step and zero_grad on the window's last
 micro-batch. Two optimizer steps, so that a micro-batch starts with the previous one's `logits` still held.
-The model is litgpt.lora.GPT, Llama-shaped (RMSNorm, LLaMAMLP, grouped queries), LoRA on every linear it offers,
-lora_dropout 0.05, with a vocabulary large next to the hidden size so that the logits dominate, as in the real rows.
+Full fine-tuning likewise with finetune/full.py's step (`measure(..., full=True)`). The model is litgpt.lora.GPT
+(litgpt.model.GPT for full fine-tuning), Llama-shaped (RMSNorm, LLaMAMLP, grouped queries), LoRA on every linear it
+offers, lora_dropout 0.05, with a vocabulary large next to the hidden size so that the logits dominate, as in the real
+rows.
 
 Recorded per case (bytes, every storage counted once, parameters and buffers included from the start), for the
 first micro-batch of the second optimizer step (`it`, with the optimizer's states and the previous logits alive):
@@ -50,6 +52,7 @@ HF_CONFIG = dict(model_type="llama", vocab_size=V, hidden_size=H, intermediate_s
 LORA = dict(lora_r=8, lora_alpha=16, lora_dropout=0.05)
 # (micro-batch size, gradient accumulation steps, LoRA on the head)
 CASES = ((2, 1, True), (1, 1, True), (4, 1, True), (2, 1, False), (2, 2, True))
+FULL_CASES = (2, 1)  # full fine-tuning (finetune/full.py), by micro-batch size
 
 
 def key(batch: int, accumulation: int, head: bool) -> str:
@@ -89,20 +92,31 @@ class Live(TorchDispatchMode):
         return out
 
 
-def measure(batch: int, accumulation: int, head: bool) -> dict[str, int]:
+def _storage_bytes(tensors: list[torch.Tensor]) -> int:
+    return sum({id(t.untyped_storage()): t.untyped_storage().nbytes() for t in tensors}.values())
+
+
+def measure(batch: int, accumulation: int, head: bool, full: bool = False) -> dict[str, int]:
+    """One case; full: finetune/full.py at 5895df100 (l.129-138 setup, l.228-238 the step: `logits =
+    model(input_ids)`, `loss = chunked_cross_entropy(logits[..., :-1, :], targets[..., 1:])`, every weight trained)."""
     import lightning as L
+    from litgpt.config import Config as FullConfig
     from litgpt.lora import GPT, Config, mark_only_lora_as_trainable
+    from litgpt.model import GPT as FullGPT
     from litgpt.utils import chunked_cross_entropy
 
     torch.manual_seed(0)
     fabric = L.Fabric(accelerator="cpu", devices=1, precision="bf16-true")
-    cfg = Config(name="tiny", block_size=S, vocab_size=V, padded_vocab_size=V, rotary_percentage=1.0,
-                 parallel_residual=False, bias=False, norm_class_name="RMSNorm", mlp_class_name="LLaMAMLP",
-                 lora_query=True, lora_key=True, lora_value=True, lora_projection=True, lora_mlp=True,
-                 lora_head=head, **MODEL, **LORA)
+    common: dict[str, Any] = dict(name="tiny", block_size=S, vocab_size=V, padded_vocab_size=V, rotary_percentage=1.0,
+                                  parallel_residual=False, bias=False, norm_class_name="RMSNorm",
+                                  mlp_class_name="LLaMAMLP", **MODEL)
+    # the LoRA Config's mlp_class is LoRA's own MLP: full fine-tuning builds from the base Config (full.py l.19)
     with fabric.init_module(empty_init=False):
-        model = GPT(cfg)
-    mark_only_lora_as_trainable(model)
+        model = FullGPT(FullConfig(**common)) if full else GPT(Config(
+            **common, lora_query=True, lora_key=True, lora_value=True, lora_projection=True, lora_mlp=True,
+            lora_head=head, **LORA))
+    if not full:
+        mark_only_lora_as_trainable(model)
     model = fabric.setup_module(model)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = fabric.setup_optimizers(torch.optim.AdamW(trainable, lr=2e-4, weight_decay=0.2, betas=(0.9, 0.95)))
@@ -126,17 +140,20 @@ def measure(batch: int, accumulation: int, head: bool) -> dict[str, int]:
             is_accumulating = iter_num % accumulation != 0
             marks[f"start{iter_num}"] = len(tr.after)
             with fabric.no_backward_sync(model, enabled=is_accumulating):
-                logits = model(input_ids, lm_head_chunk_size=128)
+                logits = model(input_ids) if full else model(input_ids, lm_head_chunk_size=128)
                 marks[f"returned{iter_num}"] = len(tr.after)
-                logits[-1] = logits[-1][..., :-1, :]
-                loss = chunked_cross_entropy(logits, targets[..., 1:])
+                if full:
+                    loss = chunked_cross_entropy(logits[..., :-1, :], targets[..., 1:])
+                else:
+                    logits[-1] = logits[-1][..., :-1, :]
+                    loss = chunked_cross_entropy(logits, targets[..., 1:])
                 marks[f"loss{iter_num}"] = len(tr.after)
                 fabric.backward(loss / accumulation)
                 marks[f"backward{iter_num}"] = len(tr.after)
             if not is_accumulating:
                 optimizer.step()
                 optimizer.zero_grad()
-            held[iter_num] = sum({id(t.untyped_storage()): t.untyped_storage().nbytes() for t in logits}.values())
+            held[iter_num] = _storage_bytes([logits] if full else logits)  # no other name may keep them
         a = tr.after
         first_head = next(i for i in head_ops if i >= marks[f"start{it}"])
         returned, loss_end, backward_end = marks[f"returned{it}"], marks[f"loss{it}"], marks[f"backward{it}"]
@@ -156,6 +173,7 @@ def main() -> None:
     import lightning
 
     cases = {key(*c): measure(*c) for c in CASES}
+    cases.update({f"full_b{b}": measure(b, 1, True, full=True) for b in FULL_CASES})
     data = {"versions": {"torch": torch.__version__.split("+")[0], "lightning": lightning.__version__,
                          "litgpt": "5895df100 (litgpt/lora.py, finetune/lora.py, utils.py)"},
             "shape": {"S": S, "V": V, "H": H, "model": MODEL, "lora": LORA, "hf_config": HF_CONFIG,

@@ -3,8 +3,8 @@
 # 5895df100 under Lightning 2.3.0's Fabric, bf16-true (tests/physics/data/litgpt_lora.json, record_litgpt_lora.py):
 # Fabric hands the chunked logits back as fp32 copies, the loop's `logits` keeps them until its next forward
 # returns, and the loss saves fp32 log-softmax outputs. A tiny Llama-shaped model, V = 32 H so that the logits
-# dominate as in the config-hub rows; micro-batches of 1, 2 and 4 sequences of 512, with and without LoRA on the
-# head, with and without accumulation.
+# dominate as in the config-hub rows; LoRA with micro-batches of 1, 2 and 4 sequences of 512, with and without LoRA on
+# the head, with and without accumulation; full fine-tuning (finetune/full.py) with micro-batches of 1 and 2.
 from __future__ import annotations
 
 import json
@@ -28,6 +28,9 @@ BODY = "last decoder layer (backward through the body)"
 
 
 def _case(key: str) -> tuple[int, int, bool]:
+    """(micro-batch, accumulation, LoRA on the head); full fine-tuning: `full_b{batch}`."""
+    if key.startswith("full_"):
+        return int(key[6:]), 1, True
     batch, acc, head = key.split("_")
     return int(batch[1:]), int(acc[3:]), head == "head1"
 
@@ -35,12 +38,14 @@ def _case(key: str) -> tuple[int, int, bool]:
 def _memory(key: str) -> StepMemory:
     batch, acc, head = _case(key)
     lora = SHAPE["lora"]
-    cfg = load_config({"model_config": SHAPE["hf_config"], "method": "lora", "framework": "litgpt",
-                       "torch_dtype": "bfloat16", "bf16": False, "r": lora["lora_r"], "lora_alpha": lora["lora_alpha"],
-                       "lora_dropout": lora["lora_dropout"], "target_modules": TARGETS + (["lm_head"] if head else []),
-                       "max_seq_length": SHAPE["S"], "packing": False, "per_device_train_batch_size": batch,
-                       "gradient_accumulation_steps": acc, "gradient_checkpointing": False,
-                       "optim": "adamw_torch", "attn_implementation": "sdpa", "loss_implementation": "chunked_ce"})
+    method: dict[str, Any] = {"method": "full"} if key.startswith("full_") else {
+        "method": "lora", "r": lora["lora_r"], "lora_alpha": lora["lora_alpha"], "lora_dropout": lora["lora_dropout"],
+        "target_modules": TARGETS + (["lm_head"] if head else [])}
+    cfg = load_config({"model_config": SHAPE["hf_config"], **method, "framework": "litgpt", "torch_dtype": "bfloat16",
+                       "bf16": False, "max_seq_length": SHAPE["S"], "packing": False,
+                       "per_device_train_batch_size": batch, "gradient_accumulation_steps": acc,
+                       "gradient_checkpointing": False, "optim": "adamw_torch", "attn_implementation": "sdpa",
+                       "loss_implementation": "chunked_ce"})
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
     return step_memory(cfg, arch, None, backend="cpu")
 
