@@ -23,7 +23,7 @@ class Profile:
     out_proj_copy: bool = False  # o_proj's input is a copy of the attention output, not the same storage
     fused_lora_qkv: bool = False  # one dropout and one lora_A for all adapted q/k/v (LitGPT LoRAQKVLinear)
     holds_4bit_inputs: bool = False  # bitsandbytes 0.42 MatMul4Bit keeps its input in ctx.tensors
-    previous_graph_alive: bool = False  # the `logits` variable keeps last micro-batch's graph to the next forward
+    previous_graph_alive: bool = False  # `logits` keeps the last micro-batch's logits and graph to the next return
     quantize_lm_head: bool = False
     quantize_only_adapted: bool = False  # torchtune 0.1: only LoRA bases are NF4
     torchao_nf4: bool = False

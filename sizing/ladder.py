@@ -17,7 +17,7 @@ from .throughput import time_estimate
 
 # The 8-bit optimizers keep their states in bitsandbytes blocks; the paged one in CUDA managed memory.
 EIGHT_BIT = ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit")
-# The losses that never hold the full logits (sizing.memory.loss): TRL's fused head, LitGPT/torchtune chunks.
+# The losses already fused or chunked (sizing.memory.loss): TRL's fused head, LitGPT/torchtune chunks.
 NO_FULL_LOGITS = ("fused_linear_ce", "chunked_ce")
 # The levers of one GPU, climbed in the order of what each saves; then those that take more hardware
 # (GPUs, or host memory and PCIe traffic), only while the run still does not fit.

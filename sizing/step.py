@@ -190,7 +190,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     hopper = _gpu_key(gpu) is True
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
-    # 0.42 holds) until the next forward returns.
+    # 0.42 holds) until the next forward returns: through the head's forward and that return where the head says
+    # what it holds then (a 4-bit head dequantizes its weight there, not at the loss), else at the forward's end.
     previous_graph = arch.layers * ls.held_per_token * n if reg.profile.previous_graph_alive else 0
     # Tied embeddings trained in full: autograd's input buffer sums the head's and the embedding's dense
     # V x H gradients out of place, so two more V x H tensors than the final gradient are alive for a moment
@@ -228,13 +229,17 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         head_body=hd.body_side,
         loss_saved=hd.loss_saved, loss_forward_extra=hd.forward_extra, loss_backward_extra=hd.backward_extra,
         layer_backward=layer_backward,
-        forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0) + ov.dequant_forward + previous_graph,
+        forward_transient=(ls.cached_weight_copies if reg.checkpointing else 0)
+        + (0 if hd.returned else ov.dequant_forward + previous_graph),
         tied_gradient=tied_grad,
         backward_transient=ov.dequant_backward, workspace=ov.cublas_workspace,
         accumulating=cfg.gradient_accumulation_steps > 1, grads_freed_in_backward=cfg.optimizer_in_backward,
         kept_logits=kept_logits, kept_cache=kept_cache,
         # torchtune 0.1-0.2: `logits = logits[..., :-1, :].contiguous()` lives until the next forward returns
-        held_logits=4 * n * arch.vocab if reg.loss == "fp32_logits" else 0,
+        held_logits=4 * n * arch.vocab if reg.loss == "fp32_logits" else hd.held,
+        head_logits=hd.output, head_transient=ov.dequant_forward if hd.returned else 0, returned_logits=hd.returned,
+        previous_logits=hd.held if reg.profile.previous_graph_alive else 0,
+        previous_graph=previous_graph if hd.returned else 0,
         first_layer=layer_backward + (ls.checkpoint_per_token * n if reg.checkpointing
                                       else layer_tokens + ls.constant + ls.layer0_delta_per_token * n
                                       + ls.layer0_delta_constant),

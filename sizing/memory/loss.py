@@ -12,6 +12,12 @@ from .regime import Regime
 FUSED_TOKEN_TILE = 4096  # trl kernels/chunked_logprob.py: rows per tile
 FUSED_VOCAB_TILE = 32768  # and vocabulary columns per tile
 LITGPT_CHUNK = 128  # litgpt finetune: model(..., lm_head_chunk_size=128), chunked_cross_entropy(chunk_size=128)
+# Lightning Fabric hands the model's floating outputs back in the default dtype, fp32, outside the bf16 forward
+# context (_FabricModule.forward: `output = precision.convert_output(output)`, fabric/wrappers.py l.143 at Lightning
+# 2.3.0; HalfPrecision.convert_output, plugins/precision/half.py l.61-62, and BitsandbytesPrecision's alike,
+# bitsandbytes.py l.155-156; there since "True half-precision support in Fabric (#17287)", 2023-04): LitGPT's
+# loop holds fp32 logits.
+FABRIC_OUTPUT = 4
 TORCHTUNE_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 
 
@@ -22,6 +28,9 @@ class Head:
     forward_extra: int  # live above body_side + loss_saved at the forward loss peak
     backward_extra: int  # live above them at the loss backward peak
     head_grad_bytes: int  # gradients produced before the decoder's backward starts
+    output: int = 0  # the head's own output as its last chunk runs (LitGPT: the bf16 chunks)
+    returned: int = 0  # live above body_side when the model's forward returns, before the loss runs (LitGPT)
+    held: int = 0  # logits the loop keeps from the loss until its next forward returns (LitGPT's `logits`)
 
 
 def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
@@ -48,6 +57,35 @@ def _projections_backward(hd: Head, grads: int, labels: int) -> Head:
     w = hd.head_grad_bytes
     live = grads + max(w, 3 * w - 2 * part)
     return replace(hd, backward_extra=max(hd.backward_extra, live - (hd.loss_saved - labels)))
+
+
+def _litgpt(body: int, n: int, seq: int, vocab: int, labels: int, head_grad: int, full: bool, softcap: int) -> Head:
+    """LitGPT's step. LoRA and QLoRA (finetune/lora.py at 5895df100 l.276-280, the same at f247be87e l.297-301 and
+    2b195c7f5 l.304-308): `logits = model(input_ids, lm_head_chunk_size=128)` runs the head on 128-position chunks
+    (lora.py at 5895df100 l.547-549; at 2b195c7f5 l.546-548 it returns before the final soft-cap, l.550-551),
+    `logits[-1] = logits[-1][..., :-1, :]` and chunked_cross_entropy (utils.py at 5895df100 l.268-276) reshapes
+    each chunk (the sliced last one is copied when B > 1) and saves its fp32 log-softmax output. Full fine-tuning
+    (finetune/full.py at 5895df100 l.229-231): `logits = model(input_ids)` (soft-capped where the model caps), and
+    `chunked_cross_entropy(logits[..., :-1, :], ...)` reshapes the whole slice (a copy when B > 1) and splits it
+    into 128-row chunks (utils.py l.278-291); its backward concatenates their gradients and pads them back to the
+    logits' shape. Either way Fabric returns the logits as fp32 copies while the head's bf16 output is still
+    referenced (FABRIC_OUTPUT), and the loop's `logits` stay alive until its next forward returns. Autograd runs
+    the loss backward chunk by chunk before the head's (younger nodes first). Measured on the CPU with LitGPT's
+    source and Lightning 2.3.0 (tests/physics/record_litgpt_lora.py, data/litgpt_lora.json)."""
+    batch, rows = n // seq, min(LITGPT_CHUNK, seq)
+    last = (seq - 1) % LITGPT_CHUNK + 1  # positions in the last chunk
+    logits = FABRIC_OUTPUT * n * vocab
+    shifted = 4 * (n - batch) * vocab  # the fp32 log-softmax outputs: one position fewer per sequence
+    saved = logits + shifted + labels + softcap
+    returned = 2 * n * vocab + logits + softcap
+    if full:
+        # the reshaped copy in the forward; in the backward the concatenated gradient, then padded to the logits
+        return Head(body, saved, shifted if batch > 1 else 0, logits, head_grad,
+                    output=2 * n * vocab, returned=returned, held=logits)
+    # one chunk's gradient of the log-softmax output and of its input above what is saved
+    sliced = 4 * batch * (last - 1) * vocab if batch > 1 else 0  # reshape of the non-contiguous slice: a copy
+    return Head(body, saved, sliced, 2 * 4 * batch * rows * vocab, head_grad,
+                output=2 * n * vocab, returned=returned, held=logits)
 
 
 def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int,
@@ -80,10 +118,7 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
     softcap = logits * n * vocab if arch.final_logit_softcap else 0  # tanh output of capped logits
     nv = n * vocab
     if reg.loss == "chunked_ce" and reg.profile.name == "litgpt":
-        # bf16 chunks, no fp32 upcast (litgpt utils.chunked_cross_entropy). LoRA: the head itself runs
-        # in 128-token chunks; full FT: whole logits reshaped (a copy) then split.
-        chunk = (n // seq) * min(LITGPT_CHUNK, seq) * vocab if not reg.full else nv
-        return Head(body, 4 * nv + labels + softcap, 2 * chunk, 4 * chunk, head_grad)
+        return _litgpt(body, n, seq, vocab, labels, head_grad, reg.full, softcap if reg.full else 0)
     if reg.loss == "chunked_ce":
         # torchtune CEWithChunkedOutputLoss: 8 bf16 chunks, each upcast inside the loss. Eager keeps
         # the fp32 log-softmax outputs; compiled keeps the bf16 chunks and recomputes.

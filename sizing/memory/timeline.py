@@ -62,6 +62,15 @@ class StepInputs:
     # logits a loop variable keeps from the loss through backward and the step, freed when the next forward
     # returns (torchtune 0.1-0.2 `logits`), inside the loss's own figures at the loss moments
     held_logits: int = 0
+    # LitGPT: the head's output as its last chunk runs, beside that chunk's transient (a 4-bit head's dequantized
+    # weight); what it holds when the model's forward returns, before the loss runs (its output and Fabric's fp32
+    # copy); and what the loop's `logits` of the previous micro-batch still hold through both: the logits and the
+    # inputs bitsandbytes 0.42 keeps in that micro-batch's graph (memory/loss.py _litgpt_chunked)
+    head_logits: int = 0
+    head_transient: int = 0
+    returned_logits: int = 0
+    previous_logits: int = 0
+    previous_graph: int = 0
     cache_shared: bool = True  # the cache's k/v are the tensors SDPA saved (no repeat_kv copy)
     root_gradients: int = 0  # FSDP: the root unit's trainable gradients, unsharded (parallel.Shares)
     grads_before_root: int = 0  # the sharded gradients resident when the root unit's are reduced
@@ -99,6 +108,17 @@ def moments(s: StepInputs) -> list[Moment]:
             **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_forward_extra + prev,
             "workspace": s.workspace + s.forward_transient}))
+        if s.returned_logits:
+            # `logits = model(...)` drops the previous micro-batch's logits only once the forward has returned: from
+            # the second micro-batch on (every one of step 1, accumulation's of step 0) both outputs are alive
+            prior = int(bool(step or s.accumulating))
+            returning = {**base, "weights": s.weights + head_w,
+                         "activations": s.body + s.shared + s.head_body + own_cache + prior * s.previous_graph}
+            out.append(Moment("forward", "LM head's last chunk (the last micro-batch's logits still held)", step, {
+                **returning, "logits_and_loss": s.head_logits + prior * s.previous_logits,
+                "workspace": s.workspace + s.head_transient}))
+            out.append(Moment("forward", "the model returns its logits (the last micro-batch's still held)", step, {
+                **returning, "logits_and_loss": s.returned_logits + prior * s.previous_logits}))
         out.append(Moment("backward", "gradient of the logits (start of backward)", step, {
             **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_backward_extra + s.kept_logits}))
