@@ -172,7 +172,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n + ls.layer0_delta_constant
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
-    shared = 2 * seq * arch.head_dim * reg.resid + _masks(cfg, arch, reg, batch, seq)
+    rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
+    shared = 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept

@@ -64,7 +64,7 @@ HEAD_TENSORS = (
 )
 
 
-CASES = harness.cases() + harness.moe_cases() + harness.olmo2_cases() + harness.eager_cases()
+CASES = harness.cases() + harness.moe_cases() + harness.olmo2_cases() + harness.eager_cases() + harness.gpt_oss_cases()
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c[3]], ids=harness.case_id)
