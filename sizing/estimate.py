@@ -80,7 +80,7 @@ def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = N
     """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS); `given` is the
     configuration as the user wrote it, before defaults (None: a normalised one, every field stated)."""
     sm = find_gpu(cfg.gpu).sm if cfg.gpu else None
-    out = [name for name, on in (("moe", bool(arch.experts) and not moe_measured(cfg, sm, arch.model_type)),
+    out = [name for name, on in (("moe", bool(arch.experts) and not moe_measured(cfg, sm)),
                                  ("torch_compile", cfg.torch_compile),
                                  # a Python-formula activation (gelu_new) is modelled: memory/activations.py
                                  ("peft_approximate", bool(trainable(cfg, arch).approximate)))

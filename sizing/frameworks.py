@@ -152,21 +152,11 @@ def profile(cfg: RunConfig) -> Profile:
 GROUPED_MM_SM = (8, 0)
 
 
-# The MoE families whose layer backward tests/physics measured op by op (test_moe_weights.py). gpt-oss's forward is
-# measured to the byte (test_activations.py) but not its backward: eager attention with sinks and the clamped SwiGLU.
-MOE_BACKWARD_MEASURED = ("mixtral", "qwen3_moe")
-
-
-def moe_stack_measured(cfg: RunConfig, sm: tuple[int, int] | None) -> bool:
-    """Whether an MoE run's experts are the ones tests/physics measured op by op: Transformers 5's fused experts under
+def moe_measured(cfg: RunConfig, sm: tuple[int, int] | None) -> bool:
+    """Whether an MoE run is the one tests/physics measured op by op: Transformers 5's fused experts under
     grouped_mm (forward saved tensors within 1.3 %, a layer's backward within 5 %, weights to the byte), on a card
     of compute capability `sm` (None: unstated, a current one)."""
     return profile(cfg).fused_experts and (sm is None or sm >= GROUPED_MM_SM)
-
-
-def moe_measured(cfg: RunConfig, sm: tuple[int, int] | None, model_type: str) -> bool:
-    """moe_stack_measured, for a family whose layer backward was measured too (MOE_BACKWARD_MEASURED)."""
-    return moe_stack_measured(cfg, sm) and model_type in MOE_BACKWARD_MEASURED
 
 
 def compiles_plain_loss(cfg: RunConfig) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
-from .frameworks import moe_measured, moe_stack_measured
+from .frameworks import moe_measured
 from .memory.adapters import resolve_targets
 from .memory.regime import Regime
 from .memory.weights import grouped_experts
@@ -64,15 +64,9 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
                       "target_modules (all-linear too) adapt only its attention projections (LoRA on the experts "
                       "through target_parameters is not modelled), and bitsandbytes does not quantize them (load "
                       "dtype, fp32 after prepare_model_for_kbit_training)"))
-    sm = gpu.sm if gpu is not None else None
-    if arch.experts and not moe_measured(cfg, sm, arch.model_type):
-        if moe_stack_measured(cfg, sm):  # the stack and card are measured, this family's backward is not
-            out.append(_w("moe_backward_approximate", "this mixture of experts' layer backward is approximate: its "
-                          "saved activations are measured to the byte, its backward (eager attention with sinks, "
-                          "the clamped SwiGLU experts) is not measured op by op"))
-        else:
-            out.append(_w("moe_approximate", "mixture-of-experts activations are approximate: this framework's "
-                          "experts (or transformers' fallback on a card before sm80) are not measured op by op"))
+    if arch.experts and not moe_measured(cfg, gpu.sm if gpu is not None else None):
+        out.append(_w("moe_approximate", "mixture-of-experts activations are approximate: this framework's experts "
+                      "(or transformers' fallback on a card before sm80) are not measured op by op"))
     if cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "zero3", "fsdp_shard_grad_op"):
         out.append(_w("sharding_approximate", "sharded runs: per-GPU weights include two gathered layers and "
                       "FSDP's unsharded root unit (embeddings, LM head) [approximate]", num_gpus=cfg.num_gpus))

@@ -514,16 +514,6 @@ TEXT: dict[str, dict[str, str]] = {
               "LoRA to its attention projections only (LoRA on the experts through target_parameters is not "
               "modelled), and bitsandbytes does not quantize them (they stay in the load dtype, fp32 after "
               "prepare_model_for_kbit_training)."},
-    "w_moe_backward_approximate": {
-        "ru": "Обратный проход слоя этой смеси экспертов оценён приближённо: сохранённые активации измерены до "
-              "байта, а обратный проход (eager-внимание со стоками, эксперты с ограниченным SwiGLU) не измерен по "
-              "операциям.",
-        "uz": "Bu ekspertlar aralashmasi qatlamining teskari o‘tishi taxminiy: saqlangan aktivatsiyalar baytigacha "
-              "o‘lchangan, teskari o‘tish esa (sink’li eager e’tibor, cheklangan SwiGLU ekspertlari) amallar "
-              "bo‘yicha o‘lchanmagan.",
-        "en": "This mixture of experts' layer backward is approximate: its saved activations are measured to the "
-              "byte, its backward (eager attention with sinks, the clamped SwiGLU experts) is not measured op by "
-              "op."},
     "w_sharding_approximate": {
         "ru": "Шардирование на {num_gpus} GPU: веса на каждом GPU включают два собранных слоя и нешардированный "
               "корневой блок FSDP (эмбеддинги, LM head); оценка приближённая.",

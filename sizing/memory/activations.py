@@ -34,6 +34,9 @@ class LayerSaved:
     pieces: tuple[int, ...]  # per-token bytes of the saved tensor groups in forward order (allocator replay)
     held_per_token: int  # inputs kept by bitsandbytes-0.42 4-bit matmuls (survive with the graph)
     cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
+    # a checkpointed layer's recomputation at its high-water mark, per token, beyond all the layer saves (gpt-oss:
+    # the gathered expert biases and unsaved intermediates, before the experts' output is saved); 0: below it
+    recompute_extra_per_token: int = 0
 
     def recomputed(self, kept_input: int) -> tuple[int, ...]:
         """Per-token bytes a checkpointed layer's recomputation in backward allocates, by group (`pieces`): all it
@@ -58,6 +61,7 @@ class LayerWalker:
         self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
         self.shared = 0  # per-token bytes of the last consumers_saved's one shared copy of its input
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
+        self.recompute_extra = 0  # LayerSaved.recompute_extra_per_token
 
     def _rec(self, *per_token: int) -> int:
         """Record each tensor's per-token bytes (a group if one figure stands for several) and their sum."""
@@ -283,6 +287,16 @@ class LayerWalker:
         per_route = 6 * eb * inter + eb * h + rb + 3 * 8
         if trains:
             per_route += eb * h + eb * inter + 8
+        # the recomputation's high-water mark, at the product feeding the down projection: the gathered gate_up
+        # bias [routes, 2I] (alive until the down bias is gathered), the clamped up, histc's fp32 copy of the expert
+        # ids and, non-reentrant, the routed gradient the backward made before it needed the recomputation, with the
+        # gathered input and the product unsaved unless the experts train, the experts' output, its weight and the
+        # inverse sort not saved yet; and per token the MLP's input and the residual stream after attention (unless
+        # fp32: then the norm saved it as it is) (measured: tests/physics/test_moe_weights.py)
+        routed_grad = 0 if reg.reentrant else max(eb, rb) * h
+        extra = 3 * eb * inter + 4 - eb * h - rb - 8 + routed_grad + (0 if trains else eb * inter + eb * h)
+        resid = 2 * h * reg.resid - self.input_kept(reg.resid, h)
+        self.recompute_extra = arch.experts_per_token * extra + resid
         return arch.experts_per_token * (per_route + 8 + rb)
 
     def constants(self) -> tuple[int, int]:
@@ -346,4 +360,4 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
                       input_per_token=layer.input_kept(reg.resid, arch.hidden) if arch.pre_norms else layer.kept,
                       pieces=tuple(layer.pieces),
                       held_per_token=layer.held,
-                      cached_weight_copies=cached * arch.layers)
+                      cached_weight_copies=cached * arch.layers, recompute_extra_per_token=layer.recompute_extra)
