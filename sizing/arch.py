@@ -14,6 +14,7 @@ from .families import (
     BOUNDS,
     ENCODER_DECODER,
     FAMILIES,
+    QUANT_METHODS,
     checked_int,
     checkpoint_quant,
 )
@@ -100,11 +101,13 @@ def _mlp(fam: Mapping[str, Any], h: int, inter: int, bias: bool, experts: int, a
          moe_names: tuple[str, str, str]) -> list[Linear]:
     if fam.get("moe"):
         # transformers 5 MixtralExperts / Qwen3MoeExperts hold gate_up_proj [E, 2I, h] and down_proj [E, h, I]
-        # as nn.Parameter, the router as a bare weight (models/mixtral/modeling_mixtral.py, 5.24.0).
-        return [Linear("gate", h, experts, MLP_IN, nn_linear=False),
-                Linear(moe_names[0], h, inter, MLP_IN, count=experts, active=act, nn_linear=False),
-                Linear(moe_names[1], h, inter, MLP_IN, count=experts, active=act, nn_linear=False),
-                Linear(moe_names[2], inter, h, MLP_MID, count=experts, active=act, nn_linear=False)]
+        # as nn.Parameter, the router as a bare weight (models/mixtral/modeling_mixtral.py, 5.24.0); gpt-oss adds a
+        # bias to each (GptOssTopKRouter.bias [E], GptOssExperts gate_up_proj_bias [E, 2I], down_proj_bias [E, h]).
+        biased = bool(fam.get("sinks"))
+        return [Linear("router" if biased else "gate", h, experts, MLP_IN, biased, nn_linear=False),
+                Linear(moe_names[0], h, inter, MLP_IN, biased, count=experts, active=act, nn_linear=False),
+                Linear(moe_names[1], h, inter, MLP_IN, biased, count=experts, active=act, nn_linear=False),
+                Linear(moe_names[2], inter, h, MLP_MID, biased, count=experts, active=act, nn_linear=False)]
     if "plain_mlp" in fam:
         up, down = fam["plain_mlp"]
         return [Linear(up, h, inter, MLP_IN, bias), Linear(down, inter, h, MLP_MID, bias)]
@@ -144,7 +147,8 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     vocab = _int(cfg, "padded_vocab_size", "vocab_size", bound="vocab")
     tied = bool(cfg.get("tie_word_embeddings", fam["tie"]))
     q, kvw = heads * head_dim, kv * head_dim
-    bias = bool(fam.get("bias")) or bool(cfg.get("attention_bias") or cfg.get("bias") or cfg.get("add_bias_linear"))
+    bias = bool(fam.get("bias")) or bool(cfg.get("attention_bias", fam.get("bias_default", False)) or cfg.get("bias")
+                                         or cfg.get("add_bias_linear"))
     if model_type == "starcoder2":
         bias = bool(cfg.get("use_bias", True))  # Starcoder2Config.use_bias: every linear, default true
     qkv_bias = bias or bool(fam.get("qkv_bias")) or bool(cfg.get("add_qkv_bias") or cfg.get("use_qkv_bias"))
@@ -181,6 +185,11 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
     positions = fam.get("positions")
     dtype = cfg.get("dtype", cfg.get("torch_dtype"))
     quant = checkpoint_quant(cfg)
+    if quant and quant[0] == "mxfp4" and model_type != "gpt_oss":  # transformers' MXFP4 replaces GptOssExperts only
+        supported = [m for m in QUANT_METHODS if m != "mxfp4"]
+        raise SizingError("unsupported_quantization", f"quantization_config.quant_method 'mxfp4' is gpt-oss's expert "
+                          f"format, not {model_type}'s (supported: {', '.join(supported)})",
+                          field="model_config.quantization_config.quant_method", value="mxfp4", supported=supported)
     act = cfg.get("hidden_act", cfg.get("activation_function", fam.get("act")))
     act_saved = ACT_SAVED.get(str(act), 1) if plain and model_type != "bloom" else 1
     act_fp32 = ACT_FP32_UNDER_CUDA_AUTOCAST.get(str(act), 0) if act_saved > 1 else 0
@@ -205,7 +214,8 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
         act_saved=act_saved, act_fp32_cuda_autocast=act_fp32, act_backward_extra=act_bwd,
         rope_type=_rope_type(cfg.get("rope_scaling")),
-        tower=tower(raw, h) if wrapped else None,
+        tower=tower(raw, h) if wrapped else None, attn_sinks=bool(fam.get("sinks")),
+        experts_targetable=not fam.get("sinks"), rope_half=bool(fam.get("sinks")),
     )
 
 

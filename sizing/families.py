@@ -18,7 +18,9 @@ from .errors import SizingError
 # table), moe, mha (no grouped-query attention in the code),
 # ffn_keys (the config keys of the FFN width), ffn_x4 (width fixed at 4 x hidden), embed_norm, mlp_bias (the MLP's
 # linears only), head_bias (lm_head has a bias), norm_bias (False: LayerNorm without a bias), act (the config
-# class's default activation where it is a Python formula; BLOOM's BloomGelu saves only its input).
+# class's default activation where it is a Python formula; BLOOM's BloomGelu saves only its input), sinks (gpt-oss:
+# a sink logit per head, biased router and experts, a clamped SwiGLU, experts PEFT cannot target), bias_default
+# (attention_bias when the config omits it).
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"norm": "rms", "tie": False},
     "mistral": {"norm": "rms", "tie": False},
@@ -99,6 +101,15 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # No biases, untied head; PEFT 0.21 has no default target_modules for it.
     "olmo2": {"norm": "rms_cast", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": "whole",
               "targets": ()},
+    # gpt-oss (models/gpt_oss/modeling_gpt_oss.py, 5.24.0): q/k/v/o with biases (GptOssConfig.attention_bias
+    # defaults to true), a learned sink logit per head (`sinks`) that eager attention concatenates to the scores;
+    # sdpa is refused (_supports_sdpa = False) and the default implementation is eager. GptOssExperts: gate_up_proj
+    # [E, h, 2I] + bias, down_proj [E, I, h] + bias, run by grouped_mm with a clamped SwiGLU; GptOssTopKRouter: a
+    # bare weight + bias. RMSNorm returns (weight * x).to(input dtype). PEFT 0.21 has no default targets and no v4
+    # name mapping for it (peft utils/transformers_weight_conversion.py: mixtral and qwen2_moe only), so all-linear
+    # reaches the attention projections only. GptOssModel.forward builds a causal and a sliding-window mask.
+    "gpt_oss": {"norm": "rms_cast", "tie": False, "moe": True, "eager": True, "targets": (), "sinks": True,
+                "bias_default": True, "masks": 2},
 }
 ALIASES = {"gemma3": "gemma3_text", "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "RWForCausalLM": "falcon",
            "yi": "llama", "stablelm_epoch": "gpt_neox", "mixformer-sequential": "phi-msft"}
@@ -113,7 +124,7 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "MptForCausalLM": "mpt", "MPTForCausalLM": "mpt", "Starcoder2ForCausalLM": "starcoder2",
                 "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
                 "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
-                "CodeGenForCausalLM": "codegen", "Olmo2ForCausalLM": "olmo2",
+                "CodeGenForCausalLM": "codegen", "Olmo2ForCausalLM": "olmo2", "GptOssForCausalLM": "gpt_oss",
                 "T5ForConditionalGeneration": "t5",
                 "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}
@@ -151,8 +162,11 @@ def checked_int(value: Any, field: str, bound: int | None = None) -> int:
     return int(value)
 
 
-# Pre-quantized checkpoints the weights model knows (sizing/memory/weights.py), by quant_method.
-QUANT_METHODS = {"gptq": (2, 3, 4, 8), "awq": (4,), "bitsandbytes": (4, 8)}
+# Pre-quantized checkpoints the weights model knows (sizing/memory/weights.py), by quant_method. mxfp4: gpt-oss's
+# experts as published; transformers trains them only dequantized (Mxfp4HfQuantizer.is_trainable is False;
+# Mxfp4Config(dequantize=True), or the fallback without triton / kernels, dequantizes to the load dtype:
+# quantizers/quantizer_mxfp4.py, integrations/mxfp4.py Mxfp4Dequantize, 5.24.0).
+QUANT_METHODS = {"gptq": (2, 3, 4, 8), "awq": (4,), "bitsandbytes": (4, 8), "mxfp4": (4,)}
 
 
 def checkpoint_quant(cfg: Mapping[str, Any]) -> tuple[str, int, int, bool] | None:
@@ -174,6 +188,8 @@ def checkpoint_quant(cfg: Mapping[str, Any]) -> tuple[str, int, int, bool] | Non
     if method == "bitsandbytes":
         bits = 4 if qc.get("load_in_4bit") else 8
         return method, bits, 64, bool(qc.get("bnb_4bit_use_double_quant"))
+    if method == "mxfp4":
+        return method, 4, 32, False  # OCP MX: 32-element blocks of FP4 with one shared 8-bit scale
     # transformers GPTQConfig(bits, group_size=128) and AwqConfig(bits=4, group_size=128) defaults
     # (utils/quantization_config.py, 5.24.0); GPTQ has no default bit width.
     bits = qc.get("bits", qc.get("w_bit", 4 if method == "awq" else None))

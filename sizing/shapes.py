@@ -98,6 +98,14 @@ class Architecture:
     act_backward_extra: tuple[int, int] = (0, 0)  # its backward's transients (families.ACT_BACKWARD_EXTRA)
     rope_type: str | None = None  # config.json rope_scaling's rope_type ("llama3": Llama 3.1 / 3.2)
     tower: Tower | None = None  # a multimodal checkpoint's vision encoder (sizing/vision.py)
+    # gpt-oss: a learned sink logit per head and layer (GptOssAttention.sinks, concatenated to the eager scores),
+    # experts with biases and a clamped SwiGLU, a router whose top-k softmax runs in its logits' dtype
+    attn_sinks: bool = False
+    # PEFT reaches the fused experts and router by their transformers-4 names (peft
+    # utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING: Mixtral, Qwen2/3-MoE); False: only the
+    # nn.Linear modules can be targeted (gpt-oss, whose experts were never nn.Linear modules)
+    experts_targetable: bool = True
+    rope_half: bool = False  # gpt-oss: cos/sin span head_dim / 2 (_apply_rotary_emb rotates the halves, no cat)
 
     @property
     def fused_qkv(self) -> bool:
@@ -123,9 +131,11 @@ class Architecture:
 
     @property
     def norm_params_per_layer(self) -> int:
+        """The layer's small floating vectors: its norms' weights (and biases), and gpt-oss's attention sinks, which
+        load, up-cast under prepare_model_for_kbit_training and shard as the norms do."""
         per = self.hidden * (2 if self.norm_bias else 1)
         qk = (self.q_width + self.kv_width if self.qk_norm_whole else 2 * self.head_dim) if self.qk_norm else 0
-        return (self.pre_norms + self.post_norms) * per + qk
+        return (self.pre_norms + self.post_norms) * per + qk + (self.heads if self.attn_sinks else 0)
 
     @property
     def linear_params_per_layer(self) -> int:

@@ -173,18 +173,23 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n + ls.layer0_delta_constant
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
-    shared = 2 * seq * arch.head_dim * reg.resid + _masks(cfg, arch, reg, batch, seq)
+    rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
+    shared = 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept
     # input itself (an fp32 residual stream's first norm saves it uncast: LayerSaved.input_per_token), unless
     # offloading made the kept input a host copy, brought back as a new tensor.
     lb = walk.at(seq, n)
-    kept_input = ls.input_per_token if reg.checkpointing and not cfg.activation_offloading else 0
-    layer_backward = lb.peak + ((ls.per_token - kept_input) * n + ls.constant if reg.checkpointing else 0)
     # Reentrant checkpointing recomputes the layer under enable_grad and backpropagates from its recomputed
     # output, which lives through that inner backward (measured: test_layer_backward.py).
     reentrant_output = n * arch.hidden * reg.resid if reg.checkpointing and reg.reentrant else 0
+    if reg.checkpointing and ls.recompute_extra_per_token > 0:
+        # the recomputation's own high-water mark (gpt-oss), above the layer output's gradient, before that output
+        recompute = n * arch.hidden * reg.resid + ls.recompute_extra_per_token * n - reentrant_output
+        lb = replace(lb, peak=max(lb.peak, recompute))
+    kept_input = ls.input_per_token if reg.checkpointing and not cfg.activation_offloading else 0
+    layer_backward = lb.peak + ((ls.per_token - kept_input) * n + ls.constant if reg.checkpointing else 0)
     layer_backward += reentrant_output
     # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
     hopper = _gpu_key(gpu) is True

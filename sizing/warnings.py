@@ -56,9 +56,14 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
         out.insert(0, _w("moe_experts_dropout", "PEFT cannot adapt transformers 5's fused experts with "
                          "lora_dropout > 0 or DoRA: get_peft_model raises ValueError; set lora_dropout to 0 or leave "
                          "the experts out of target_modules"))
-    if arch.experts and reg.profile.fused_experts:
+    if arch.experts and reg.profile.fused_experts and arch.experts_targetable:
         out.append(_w("moe_fused_experts", "transformers 5's fused experts are not quantized by bitsandbytes (load "
                       "dtype, fp32 after prepare_model_for_kbit_training) and PEFT's all-linear adapts them"))
+    elif arch.experts and reg.profile.fused_experts:
+        out.append(_w("moe_experts_not_adapted", "gpt-oss's experts and router are not nn.Linear modules: PEFT's "
+                      "target_modules (all-linear too) adapt only its attention projections (LoRA on the experts "
+                      "through target_parameters is not modelled), and bitsandbytes does not quantize them (load "
+                      "dtype, fp32 after prepare_model_for_kbit_training)"))
     if arch.experts and not moe_measured(cfg, gpu.sm if gpu is not None else None):
         out.append(_w("moe_approximate", "mixture-of-experts activations are approximate: this framework's experts "
                       "(or transformers' fallback on a card before sm80) are not measured op by op"))

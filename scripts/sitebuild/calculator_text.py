@@ -501,6 +501,19 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "This model soft-caps its attention scores, which SDPA cannot do: transformers, LitGPT and torchtune "
               "run eager attention, with a batch × heads × seq × seq matrix in every layer; the estimate includes "
               "it. flash_attention_2 applies the cap inside its kernel."},
+    "w_moe_experts_not_adapted": {
+        "ru": "Эксперты и маршрутизатор gpt-oss не являются модулями nn.Linear: target_modules в PEFT (и all-linear) "
+              "добавляют LoRA только к проекциям внимания (LoRA на экспертах через target_parameters не "
+              "моделируется), а bitsandbytes их не квантует (они остаются в типе загрузки, а после "
+              "prepare_model_for_kbit_training — в fp32).",
+        "uz": "gpt-oss ekspertlari va marshrutizatori nn.Linear modullari emas: PEFT’dagi target_modules (all-linear "
+              "ham) LoRA’ni faqat e’tibor proyeksiyalariga qo‘shadi (target_parameters orqali ekspertlarga LoRA "
+              "modellanmaydi), bitsandbytes esa ularni kvantlamaydi (ular yuklash turida qoladi, "
+              "prepare_model_for_kbit_training dan keyin esa fp32 bo‘ladi).",
+        "en": "gpt-oss's experts and router are not nn.Linear modules: PEFT's target_modules (all-linear too) add "
+              "LoRA to its attention projections only (LoRA on the experts through target_parameters is not "
+              "modelled), and bitsandbytes does not quantize them (they stay in the load dtype, fp32 after "
+              "prepare_model_for_kbit_training)."},
     "w_sharding_approximate": {
         "ru": "Шардирование на {num_gpus} GPU: веса на каждом GPU включают два собранных слоя и нешардированный "
               "корневой блок FSDP (эмбеддинги, LM head); оценка приближённая.",

@@ -34,6 +34,9 @@ class LayerSaved:
     pieces: tuple[int, ...]  # per-token bytes of the saved tensor groups in forward order (allocator replay)
     held_per_token: int  # inputs kept by bitsandbytes-0.42 4-bit matmuls (survive with the graph)
     cached_weight_copies: int  # autocast's cache of trainable weights cast to bf16 (all layers)
+    # a checkpointed layer's recomputation at its high-water mark, per token, beyond all the layer saves (gpt-oss:
+    # the gathered expert biases and unsaved intermediates, before the experts' output is saved); 0: below it
+    recompute_extra_per_token: int = 0
 
     def recomputed(self, kept_input: int) -> tuple[int, ...]:
         """Per-token bytes a checkpointed layer's recomputation in backward allocates, by group (`pieces`): all it
@@ -58,6 +61,7 @@ class LayerWalker:
         self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
         self.shared = 0  # per-token bytes of the last consumers_saved's one shared copy of its input
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
+        self.recompute_extra = 0  # LayerSaved.recompute_extra_per_token
 
     def _rec(self, *per_token: int) -> int:
         """Record each tensor's per-token bytes (a group if one figure stands for several) and their sum."""
@@ -186,7 +190,15 @@ class LayerWalker:
         prof = reg.profile
         # A padding mask disables GQA-aware SDPA; LitGPT and torchtune expand k and v themselves.
         expanded = reg.masked or (prof.expand_kv and arch.kv_heads < nh)
-        if reg.attention == "eager":
+        if reg.attention == "eager" and arch.attn_sinks:
+            # gpt-oss: the scores with the sink column appended (torch.cat promotes to the sinks' dtype: the load
+            # dtype, fp32 after prepare_model_for_kbit_training), less their row max (its int64 index saved), and a
+            # softmax in that dtype over seq + 1 columns, whose sliced probabilities feed the PV matmul (a copy when
+            # cast to v's dtype); q, repeat_kv'd k and v as below (measured: tests/physics/test_activations.py)
+            sb = max(ab, reg.norm_weight)
+            total += self._rec(ab * q, ab * q, ab * q, sb * nh * (seq + 1), 8 * nh, (ab if sb != ab else 0) * nh * seq)
+            out_saved = False
+        elif reg.attention == "eager":
             # q, repeat_kv'd k and v (nh heads), fp32 softmax output and its cast for the PV matmul.
             total += self._rec(ab * q, ab * q, ab * q, 4 * nh * seq, (ab if ab != 4 else 0) * nh * seq)
             if arch.attn_logit_softcap:
@@ -252,11 +264,40 @@ class LayerWalker:
         # has up-cast them); with PEFT's ParamWrapper on them their merged weight needs its gradient, so the gathered
         # input is kept as in full fine-tuning (measured: tests/physics/test_moe_weights.py)
         eb = kept_bytes(reg) if grouped else gb
+        trains = reg.full or (grouped and any(lin.name in self.targets for lin in experts))
+        if arch.attn_sinks:
+            return self.clamped_experts(eb, trains)
         per_route = 3 * eb * arch.intermediate + eb * arch.hidden
-        if reg.full or (grouped and any(lin.name in self.targets for lin in experts)):
+        if trains:
             per_route += (eb if grouped else mlp_in) * arch.hidden + eb * arch.intermediate
         router = 4 * arch.experts * 2  # fp32 router softmax output and its top-k inputs
         return arch.experts_per_token * per_route + router
+
+    def clamped_experts(self, eb: int, trains: bool) -> int:
+        """gpt-oss's experts under grouped_mm (GptOssExperts._apply_gate, integrations/moe.py 5.24), per routed token:
+        gate_up's output (the clamps keep it whole), the clamped gate, sigmoid(alpha * gate), up + 1 and the gate's
+        product (the multiplies keep them), the expert's output and its routing weight (kept by the weights'
+        multiply), and three int64 index vectors (the gather's, the weights' sort, the inverse sort); when the experts
+        train, the gathered input, the down projection's input and the bias gather's expert ids too. Per token the
+        router keeps its top-k indices and the top-k softmax, in the logits' dtype (measured:
+        tests/physics/test_activations.py)."""
+        arch, reg = self.arch, self.reg
+        h, inter = arch.hidden, arch.intermediate
+        rb = reg.compute if reg.autocast else reg.weight  # F.linear's logits and the softmax over them
+        per_route = 6 * eb * inter + eb * h + rb + 3 * 8
+        if trains:
+            per_route += eb * h + eb * inter + 8
+        # the recomputation's high-water mark, at the product feeding the down projection: the gathered gate_up
+        # bias [routes, 2I] (alive until the down bias is gathered), the clamped up, histc's fp32 copy of the expert
+        # ids and, non-reentrant, the routed gradient the backward made before it needed the recomputation, with the
+        # gathered input and the product unsaved unless the experts train, the experts' output, its weight and the
+        # inverse sort not saved yet; and per token the MLP's input and the residual stream after attention (unless
+        # fp32: then the norm saved it as it is) (measured: tests/physics/test_moe_weights.py)
+        routed_grad = 0 if reg.reentrant else max(eb, rb) * h
+        extra = 3 * eb * inter + 4 - eb * h - rb - 8 + routed_grad + (0 if trains else eb * inter + eb * h)
+        resid = 2 * h * reg.resid - self.input_kept(reg.resid, h)
+        self.recompute_extra = arch.experts_per_token * extra + resid
+        return arch.experts_per_token * (per_route + 8 + rb)
 
     def constants(self) -> tuple[int, int]:
         """(per-layer constant bytes, autocast-cached trainable weight copies per layer)."""
@@ -319,4 +360,4 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
                       input_per_token=layer.input_kept(reg.resid, arch.hidden) if arch.pre_norms else layer.kept,
                       pieces=tuple(layer.pieces),
                       held_per_token=layer.held,
-                      cached_weight_copies=cached * arch.layers)
+                      cached_weight_copies=cached * arch.layers, recompute_extra_per_token=layer.recompute_extra)

@@ -44,13 +44,17 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
     """The adapted Linear modules of a layer, as PEFT would match them, and whether lm_head is adapted."""
     if cfg.method == "full":
         return (), False
-    names = arch.linear_names() + (tuple(lin.name for lin in arch.tower.linears) if arch.tower else ())
     own_code = cfg.framework in ("litgpt", "torchtune")  # their MoE experts are nn.Linear modules
+    # gpt-oss's experts and router are no nn.Linear and PEFT maps no v4 names onto them: PEFT finds no module of that
+    # name ("Target modules ... not found") or refuses its type (GptOssTopKRouter is "not supported")
+    reachable = tuple(lin for lin in arch.linears if lin.nn_linear or arch.experts_targetable or own_code)
+    names = tuple(dict.fromkeys(lin.name for lin in reachable)) + (
+        tuple(lin.name for lin in arch.tower.linears) if arch.tower else ())
     if cfg.target_modules == "all-linear":
         # PEFT: every nn.Linear except the output embedding. On a transformers-5 MoE model PEFT 0.21 adds the
         # router and the fused experts by their v4 names (utils/transformers_weight_conversion.py
         # _resolve_string_target_modules: "all-linear matched every nn.Linear on the v4 model").
-        return tuple(arch.linears), False
+        return reachable, False
     wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
     if not wanted:
         raise SizingError("target_modules_required",
@@ -60,11 +64,15 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         # Their own model code: LitGPT / torchtune names (query, projection, mlp, w1...) by role.
         wanted = tuple(dict.fromkeys(m for n in wanted for m in (target_aliases(arch, n) or (n,))))
     unknown = [n for n in wanted if n not in names and n != LM_HEAD]
+    if unknown and set(unknown) <= set(arch.linear_names()):
+        raise SizingError("target_not_linear", f"target_modules: {', '.join(unknown)} of model_type "
+                          f"'{arch.model_type}' are not nn.Linear modules PEFT can adapt (it has: {', '.join(names)})",
+                          field="target_modules", unknown=unknown, available=list(names))
     if unknown:
         raise SizingError("unknown_target_module",
                           f"target_modules: {', '.join(unknown)} not found in this model (it has: {', '.join(names)})",
                           field="target_modules", unknown=unknown, available=list(names))
-    chosen = tuple(lin for lin in arch.linears if lin.name in wanted)
+    chosen = tuple(lin for lin in reachable if lin.name in wanted)
     pair = _fused_pair(arch)
     if pair and not own_code and (pair[0] in wanted) != (pair[1] in wanted):
         # PEFT 0.21 _convert_peft_config_moe: "Cannot convert PEFT target(s) ... because they are fused".
@@ -156,6 +164,8 @@ def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:
         out.append((arch.vocab, arch.hidden, 1))
     norm_tensors = (arch.pre_norms + arch.post_norms) * L + arch.outer_norms
     out.append((1, arch.hidden, norm_tensors * (2 if arch.norm_bias else 1)))
+    if arch.attn_sinks:
+        out.append((1, arch.heads, L))
     if arch.qk_norm_whole:
         out += [(1, arch.q_width, L), (1, arch.kv_width, L)]
     elif arch.qk_norm:

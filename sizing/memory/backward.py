@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
 from .adapters import Trainable
-from .backward_ops import Ops
+from .backward_sinks import SinksOps
 from .regime import Regime
 from .weights import grouped_experts, kept_bytes
 
@@ -23,7 +23,7 @@ class LayerBackward:
     events: tuple[int, ...]  # transients for the allocator replay: size > 0 mallocs, ~i frees block i
 
 
-class _Layer(Ops):
+class _Layer(SinksOps):
     """The projections, MLP and attention of one layer's backward."""
 
     def linears(self, consumers: list[Linear], g_out: dict[str, Callable[[], int]], x_bytes: int,
@@ -115,6 +115,8 @@ class _Layer(Ops):
         """The MLP's backward from its output gradient g (not freed, unless owned: a post-norm's input gradient, which
         goes when the down projection's node is done); returns its input's gradient."""
         s, arch, n, c = self.s, self.arch, self.n, self.reg.compute
+        if arch.experts and arch.attn_sinks:
+            return self.clamped_mlp(g, in_bytes, owned)
         tokens = n * arch.experts_per_token if arch.experts else n  # [APPROX] experts: routed tokens
         inter = arch.intermediate
         n0, self.n = self.n, tokens
@@ -197,7 +199,9 @@ class _Layer(Ops):
         own = reg.attention == "eager" or reg.profile.out_proj_copy
         ga = self.linears(o, {lin.name: (lambda: g) if owned else (lambda: s.alloc(0)) for lin in o}, ab, own)
         expanded = reg.masked or (reg.profile.expand_kv and arch.kv_heads < nh)
-        if reg.attention == "eager":
+        if reg.attention == "eager" and arch.attn_sinks:
+            gq, gk, gv = self.sinks_scores(ga, ab)
+        elif reg.attention == "eager":
             scores = self.ns * nh  # n * seq * heads
             cont = s.alloc(n * q * ab)  # transpose(1, 2).contiguous() backward
             s.free(ga)

@@ -76,10 +76,13 @@ def bytes_gptq(in_features: int, out_features: int, bits: int, group: int, awq: 
 def checkpoint_method(arch: Architecture) -> str | None:
     """The only method a pre-quantized checkpoint trains with (None: any): LoRA on top of GPTQ / AWQ (PEFT wraps
     the frozen QuantLinear: tuners/lora/gptq.py GPTQLoraLinear, awq.py AwqLoraLinear), QLoRA / 8-bit LoRA on a
-    checkpoint saved by bitsandbytes."""
+    checkpoint saved by bitsandbytes; gpt-oss's MXFP4 checkpoint LoRA (full fine-tuning of it is accepted too:
+    check_checkpoint)."""
     cq = arch.checkpoint_quant
     if cq is None:
         return None
+    if cq.method == "mxfp4":  # trained dequantized, in the load dtype: LoRA (or full fine-tuning), not QLoRA
+        return "lora"
     if cq.method == "bitsandbytes":
         return "qlora" if cq.bits == 4 else "lora8"
     return "lora"
@@ -89,7 +92,16 @@ def check_checkpoint(cfg: RunConfig, arch: Architecture) -> None:
     """A pre-quantized checkpoint fixes the method (checkpoint_method)."""
     cq = arch.checkpoint_quant
     wanted = checkpoint_method(arch)
-    if cq is None or wanted is None:
+    if cq is not None and cq.method == "mxfp4" and cfg.quantized:
+        # from_pretrained refuses a BitsAndBytesConfig on a checkpoint quantized otherwise (quantizers/auto.py
+        # merge_quantization_configs: "The model is quantized with Mxfp4Config but you are passing a
+        # BitsAndBytesConfig config"); the MXFP4 experts train only dequantized (Mxfp4Config(dequantize=True)), so
+        # the model is modelled in its load dtype and QLoRA needs a bf16 copy of the checkpoint
+        raise SizingError("conflict", "the checkpoint's experts are MXFP4: transformers trains them dequantized "
+                          "(Mxfp4Config(dequantize=True)) and refuses a bitsandbytes config on it; use method lora or "
+                          "full, or a bf16 copy of the checkpoint for QLoRA", field="method", value=cfg.method,
+                          expected="lora")
+    if cq is None or wanted is None or cq.method == "mxfp4":
         return
     if cq.method == "bitsandbytes":
         if cfg.method != wanted:

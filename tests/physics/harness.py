@@ -188,6 +188,19 @@ MODEL_CONFIGS: dict[str, dict] = {
         moe_intermediate_size=344,
         norm_topk_prob=True,
     ),
+    # gpt-oss: biased q/k/v/o, a sink logit per head (eager attention only: transformers refuses sdpa for it),
+    # biased experts with a clamped SwiGLU under grouped_mm, a biased router, sliding-window layers in between
+    "gpt_oss": dict(
+        model_type="gpt_oss",
+        **{**_COMMON, "intermediate_size": 344},
+        head_dim=32,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        attention_bias=True,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=128,
+    ),
     # OLMo 2: no pre-norms (the projections read the residual stream), RMSNorms on the attention and MLP outputs,
     # q_norm / k_norm over the whole q and k projections, (weight * x).to(dtype) norms, untied head, no biases
     "olmo2": dict(
@@ -203,8 +216,8 @@ MODEL_CONFIGS: dict[str, dict] = {
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
 # Models built with another attention than "sdpa": None is transformers' default, which the engine's "sdpa" default
 # must resolve the same way (Gemma 2: eager); a name is handed to both
-ATTENTION: dict[str, str | None] = {"gemma2": None, "llama_eager": "eager"}
-MOE_STYLES = ("mixtral", "qwen3_moe")  # the activation tests' MoE cases (harness.moe_cases)
+ATTENTION: dict[str, str | None] = {"gemma2": None, "llama_eager": "eager", "gpt_oss": None}
+MOE_STYLES = ("mixtral", "qwen3_moe", "gpt_oss")  # the activation tests' MoE cases (harness.moe_cases)
 
 # regime -> (engine method, adapter dtype, memory-model.md regime letter)
 REGIMES = {
@@ -258,8 +271,18 @@ def cases(quick: bool = False):
 def moe_cases():
     """The MoE models' cases: bf16 full fine-tuning and LoRA (fp32 and bf16 adapters) on all-linear, which reaches
     the fused experts and the router, with and without checkpointing (PEFT refuses lora_dropout on the experts)."""
-    return [(style, rg, 0.0, gcm) for style in MOE_STYLES for rg in ("full", "lora_fp32", "lora_bf16")
-            for gcm in (False, True)]
+    return [(style, rg, 0.0, gcm) for style in MOE_STYLES if style != "gpt_oss"
+            for rg in ("full", "lora_fp32", "lora_bf16") for gcm in (False, True)]
+
+
+def gpt_oss_cases():
+    """gpt-oss's cases: all-linear reaches only its attention projections (PEFT maps no v4 names onto its experts), so
+    LoRA takes dropout and bitsandbytes quantizes q/k/v/o alone: bf16 full fine-tuning, LoRA (fp32 and bf16 adapters)
+    without and with dropout and, where bitsandbytes runs, QLoRA with and without prepare_model_for_kbit_training,
+    with and without checkpointing."""
+    regimes = ("lora_fp32", "lora_bf16") + (("qlora", "qlora_prep") if _bnb_available()[0] else ())
+    return [("gpt_oss", "full", 0.0, gcm) for gcm in (False, True)] + [
+        ("gpt_oss", rg, dp, gcm) for rg in regimes for dp in (0.0, 0.05) for gcm in (False, True)]
 
 
 def olmo2_cases():
@@ -604,7 +627,8 @@ def _quantized_llama(style: str, prep: bool, gc_mode: str | None):
     with tempfile.TemporaryDirectory(prefix="sizing_physics_") as d:
         transformers.AutoModelForCausalLM.from_config(hf_config(style)).to(torch.bfloat16).save_pretrained(d)
         m = AutoModelForCausalLM.from_pretrained(
-            d, quantization_config=q, device_map="cpu", dtype=torch.bfloat16, attn_implementation="sdpa"
+            d, quantization_config=q, device_map="cpu", dtype=torch.bfloat16,
+            attn_implementation=ATTENTION.get(style, "sdpa")
         )
     if prep:
         from peft import prepare_model_for_kbit_training

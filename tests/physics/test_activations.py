@@ -7,7 +7,9 @@ all-linear; measured when added: within 1.0 % per layer and 0.7 % retained. OLMo
 pre-norms, so the projections save the residual stream itself; norms on the sublayer outputs; q/k norms over the
 whole projections): to the byte per layer and within 0.2 % retained when added. Eager attention (harness.eager_cases):
 Gemma 2, whose soft-capped scores have no SDPA path (the engine's "sdpa" resolves to eager), and Llama: to the byte
-per layer and within 0.01 % retained when added, checkpointed cases included (their float masks, two for Gemma 2)."""
+per layer and within 0.01 % retained when added, checkpointed cases included (their float masks, two for Gemma 2).
+gpt-oss (harness.gpt_oss_cases: eager attention with sink logits, biased experts with the clamped SwiGLU, LoRA on the
+attention only, QLoRA too): to the byte per layer and within 0.012 % retained when added."""
 
 from __future__ import annotations
 
@@ -64,7 +66,8 @@ HEAD_TENSORS = (
 )
 
 
-CASES = harness.cases() + harness.moe_cases() + harness.olmo2_cases() + harness.eager_cases() + harness.window_cases()
+CASES = (harness.cases() + harness.moe_cases() + harness.olmo2_cases() + harness.eager_cases() + harness.window_cases()
+         + harness.gpt_oss_cases())
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c[3]], ids=harness.case_id)

@@ -34,6 +34,7 @@ FAMILIES = {
     "gpt_neox": {"num_key_value_heads": None},
     "bloom": {"n_head": 4, "num_key_value_heads": None},
     "olmo2": {"head_dim": 16},
+    "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16, "sliding_window": 8},
     "gpt_bigcode": {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 160, "n_positions": 128,
                     "num_key_value_heads": None},
 }
@@ -63,7 +64,7 @@ def _linear_names(model: torch.nn.Module) -> set[str]:
     return {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
 
 
-@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe"])
+@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe", "gpt_oss"])
 def test_moe_experts_and_router_are_not_linear(family: str) -> None:
     cfg = _config(family)
     model = _model(cfg)
@@ -133,6 +134,30 @@ def test_all_linear_on_transformers5_moe_counts_like_the_engine(family: str, nam
         est = estimate({"model_config": cfg, "method": "lora", "r": 4, "target_modules": targets, "max_seq_length": 16,
                         "per_device_train_batch_size": 1})
         assert est.detail["trainable_params"] == measured, targets
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_peft_reaches_only_gpt_oss_attention() -> None:
+    """PEFT 0.21 maps no v4 names onto gpt-oss's experts: all-linear adapts q/k/v/o (with their biases kept) and the
+    engine counts the same; naming an expert parameter or the router fails in PEFT and is refused by the engine."""
+    import peft
+
+    from sizing import SizingError, estimate
+
+    cfg = _config("gpt_oss")
+    run = {"model_config": cfg, "method": "lora", "r": 4, "max_seq_length": 16, "per_device_train_batch_size": 1}
+    for targets in ("all-linear", ["q_proj", "o_proj"]):
+        m = peft.get_peft_model(_model(cfg).to_empty(device="cpu"),
+                                peft.LoraConfig(r=4, lora_alpha=8, target_modules=targets))
+        assert not any("lora" in n for n, _ in m.named_parameters() if ".mlp." in n)
+        measured = sum(p.numel() for p in m.parameters() if p.requires_grad)
+        assert estimate({**run, "target_modules": targets}).detail["trainable_params"] == measured, targets
+    for targets in (["down_proj"], ["router"]):
+        with pytest.raises(ValueError):
+            peft.get_peft_model(_model(cfg).to_empty(device="cpu"), peft.LoraConfig(r=4, target_modules=targets))
+        with pytest.raises(SizingError) as err:
+            estimate({**run, "target_modules": targets})
+        assert err.value.code == "target_not_linear"
 
 
 def test_peft_accepts_a_rank_above_a_layer_width() -> None:

@@ -163,10 +163,19 @@ NARROW = {**MIXTRAL, "vocab_size": 64, "num_hidden_layers": 4}
 # +3.7 % (wide / narrow); the wide LoRA case was +12 % while the fused gate_up's LoRA gradients came before its merged
 # weight's gradient and at rank r (PEFT makes them after it, at rank 2r)
 SHAPES = [(WIDE, 1, 16, 0.05), (NARROW, 2, 256, 0.05)]
+# gpt-oss: eager attention with sinks (the scores, seq + 1 wide, dominate the narrow shape), biased experts with the
+# clamped SwiGLU; checkpointed, the recomputation's own high-water mark (the gathered gate_up bias) is the layer's.
+# Measured when added: full +0.1 / +0.0 %, LoRA +0.0 / +0.0 %, LoRA checkpointed -0.2 / -0.2 %, full checkpointed
+# +0.1 / +1.4 % (wide / narrow); before its own ops were walked: -15 .. +68 %
+GPT_OSS = {"model_type": "gpt_oss", "vocab_size": 64, "hidden_size": 128, "intermediate_size": 256,
+           "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+           "num_local_experts": 4, "num_experts_per_tok": 2, "max_position_embeddings": 256,
+           "tie_word_embeddings": False, "sliding_window": 128}
+SHAPES += [({**GPT_OSS, "intermediate_size": 512, "num_local_experts": 8}, 1, 16, 0.05), (GPT_OSS, 2, 256, 0.05)]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=["wide-16", "narrow-512"])
-@pytest.mark.parametrize(("method", "ckpt"), [("full", False), ("lora", False), ("lora", True)])
+@pytest.mark.parametrize("shape", SHAPES, ids=["wide-16", "narrow-512", "gpt_oss-wide-16", "gpt_oss-narrow-512"])
+@pytest.mark.parametrize(("method", "ckpt"), [("full", False), ("lora", False), ("lora", True), ("full", True)])
 def test_layer_backward_holds_the_experts_weight_gradients(method: str, ckpt: bool, shape: tuple) -> None:
     """Decoder layer 2's backward: the routed output's gradient (fp32, as the routing weights), then full
     fine-tuning makes each expert weight's gradient; PEFT's ParamWrapper makes the merged weight's (gate_up's 3-D
@@ -177,8 +186,10 @@ def test_layer_backward_holds_the_experts_weight_gradients(method: str, ckpt: bo
     base, batch, seq, tol = shape
     config = dict(base)
     torch.manual_seed(0)
-    m = transformers.AutoModelForCausalLM.from_config(
-        transformers.AutoConfig.for_model(config.pop("model_type"), **config), attn_implementation="sdpa")
+    model_type = config.pop("model_type")
+    attn = harness.ATTENTION.get(model_type, "sdpa")  # gpt-oss: transformers' default, eager (it has no sdpa)
+    m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(model_type, **config),
+                                                      attn_implementation=attn)
     m = m.to(torch.bfloat16)
     if ckpt:
         m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})

@@ -23,7 +23,7 @@ from .conftest import TINY_LLAMA
 # OLMo 2's layer: no pre-norms, norms on the sublayer outputs, q/k norms over the whole projections
 TINY_OLMO2: dict[str, Any] = {**TINY_LLAMA, "model_type": "olmo2"}
 MODELS = ["meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-0.5B", "google/gemma-2-9b", "microsoft/phi-3-mini-4k-instruct",
-          "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-8B"]
+          "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-8B", "openai/gpt-oss-20b"]
 
 
 def _raw(rng: random.Random) -> dict[str, Any]:

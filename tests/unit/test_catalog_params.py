@@ -23,6 +23,7 @@ _PYTHIA = ("https://github.com/Wenxin-Jiang/CS577-NLP/blob/7917f9a43c53ca000e7a2
            "model_cards/_train/EleutherAI_pythia-12b-deduped_README.md")
 _PYTHIA_TOTALS = {"70m": 70_426_624, "160m": 162_322_944, "410m": 405_334_016, "1b": 1_011_781_632,
                   "1.4b": 1_414_647_808, "2.8b": 2_775_208_960, "6.9b": 6_857_302_016, "12b": 11_846_072_320}
+_GPT_OSS_CARD = "https://arxiv.org/abs/2508.10925"
 EXACT: dict[str, tuple[int, str]] = {
     "Qwen/Qwen1.5-7B": (15_442_649_088 // 2, "https://github.com/huggingface/transformers/blob/f092c38c0bf55916e1c78bcf0f"
                         "800a7f8a54860b/examples/pytorch/torchacc/qwen/Qwen1.5-7B/model.safetensors.index.json"),
@@ -50,6 +51,9 @@ EXACT: dict[str, tuple[int, str]] = {
     "bigscience/bloom-1b1": (1_065_314_304, _KERAS + "bloom/bloom_presets.py"),
     "bigscience/bloom-1b7": (1_722_408_960, _KERAS + "bloom/bloom_presets.py"),
     "bigscience/bloom-3b": (3_002_557_440, _KERAS + "bloom/bloom_presets.py"),
+    # OpenAI's gpt-oss model card (arXiv 2508.10925, Table 1): 20.91B and 116.83B parameters in total
+    "openai/gpt-oss-20b": (20_910_000_000, _GPT_OSS_CARD),
+    "openai/gpt-oss-120b": (116_830_000_000, _GPT_OSS_CARD),
     "Qwen/Qwen3-235B-A22B": (235_093_634_560, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
     # The 2507 releases change only the context and rope base: the same tensors as the first release.
     "Qwen/Qwen3-235B-A22B-Instruct-2507": (235_093_634_560, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
@@ -298,9 +302,9 @@ def test_every_added_record_is_checked_or_explained() -> None:
 
 
 # Families people fine-tune that the engine does not model (no catalog record): refused by name, with the list.
-# (gptj, mpt, starcoder2, stablelm, granite, internlm2, codegen and olmo2 were on this list until the families were
-# added.)
-@pytest.mark.parametrize("model_type", ["olmo", "cohere", "gpt_oss", "deepseek_v2", "nemotron"])
+# (gptj, mpt, starcoder2, stablelm, granite, internlm2, codegen, olmo2 and gpt_oss were on this list until the
+# families were added.)
+@pytest.mark.parametrize("model_type", ["olmo", "cohere", "deepseek_v2", "nemotron"])
 def test_unmodelled_families_refused_with_the_supported_list(model_type: str) -> None:
     from sizing import SizingError, estimate
 
@@ -324,7 +328,6 @@ GPT_OSS_20B = {  # _AIC + "openai--gpt-oss-20b_config.json": MoE, attention sink
     "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
         "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
 REAL_UNMODELLED = {
-    "gpt_oss": GPT_OSS_20B,
     # _MLC MODEL_PRESETS['deepseek_v2_lite']: multi-head latent attention (kv_lora_rank), shared + routed experts
     "deepseek_v2": {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "hidden_size": 2048,
                     "intermediate_size": 10944, "kv_lora_rank": 512, "n_routed_experts": 64,
@@ -371,9 +374,34 @@ def test_olmo2_is_sized_by_model_type_or_class() -> None:
         assert arch.total_params == expected
 
 
-def test_gpt_oss_mxfp4_experts_refused_as_a_format_too() -> None:
-    """gpt-oss's answer: its family is refused first; its MXFP4 experts would be refused as a quantization format
-    (with the formats the weights model knows) even under a family the engine reads."""
+@pytest.mark.parametrize(("model_id", "active"), [("openai/gpt-oss-20b", 3_610_000_000),
+                                                   ("openai/gpt-oss-120b", 5_130_000_000)])
+def test_gpt_oss_active_parameters(model_id: str, active: int) -> None:
+    """The card's active parameters per token (arXiv 2508.10925, Table 1): all but the embedding table, with 4 of the
+    experts of each layer (each expert's weights and biases)."""
+    arch = from_hf_config(models()[model_id].config)
+    experts = arch.layers * sum(lin.params for lin in arch.linears if lin.count > 1)
+    routed = experts * arch.experts_per_token // arch.experts
+    assert abs(arch.total_params - arch.vocab * arch.hidden - experts + routed - active) <= 0.005 * active
+
+
+def test_gpt_oss_mxfp4_checkpoint_trains_dequantized() -> None:
+    """The Hub checkpoint's MXFP4 experts: LoRA and full fine-tuning size the dequantized bf16 model (the
+    parameters of the card, 2 bytes each); QLoRA is refused (transformers refuses a bitsandbytes config on it)."""
+    from sizing import SizingError, estimate
+
+    run = {"model": "openai/gpt-oss-20b", "method": "lora", "target_modules": "all-linear", "bf16": True,
+           "max_seq_length": 256, "per_device_train_batch_size": 1}
+    est = estimate(run)
+    assert est.detail["param_bytes"] == 2 * _total("openai/gpt-oss-20b") + est.detail["trainable_params"] * 4
+    with pytest.raises(SizingError) as err:
+        estimate({**run, "method": "qlora", "load_in_4bit": True})
+    assert (err.value.code, err.value.field) == ("conflict", "method")
+
+
+def test_mxfp4_refused_outside_gpt_oss() -> None:
+    """MXFP4 is read as gpt-oss's expert format only (transformers' Mxfp4HfQuantizer replaces GptOssExperts alone):
+    under another family it is refused, with the formats the weights model knows."""
     from sizing import SizingError
     from sizing.arch import from_hf_config
 

@@ -79,3 +79,13 @@ def test_soft_capped_attention_is_sized_as_eager_and_says_so() -> None:
     assert "softcap_eager" not in codes(estimate(EXAMPLE))
     flash = estimate({**gemma2, "attn_implementation": "flash_attention_2"})
     assert flash.allocated_bytes < sdpa.allocated_bytes
+
+
+def test_gpt_oss_lora_reaches_attention_only() -> None:
+    # PEFT maps no v4 names onto gpt-oss's experts: all-linear adapts q/k/v/o, so lora_dropout is allowed (the
+    # physics harness trains it with 0.05) and the page says the experts stay as loaded, not that LoRA reaches them
+    run = {"model": "openai/gpt-oss-20b", "method": "lora", "target_modules": "all-linear", "lora_dropout": 0.05,
+           "bf16": True, "max_seq_length": 512, "per_device_train_batch_size": 1}
+    found = codes(estimate(run))
+    assert "moe_experts_not_adapted" in found
+    assert not {"moe_experts_dropout", "moe_fused_experts", "moe_approximate"} & set(found)
