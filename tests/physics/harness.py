@@ -78,6 +78,18 @@ _COMMON = dict(
     max_position_embeddings=4096,
 )
 
+# Gemma 2 / 3 at this size: explicit head_dim (nh*d = 512 != hidden), GeGLU, a 128-token window (below S)
+_GEMMA_WINDOWED = dict(
+    **_COMMON,
+    head_dim=64,
+    hidden_activation="gelu_pytorch_tanh",
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    attention_bias=False,
+    query_pre_attn_scalar=64,
+    sliding_window=128,
+)
+
 MODEL_CONFIGS: dict[str, dict] = {
     # Llama: RMSNorm (weight * x.to(bf16)), SwiGLU, untied head, no biases
     "llama": dict(
@@ -125,43 +137,10 @@ MODEL_CONFIGS: dict[str, dict] = {
     # Gemma 2: Gemma's (1 + w) norms and GeGLU, plus norms on the sublayer outputs, soft-capped attention scores and
     # logits (tanh), sliding-window attention on every other layer (window below S, so its mask is real); transformers
     # has no SDPA path for capped scores (Gemma2PreTrainedModel._supports_sdpa = False): the default is eager
-    "gemma2": dict(
-        model_type="gemma2",
-        **_COMMON,
-        head_dim=64,
-        hidden_activation="gelu_pytorch_tanh",
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        attention_bias=False,
-        query_pre_attn_scalar=64,
-        sliding_window=128,
-        attn_logit_softcapping=50.0,
-        final_logit_softcapping=30.0,
-    ),
-    # Llama with eager attention: its float mask [B, 1, S, S] is a checkpointed layer's input (masking_utils.eager_mask)
-    "llama_eager": dict(
-        model_type="llama",
-        **_COMMON,
-        head_dim=32,
-        hidden_act="silu",
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
-        attention_bias=False,
-        mlp_bias=False,
-    ),
+    "gemma2": dict(model_type="gemma2", **_GEMMA_WINDOWED, attn_logit_softcapping=50.0, final_logit_softcapping=30.0),
     # Gemma 3 with a sliding window (128) below S: every layer here is a windowed one (5 of each 6), so SDPA gets a
     # mask and k/v repeated to every head (memory/regime.py beyond_window)
-    "gemma3_window": dict(
-        model_type="gemma3_text",
-        **_COMMON,
-        head_dim=64,
-        hidden_activation="gelu_pytorch_tanh",
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=True,
-        attention_bias=False,
-        query_pre_attn_scalar=64,
-        sliding_window=128,
-    ),
+    "gemma3_window": dict(model_type="gemma3_text", **_GEMMA_WINDOWED),
     # Transformers 5 MoE: fused 3-D experts run by grouped_mm (F.grouped_mm on the CPU with torch >= 2.10, as on
     # CUDA from sm80: transformers integrations/moe.py _can_use_grouped_mm), the router a bare weight
     "mixtral": dict(
@@ -212,6 +191,9 @@ MODEL_CONFIGS: dict[str, dict] = {
         attention_bias=False,
     ),
 }
+
+# Llama with eager attention: its float mask [B, 1, S, S] is a checkpointed layer's input (masking_utils.eager_mask)
+MODEL_CONFIGS["llama_eager"] = MODEL_CONFIGS["llama"]
 
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
 # Models built with another attention than "sdpa": None is transformers' default, which the engine's "sdpa" default

@@ -53,7 +53,10 @@ PROBE = LIVE_TRACKER + textwrap.dedent('''
                     json.dump(tr.events, fh)
             for p in f.parameters():
                 p.grad = None
-        dist.destroy_process_group()
+        # both ranks done with every collective, then out without the process group's C++ teardown, which
+        # aborts a rank now and then on a loaded 2-core machine (as in test_fsdp2_copy_out.py)
+        dist.barrier()
+        __import__("os")._exit(0)
 
 ''') + SPAWN_MAIN
 
