@@ -29,7 +29,13 @@ def watched(browser: Any, base_url: str) -> Iterator[Watched]:
 
 
 def status(page: Any) -> tuple[str, str]:
-    return (str(page.get_attribute("#calc-status", "data-state")), str(page.text_content("#calc-status")))
+    """The status line's state and words read at one moment: between two reads the runtime can move it on (a
+    clean-clone CI read "loading", then the next state's "Recomputing…")."""
+    state, text = page.evaluate("""() => {
+        const s = document.getElementById('calc-status');
+        return [s.hasAttribute('data-state') ? s.dataset.state : null, s.textContent];
+    }""")
+    return str(state), str(text)
 
 
 def refusal(page: Any) -> str:
@@ -116,8 +122,9 @@ def test_a_shared_link_is_greyed_until_its_own_numbers(watched: Watched, base_ur
     assert not greyed(page) and shown(page) == want(expected({**calculator_pages.default_config(), "r": 64}))
     page.goto(base_url + "en/calculator/", wait_until="domcontentloaded")
     assert not greyed(page)  # the defaults: the build's numbers are this configuration's
-    if status(page)[0] == "loading":
-        assert status(page)[1] == words["status_static"]
+    state, text = status(page)
+    if state == "loading":
+        assert text == words["status_static"]
 
 
 def test_a_link_with_a_broken_model_config_says_so_once_loaded(watched: Watched, base_url: str) -> None:
