@@ -116,14 +116,13 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     attention = attention_of(cfg, arch)
     adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
     prof = profile(cfg)
-    padded = not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK
+    padded = _padded(cfg, attention)
     return Regime(
         backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
         lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
         peft_casts_input=cfg.quantized is None or not autocast,
         # LitGPT and torchtune train padded batches without a mask tensor (is_causal + ignore_index).
-        padded=padded, windowed=not padded and attention == "sdpa" and cfg.framework in HF_STACK
-        and beyond_window(cfg, arch),
+        padded=padded, windowed=_windowed(cfg, arch, attention, padded),
         attention=attention, loss=default_loss(cfg),
         checkpointing=bool(cfg.gradient_checkpointing or kbit_prep),
         dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
@@ -131,7 +130,6 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
     )
-
 
 
 def attention_of(cfg: RunConfig, arch: Architecture) -> str:
@@ -164,5 +162,15 @@ def mixed_window(cfg: RunConfig, arch: Architecture) -> bool:
 def resolve_windowed(cfg: RunConfig, arch: Architecture) -> bool:
     """Regime.windowed without resolving the whole regime."""
     attention = attention_of(cfg, arch)
-    padded = not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK
+    return _windowed(cfg, arch, attention, _padded(cfg, attention))
+
+
+def _padded(cfg: RunConfig, attention: str) -> bool:
+    """A padding mask exists: no packing, SDPA or eager, on the Hugging Face stack (LitGPT and torchtune train
+    padded batches without a mask tensor: is_causal + ignore_index)."""
+    return not cfg.packing and attention != "flash_attention_2" and cfg.framework in HF_STACK
+
+
+def _windowed(cfg: RunConfig, arch: Architecture, attention: str, padded: bool) -> bool:
+    """Regime.windowed: the sliding window becomes SDPA's explicit mask (a padded batch has its mask already)."""
     return not padded and attention == "sdpa" and cfg.framework in HF_STACK and beyond_window(cfg, arch)
