@@ -137,7 +137,7 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
         raise RowRefused("row_framework_unsupported", f"framework '{row.get('framework')}' runs its own kernels and "
                          "memory savings, which are not modelled (supported: transformers / TRL / a PyTorch loop, "
                          "LitGPT, torchtune)")
-    if "litgpt" in f:
+    if re.search(r"lit[-_ ]?(gpt|llama)", f):  # LitGPT was Lightning-AI/lit-gpt, forked from lit-llama's model code
         return "litgpt", None
     if "torchtune" in f:
         return "torchtune", torchtune_version(v)

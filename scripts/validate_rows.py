@@ -152,7 +152,10 @@ def metric(text: str) -> str:
     t = text.lower()
     hits = {}
     for kind, pattern in (("active", r"\bactive"), ("allocated", r"alloc"), ("reserved", r"reserved"),
-                          ("device", r"nvidia-smi|device memory|screenshot")):
+                          # NVML readers (pynvml, gpustat, nvitop; W&B's system metrics "gpu.N.memoryAllocated",
+                          # docs.wandb.ai/ref/python/experiments/system-metrics) see the device's used memory
+                          ("device", r"nvidia-smi|device memory|screenshot|nvml|gpustat|nvitop|system metric"
+                                     r"|gpu\.\d+\.memory")):
         m = re.search(pattern, t)
         if m:
             hits[kind] = m.start()

@@ -188,6 +188,10 @@ def test_gpu_texts(text: str, expected: str | None) -> None:
     ("torchtune peak memory per GPU (stat not named; README earlier said 'peak memory reserved')", "reserved"),
     ("unspecified; values read off a GPU-memory screenshot/text (likely nvidia-smi-style device memory)", "device"),
     ("torchtune 'Peak Memory per GPU' (alloc/reserved/active not stated)", "unstated"),
+    # W&B's system charts read NVML (docs.wandb.ai/ref/python/experiments/system-metrics), not torch's counters
+    ("W&B system metrics, GPU Memory Allocated (GB)", "device"), ("wandb gpu.0.memoryAllocatedBytes", "device"),
+    ("pynvml nvmlDeviceGetMemoryInfo used", "device"), ("gpustat during training", "device"),
+    ("torch.cuda.max_memory_allocated() logged to wandb", "allocated"),
 ])
 def test_metric_texts(text: str, expected: str) -> None:
     assert vr.metric(text) == expected
@@ -238,6 +242,9 @@ def test_unknown_optimizer_framework_and_quantization_refused() -> None:
     with pytest.raises(vr.RowRefused) as err:
         vr.framework({"framework": "Unsloth 2024.8", "framework_version": ""})
     assert err.value.code == "row_framework_unsupported"
+    # LitGPT's repository was Lightning-AI/lit-gpt until 2024, itself forked from lit-llama's model code
+    for name in ("lit-gpt", "Lit-GPT (Lightning AI)", "lit-llama", "litgpt 0.4"):
+        assert vr.framework({"framework": name, "framework_version": ""})[0] == "litgpt"
     with pytest.raises(vr.RowRefused) as err:
         vr.quantization("HQQ 4-bit", "")
     assert err.value.code == "row_quantization_unsupported"
