@@ -132,12 +132,13 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
     """framework (+version): LitGPT, torchtune, TRL; a hand-written loop (train.py, accelerate loop,
     example scripts) is `custom`; the Trainer is `transformers`."""
     f, v = lower_col(row, "framework"), lower_col(row, "framework_version")
-    own = re.search(r"unsloth|megatron|nemo\b|colossal|torchtitan|mlx|jax|maxtext|levanter|paxml", f)
+    # lit-llama: LitGPT's predecessor, its own model code (fp32 complex RoPE, full-logits loss), not LitGPT's
+    own = re.search(r"unsloth|megatron|nemo\b|colossal|torchtitan|mlx|jax|maxtext|levanter|paxml|lit[-_ ]?llama", f)
     if own:
         raise RowRefused("row_framework_unsupported", f"framework '{row.get('framework')}' runs its own kernels and "
                          "memory savings, which are not modelled (supported: transformers / TRL / a PyTorch loop, "
                          "LitGPT, torchtune)")
-    if re.search(r"lit[-_ ]?(gpt|llama)", f):  # LitGPT was Lightning-AI/lit-gpt, forked from lit-llama's model code
+    if re.search(r"lit[-_ ]?gpt", f):  # LitGPT's repository was Lightning-AI/lit-gpt until 2024
         return "litgpt", None
     if "torchtune" in f:
         return "torchtune", torchtune_version(v)

@@ -242,9 +242,13 @@ def test_unknown_optimizer_framework_and_quantization_refused() -> None:
     with pytest.raises(vr.RowRefused) as err:
         vr.framework({"framework": "Unsloth 2024.8", "framework_version": ""})
     assert err.value.code == "row_framework_unsupported"
-    # LitGPT's repository was Lightning-AI/lit-gpt until 2024, itself forked from lit-llama's model code
-    for name in ("lit-gpt", "Lit-GPT (Lightning AI)", "lit-llama", "litgpt 0.4"):
+    # LitGPT's repository was Lightning-AI/lit-gpt until 2024; lit-llama, its predecessor, has its own model code
+    # (finetune/lora.py: cross-entropy on the whole logits) and is refused rather than sized as either stack
+    for name in ("lit-gpt", "Lit-GPT (Lightning AI)", "litgpt 0.4"):
         assert vr.framework({"framework": name, "framework_version": ""})[0] == "litgpt"
+    with pytest.raises(vr.RowRefused) as err:
+        vr.framework({"framework": "lit-llama", "framework_version": ""})
+    assert err.value.code == "row_framework_unsupported"
     with pytest.raises(vr.RowRefused) as err:
         vr.quantization("HQQ 4-bit", "")
     assert err.value.code == "row_quantization_unsupported"
