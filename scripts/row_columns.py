@@ -119,12 +119,14 @@ def target_modules(text: str) -> list[str] | str | None:
     t = re.sub(r"\((?:no|without|except|if)\b[^)]*\)", " ", text, flags=re.I).strip()  # "(no o_proj)" removes
     if not t or "default" in t.lower():
         return None
-    if "all-linear" in t.lower():
+    if re.search(r"all[- ]linear", t, flags=re.I):
         return "all-linear"
     t = re.sub(r"(final )?output projection|\bhead\b", " lm_head ", t, flags=re.I)
     words = [w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)]
     skip = {"all", "and", "plus", "the", "incl", "including", "layers", "lora", "modules", "only", "on"}
-    names = [w for w in words if w not in skip]
+    # the LoRA paper's W_q, W_v written as "q, v": the roles, which the engine maps to each model's modules
+    short = {"q": "query", "k": "key", "v": "value", "o": "projection"}
+    names = [short.get(w, w) for w in words if w not in skip]
     return list(dict.fromkeys(names)) or None
 
 
@@ -252,7 +254,11 @@ def optimizer(text: str) -> dict[str, Any]:
         out["optim"] = "adafactor"
     elif "lorafa" in main:  # peft optimizers/lorafa.py LoraFAOptimizer: AdamW's exp_avg/exp_avg_sq per param, a loop
         out["optim"] = "adamw_torch"
-    elif "adamw" in main and "default" not in main:
+    elif re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo", main):
+        # their states are not AdamW's (GaLore: projected moments; LOMO: none), nor sized by this engine
+        raise RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
+                         "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
+    elif re.search(r"\badam(w|\b)", main) and "default" not in main:  # torch Adam keeps AdamW's two moments
         fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
         out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
     elif main.strip() and not re.search(r"default|undocumented|not (stated|documented)|unknown|^\W*$", main):
@@ -265,6 +271,32 @@ def optimizer(text: str) -> dict[str, Any]:
     if re.search(r"(?<!no )cpu offload", t):
         out["cpu_offload"] = True
     return out
+
+
+# TrainingArguments' default optim: "adamw_hf" (transformers' own AdamW, a loop over parameters) until
+# "Change default from adamw_hf to adamw_torch" (PR #25109, merged 2023-07-26, first in v4.32.0), torch's AdamW,
+# which steps with foreach (one temporary the size of exp_avg_sq: memory/optimizer.py), until "Defaults to
+# adamw_torch_fused for Pytorch>=2.8" (PR #37358, 2025-07): torch 2.8 was released on 2025-08-06, after v4.55.0.
+_TORCH_ADAMW_DEFAULT = ((2023, 7, 26), (4, 32))
+_FUSED_DEFAULT = ((2025, 8, 6), (4, 56))
+
+
+def trainer_default_optim(row: Mapping[str, str], fw: str, version: str | None) -> dict[str, Any]:
+    """optim for a Trainer / TRL row that names no optimizer: the default of the transformers release it ran
+    (stated, else the row's date); {} when neither is known (the engine's default, today's fused AdamW). Before
+    v4.32 the per-parameter loop's temporaries are one tensor at a time: sized as the fused step (none)."""
+    if fw not in ("transformers", "trl"):
+        return {}
+    stated = re.match(r"(\d+)\.(\d+)", version or "")
+    date = row_date(lower_col(row, "framework_version"))
+    if stated:
+        old, fused = (int(stated.group(1)), int(stated.group(2))) < _TORCH_ADAMW_DEFAULT[1], \
+            (int(stated.group(1)), int(stated.group(2))) >= _FUSED_DEFAULT[1]
+    elif date is not None:
+        old, fused = date < _TORCH_ADAMW_DEFAULT[0], date >= _FUSED_DEFAULT[0]
+    else:
+        return {}
+    return {} if old or fused else {"optim": "adamw_torch"}
 
 
 def precision(row: Mapping[str, str], fw: str) -> dict[str, Any]:

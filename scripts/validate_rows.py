@@ -35,6 +35,7 @@ from row_columns import (
     sharded_layers,
     target_modules,
     torchtune_version,
+    trainer_default_optim,
     trl_loss,
     yes_no,
 )
@@ -253,7 +254,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         cfg["gradient_checkpointing"] = gc
     opt = optimizer(row.get("optimizer", ""))
     if "optim" not in opt:
-        notes.append("optimizer not named: the framework's default")
+        opt = trainer_default_optim(row, fw, version)
+        notes.append(f"optimizer not named: the framework's default ({opt.get('optim', 'the engine default')})")
     cfg.update(opt)
     attn = attention(row.get("attention_impl", ""))
     if attn:

@@ -8,6 +8,7 @@ import io
 
 import pytest
 
+import row_columns as rc
 import validate_rows as vr
 from sizing import estimate
 
@@ -333,3 +334,17 @@ def test_fsdp_row_mapping_reads_no_shard_and_sharded_layers() -> None:
     said = {**rows()["R116"], "other_memory_settings": "custom_sharded_layers: ['tok_embeddings', 'output']"}
     assert vr.row_case(said).config["fsdp_shard_embeddings"] is True
     assert "fsdp_shard_embeddings" not in vr.row_case(rows()["R116"]).config  # 405B QLoRA config: not set
+
+
+@pytest.mark.parametrize(("fw", "version_text", "expected"), [
+    # TrainingArguments' default: adamw_hf before v4.32.0 (PR #25109, 2023-07-26), torch's foreach AdamW until
+    # torch 2.8 (2025-08-06) made adamw_torch_fused the default (PR #37358); a hand-written loop has no default
+    ("transformers", "transformers 4.31.0", None), ("transformers", "transformers 4.40.2", "adamw_torch"),
+    ("transformers", "transformers 4.57.1", None), ("trl", "peft @aa2ca83ca (2024-02-26) examples/sft", "adamw_torch"),
+    ("trl", "TRL 0.4 (2023-05-02)", None), ("trl", "2025-10-01", None), ("trl", "", None),
+    ("custom", "transformers 4.40.2", None),
+])
+def test_trainer_default_optimizer_by_release(fw: str, version_text: str, expected: str | None) -> None:
+    version = rc.transformers_version(version_text.lower()) if fw == "transformers" else None
+    got = vr.trainer_default_optim({"framework_version": version_text}, fw, version)
+    assert got.get("optim") == expected
