@@ -249,6 +249,10 @@ def optimizer(text: str) -> dict[str, Any]:
     elif eight and "non-8bit" not in main:
         out["optim"] = "adamw_8bit"
     elif "sgd" in main:
+        if re.search(r"nesterov|momentum\s*[=:]?\s*(0?\.\d*[1-9]|[1-9])", t):
+            # torch.optim.SGD keeps a momentum_buffer per parameter once momentum != 0: not the engine's sgd
+            raise RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (SGD is sized "
+                             "without momentum, which keeps no state)")
         out["optim"] = "sgd"
     elif "adafactor" in main:
         out["optim"] = "adafactor"

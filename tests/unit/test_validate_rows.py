@@ -237,9 +237,12 @@ def test_optimizer_names_as_the_trainer_spells_them(text: str, expected: str) ->
 
 
 def test_unknown_optimizer_framework_and_quantization_refused() -> None:
-    with pytest.raises(vr.RowRefused) as err:
-        vr.optimizer("Lion (lr 1e-4)")
-    assert err.value.code == "row_optimizer_unsupported"
+    for text in ("Lion (lr 1e-4)", "SGD (momentum 0.9)", "SGD, momentum=0.95, nesterov", "GaLore AdamW (rank 128)"):
+        with pytest.raises(vr.RowRefused) as err:
+            vr.optimizer(text)
+        assert err.value.code == "row_optimizer_unsupported"
+    assert vr.optimizer("torch.optim.SGD (lr 2e-5, momentum 0)")["optim"] == "sgd"
+    assert vr.optimizer("torch.optim.Adam (lr 1e-4)")["optim"] == "adamw_torch"  # the same two moments
     with pytest.raises(vr.RowRefused) as err:
         vr.framework({"framework": "Unsloth 2024.8", "framework_version": ""})
     assert err.value.code == "row_framework_unsupported"
