@@ -235,6 +235,27 @@ def torchtune_version(text: str) -> str | None:
     return release
 
 
+# torchtune's recipe configs pass `fused: True` to every torch.optim.AdamW from "add fused = true to adam, except
+# pagedAdam" (#1575, cca50f02e, 2024-09-14; in v0.3.1, not v0.3.0): 105 of the 107 AdamW configs at v0.4's README
+# commit 1814feb17; none at 0217d44c2 (2024-05). Its README's full fine-tunes then peak with no foreach temporary.
+_TORCHTUNE_FUSED = ((2024, 9, 14), (0, 3, 1))
+
+
+def torchtune_fused(row: Mapping[str, str], opt: Mapping[str, Any]) -> dict[str, Any]:
+    """adamw_torch_fused for a torchtune row naming torch's AdamW from the release whose configs fuse it (unless the
+    row says fused=False); {} otherwise."""
+    text = lower_col(row, "framework_version")
+    if opt.get("optim") != "adamw_torch" or re.search(r"fused\s*[=:]?\s*false", lower_col(row, "optimizer")):
+        return {}
+    stated = re.search(r"\bv?0\.(\d+)(?:\.(\d+))?\b", text)
+    date = row_date(text)
+    if stated:
+        late = (0, int(stated.group(1)), int(stated.group(2) or 0)) >= _TORCHTUNE_FUSED[1]
+    else:
+        late = date is not None and date >= _TORCHTUNE_FUSED[0]
+    return {"optim": "adamw_torch_fused"} if late else {}
+
+
 def optimizer(text: str) -> dict[str, Any]:
     """optim from the optimizer column: paged/8-bit bitsandbytes, SGD, Adafactor, fused or plain AdamW;
     optimizer_in_bwd and CPU offload when the column says so."""

@@ -34,6 +34,7 @@ from row_columns import (
     sequences,
     sharded_layers,
     target_modules,
+    torchtune_fused,
     torchtune_version,
     trainer_default_optim,
     trl_loss,
@@ -256,6 +257,9 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if "optim" not in opt:
         opt = trainer_default_optim(row, fw, version)
         notes.append(f"optimizer not named: the framework's default ({opt.get('optim', 'the engine default')})")
+    elif fw == "torchtune" and torchtune_fused(row, opt):
+        opt = {**opt, **torchtune_fused(row, opt)}
+        notes.append("torch AdamW in a torchtune config of its release: fused: True")
     cfg.update(opt)
     attn = attention(row.get("attention_impl", ""))
     if attn:

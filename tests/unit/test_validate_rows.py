@@ -351,3 +351,18 @@ def test_trainer_default_optimizer_by_release(fw: str, version_text: str, expect
     version = rc.transformers_version(version_text.lower()) if fw == "transformers" else None
     got = vr.trainer_default_optim({"framework_version": version_text}, fw, version)
     assert got.get("optim") == expected
+
+
+@pytest.mark.parametrize(("version_text", "optimizer_text", "expected"), [
+    # torchtune's configs pass fused: True to torch.optim.AdamW from #1575 (cca50f02e, 2024-09-14, in v0.3.1)
+    ("torchtune @1814feb17 (2024-11-18)", "torch AdamW (non-8bit), optimizer_in_bwd False", "adamw_torch_fused"),
+    ("torchtune 0.3.1", "torch.optim.AdamW", "adamw_torch_fused"),
+    ("torchtune 0.3.0", "torch.optim.AdamW", "adamw_torch"),
+    ("torchtune @0217d44c2 (2024-05-09)", "torch.optim.AdamW (lr 2e-5)", "adamw_torch"),
+    ("torchtune @1814feb17 (2024-11-18)", "torch.optim.AdamW (fused=False)", "adamw_torch"),
+])
+def test_torchtune_configs_fuse_adamw_from_their_release(version_text: str, optimizer_text: str,
+                                                          expected: str) -> None:
+    opt = vr.optimizer(optimizer_text)
+    row = {"framework_version": version_text, "optimizer": optimizer_text}
+    assert {**opt, **rc.torchtune_fused(row, opt)}["optim"] == expected
