@@ -88,6 +88,17 @@ EXACT: dict[str, tuple[int, str]] = {
                                               "https://huggingface.co/mistralai/Mistral-Large-Instruct-2407 (card)"),
     # The StarCoder paper: "15.5B parameter models" (the engine: 15.47B without the uncounted 8192-row position table).
     "bigcode/starcoder": (15_500_000_000, "https://arxiv.org/abs/2305.06161 (abstract)"),
+    # Checkpoint indexes' total_size over 2 bytes (16-bit shards; neither lists a buffer): Mistral Small 3's
+    # model.safetensors.index.json (47,144,806,400) and MPT-30B's pytorch_model.bin.index.json (59,914,401,792).
+    "mistralai/Mistral-Small-24B-Instruct-2501": (47_144_806_400 // 2, "https://github.com/OpenMOSE/RWKV-LM-RLHF/blob/"
+                                                  "7e8f62ab3f43bd70de656d5205d1cb4216b4ea58/main/tokenizer/"
+                                                  "mistralsmall3/model.safetensors.index.json"),
+    "mosaicml/mpt-30b": (59_914_401_792 // 2, "https://github.com/dandelionsllm/pandallm/blob/"
+                         "dbf4dd5918cf541fbaf310465fe81e7ab77c8f47/models/mpt/pytorch_model.bin.index.json"),
+    # The Stable LM 2 1.6B card's architecture table: 1,644,417,024 parameters (the engine: 98,304 more, 0.006 %).
+    "stabilityai/stablelm-2-1_6b": (1_644_417_024, "https://github.com/YinanWusoymilk/hf-readme/blob/"
+                                    "1ab39f24f8f9548593ac6304367f31ae3ff45178/training_and_application/readme_files/"
+                                    "stabilityai_stablelm-2-1_6b.md"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -160,6 +171,11 @@ NO_FIGURE: dict[str, str] = {
     "distilbert/distilgpt2": "only the nominal 82M (0.2 % from the count) in the copies found",
     # candle's config_6b; the same shapes as the Yi-6B-Chat record (another source), checked below
     "01-ai/Yi-6B": "only the nominal 6B published in the copies found (the count: 6.06B)",
+    "01-ai/Yi-1.5-34B": "only the nominal 34B published in the copies found (the count: 34.39B, 1.1 % more)",
+    # 180B is 0.8 % from the count (178.56B) and 0.3 % from an untied head's (179.52B): it cannot tell the two apart
+    "tiiuae/falcon-180B": "only the nominal 180B published in the copies found",
+    "allenai/OLMo-2-1124-7B": "only the nominal 7B published in the copies found (the count: 7.30B)",
+    "allenai/OLMo-2-1124-13B": "only the nominal 13B published in the copies found (the count: 13.72B)",
 }
 
 
@@ -196,6 +212,7 @@ SAME_AS = {
     "Qwen/Qwen3-30B-A3B-Thinking-2507": "Qwen/Qwen3-30B-A3B-Instruct-2507",
     "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
     "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t",
+    "mistralai/Mistral-Small-24B-Base-2501": "mistralai/Mistral-Small-24B-Instruct-2501",
 }
 
 
