@@ -130,6 +130,26 @@ def target_modules(text: str) -> list[str] | str | None:
     return list(dict.fromkeys(names)) or None
 
 
+# ms-swift's "--lora_target_modules DEFAULT": the model's registered default, its LoRATM (swift/llm/utils/model.py
+# at cfcb67265, the commit of its benchmark, 2023-12-14): the fused or separate q/k/v projections, by architecture.
+_SWIFT_QKV = ["q_proj", "k_proj", "v_proj"]
+SWIFT_DEFAULT_TARGETS = {"qwen": ["c_attn"], "chatglm": ["query_key_value"], "baichuan": ["W_pack"],
+                         "bloom": ["query_key_value"], "llama": _SWIFT_QKV, "mistral": _SWIFT_QKV,
+                         "internlm": _SWIFT_QKV,
+                         "mixtral": ["q_proj", "k_proj", "v_proj", "o_proj", "gate", "w1", "w2", "w3"]}
+
+
+def swift_default_targets(row: Mapping[str, str], model_type: str) -> list[str] | None:
+    """LoRA targets of an ms-swift row whose target column says DEFAULT (or nothing): swift's default for the
+    architecture; None when the row is not ms-swift's or names its targets."""
+    if not re.search(r"\b(ms-)?swift\b", lower_col(row, "framework")):
+        return None
+    stated = lower_col(row, "lora_target_modules")
+    if stated and not re.match(r"\W*default\b", stated):
+        return None
+    return SWIFT_DEFAULT_TARGETS.get(model_type)
+
+
 def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
     """framework (+version): LitGPT, torchtune, TRL; a hand-written loop (train.py, accelerate loop,
     example scripts) is `custom`; the Trainer is `transformers`."""

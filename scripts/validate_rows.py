@@ -33,6 +33,7 @@ from row_columns import (
     row_date,
     sequences,
     sharded_layers,
+    swift_default_targets,
     target_modules,
     torchtune_fused,
     torchtune_version,
@@ -223,7 +224,11 @@ def row_case(row: Mapping[str, str]) -> RowCase:
             if value is not None:
                 cfg[key] = int(value) if key == "r" else value
         targets = target_modules(row.get("lora_target_modules", ""))
-        if targets is not None:
+        swift = swift_default_targets(row, from_hf_config(models()[model.lower()].config).model_type)
+        if swift is not None:
+            cfg["target_modules"] = swift
+            notes.append(f"ms-swift's default LoRA targets for this architecture: {', '.join(swift)}")
+        elif targets is not None:
             cfg["target_modules"] = targets
         dq = yes_no(row.get("double_quant", ""))
         if dq is not None and cfg.get("load_in_4bit"):

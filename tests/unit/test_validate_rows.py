@@ -366,3 +366,15 @@ def test_torchtune_configs_fuse_adamw_from_their_release(version_text: str, opti
     opt = vr.optimizer(optimizer_text)
     row = {"framework_version": version_text, "optimizer": optimizer_text}
     assert {**opt, **rc.torchtune_fused(row, opt)}["optim"] == expected
+
+
+@pytest.mark.parametrize(("framework", "targets", "model_type", "expected"), [
+    # swift/llm/utils/model.py LoRATM at cfcb67265 (the benchmark's commit): qwen c_attn, chatglm query_key_value,
+    # baichuan W_pack, llama-like q/k/v
+    ("ms-swift (swift sft)", "DEFAULT", "qwen", ["c_attn"]), ("swift", "", "chatglm", ["query_key_value"]),
+    ("ms-swift", "DEFAULT", "baichuan", ["W_pack"]), ("ms-swift", "default", "llama", ["q_proj", "k_proj", "v_proj"]),
+    ("ms-swift", "ALL (all linear)", "qwen", None), ("HF Trainer + PEFT", "DEFAULT", "qwen", None),
+])
+def test_swift_default_lora_targets(framework: str, targets: str, model_type: str, expected: list[str] | None) -> None:
+    row = {"framework": framework, "lora_target_modules": targets}
+    assert rc.swift_default_targets(row, model_type) == expected
