@@ -48,8 +48,16 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
                       "do not see them and they move to host RAM under pressure",
                       bytes=detail["paged_optimizer_bytes"]))
     if not cfg.packing:
+        # The replay is of one shape: the longest batch first, as the trial recipe orders them and the Trainer's
+        # group_by_length=True does (trainer_pt_utils.get_length_grouped_indices puts the longest element first).
+        # Longer batches after shorter ones leave the shorter ones' blocks cached: scripts/length_ladder.py replays
+        # that and meets ms-swift's published benchmark (Qwen-7B-Chat at 2048: 19.8 GiB one shape, 25.3 rising
+        # lengths, 27.7 measured).
         out.append(_w("padded_upper_bound", "without packing, batches are padded to their longest sample: the "
-                      "estimate is for a batch whose longest sample reaches max_seq_length"))
+                      "estimate is for the longest batch, reaching max_seq_length, coming first (as the trial recipe "
+                      "and the Trainer's group_by_length=True order them); longer batches after shorter ones leave "
+                      "the shorter ones' freed blocks cached and reserved memory grows past the estimate, most with "
+                      "a large vocabulary"))
     if arch.experts and cfg.is_peft and cfg.peft_type == "lora" and (cfg.lora_dropout or cfg.use_dora) \
             and any(grouped_experts(lin, reg) for lin in resolve_targets(cfg, arch)[0]):
         # peft 0.21 tuners/lora/layer.py ParamWrapper.__init__: "does not work with lora_dropout != 0" (and DoRA)

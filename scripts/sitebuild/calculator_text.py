@@ -458,12 +458,18 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "PEFT method {method}: parameters, gradients and optimizer states are exact, the saved activations "
               "are approximated (as LoRA's or the frozen base's), so the confidence is low."},
     "w_padded_upper_bound": {
-        "ru": "Без упаковки батч дополняется до самого длинного примера: оценка дана для батча, где самый длинный "
-              "пример достигает max_seq_length.",
-        "uz": "Zichlashsiz batch eng uzun namunagacha to‘ldiriladi: baho eng uzun namunasi max_seq_length ga yetgan "
-              "batch uchun berilgan.",
-        "en": "Without packing a batch is padded to its longest sample: the estimate is for a batch whose longest "
-              "sample reaches max_seq_length."},
+        "ru": "Без упаковки батч дополняется до самого длинного примера: оценка дана для самого длинного батча "
+              "(до max_seq_length), идущего первым, — так их упорядочивают пробный запуск и group_by_length=True "
+              "в Trainer. Если длинные батчи идут после коротких, PyTorch держит освобождённые блоки коротких в кэше "
+              "и зарезервированная память растёт сверх оценки, сильнее всего при большом словаре.",
+        "uz": "Zichlashsiz batch eng uzun namunagacha to‘ldiriladi: baho eng uzun batch (max_seq_length gacha) "
+              "birinchi keladigan hol uchun berilgan — sinov ishga tushirish va Trainer’dagi group_by_length=True "
+              "ularni shunday tartiblaydi. Uzun batchlar qisqalaridan keyin kelsa, PyTorch qisqalarining bo‘shatilgan "
+              "bloklarini keshda saqlaydi va zaxiralangan xotira bahodan oshadi, lug‘at katta bo‘lsa ayniqsa ko‘p.",
+        "en": "Without packing a batch is padded to its longest sample: the estimate is for the longest batch (up to "
+              "max_seq_length) coming first, as the trial run and the Trainer's group_by_length=True order them. When "
+              "longer batches follow shorter ones, PyTorch keeps the shorter ones' freed blocks cached and reserved "
+              "memory grows past the estimate, most with a large vocabulary."},
     "w_moe_experts_dropout": {
         "ru": "PEFT не может добавить LoRA к объединённым экспертам Transformers 5 при lora_dropout > 0 или с DoRA: "
               "get_peft_model завершится ошибкой ValueError. Поставьте lora_dropout = 0 или уберите экспертов из "
