@@ -139,15 +139,17 @@ SWIFT_DEFAULT_TARGETS = {"qwen": ["c_attn"], "chatglm": ["query_key_value"], "ba
                          "mixtral": ["q_proj", "k_proj", "v_proj", "o_proj", "gate", "w1", "w2", "w3"]}
 
 
-def swift_default_targets(row: Mapping[str, str], model_type: str) -> list[str] | None:
-    """LoRA targets of an ms-swift row whose target column says DEFAULT (or nothing): swift's default for the
-    architecture; None when the row is not ms-swift's or names its targets."""
-    if not re.search(r"\b(ms-)?swift\b", lower_col(row, "framework")):
-        return None
+def swift_defaults(row: Mapping[str, str]) -> bool:
+    """Whether the row is ms-swift's and leaves its LoRA targets to swift (DEFAULT, or nothing stated)."""
     stated = lower_col(row, "lora_target_modules")
-    if stated and not re.match(r"\W*default\b", stated):
-        return None
-    return SWIFT_DEFAULT_TARGETS.get(model_type)
+    return bool(re.search(r"\b(ms-)?swift\b", lower_col(row, "framework"))) and \
+        (not stated or bool(re.match(r"\W*default\b", stated)))
+
+
+def swift_default_targets(row: Mapping[str, str], model_type: str) -> list[str] | None:
+    """LoRA targets of an ms-swift row that leaves them to swift: its default for the architecture; None when the
+    row is not such a row (or swift registers no default for the architecture)."""
+    return SWIFT_DEFAULT_TARGETS.get(model_type) if swift_defaults(row) else None
 
 
 def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
@@ -335,8 +337,8 @@ def trainer_default_optim(row: Mapping[str, str], fw: str, version: str | None) 
     stated = re.match(r"(\d+)\.(\d+)", version or "")
     date = row_date(lower_col(row, "framework_version"))
     if stated:
-        old, fused = (int(stated.group(1)), int(stated.group(2))) < _TORCH_ADAMW_DEFAULT[1], \
-            (int(stated.group(1)), int(stated.group(2))) >= _FUSED_DEFAULT[1]
+        release = (int(stated.group(1)), int(stated.group(2)))
+        old, fused = release < _TORCH_ADAMW_DEFAULT[1], release >= _FUSED_DEFAULT[1]
     elif date is not None:
         old, fused = date < _TORCH_ADAMW_DEFAULT[0], date >= _FUSED_DEFAULT[0]
     else:

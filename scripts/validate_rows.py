@@ -34,6 +34,7 @@ from row_columns import (
     sequences,
     sharded_layers,
     swift_default_targets,
+    swift_defaults,
     target_modules,
     torchtune_fused,
     torchtune_version,
@@ -224,7 +225,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
             if value is not None:
                 cfg[key] = int(value) if key == "r" else value
         targets = target_modules(row.get("lora_target_modules", ""))
-        swift = swift_default_targets(row, from_hf_config(models()[model.lower()].config).model_type)
+        swift = (swift_default_targets(row, from_hf_config(models()[model.lower()].config).model_type)
+                 if swift_defaults(row) else None)
         if swift is not None:
             cfg["target_modules"] = swift
             notes.append(f"ms-swift's default LoRA targets for this architecture: {', '.join(swift)}")
@@ -262,8 +264,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if "optim" not in opt:
         opt = trainer_default_optim(row, fw, version)
         notes.append(f"optimizer not named: the framework's default ({opt.get('optim', 'the engine default')})")
-    elif fw == "torchtune" and torchtune_fused(row, opt):
-        opt = {**opt, **torchtune_fused(row, opt)}
+    elif fw == "torchtune" and (fused := torchtune_fused(row, opt)):
+        opt = {**opt, **fused}
         notes.append("torch AdamW in a torchtune config of its release: fused: True")
     cfg.update(opt)
     attn = attention(row.get("attention_impl", ""))
