@@ -10,6 +10,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from sizing.arch import from_hf_config
+from sizing.catalog import models
+
 # torchtune release tags and their dates (git tags of pytorch/torchtune): a row dated between two
 # releases runs the code of the earlier one (main after it).
 _TORCHTUNE_RELEASES = (((2024, 4, 15), "0.1"), ((2024, 7, 16), "0.2"), ((2024, 9, 17), "0.3"),
@@ -146,10 +149,12 @@ def swift_defaults(row: Mapping[str, str]) -> bool:
         (not stated or bool(re.match(r"\W*default\b", stated)))
 
 
-def swift_default_targets(row: Mapping[str, str], model_type: str) -> list[str] | None:
-    """LoRA targets of an ms-swift row that leaves them to swift: its default for the architecture; None when the
-    row is not such a row (or swift registers no default for the architecture)."""
-    return SWIFT_DEFAULT_TARGETS.get(model_type) if swift_defaults(row) else None
+def swift_default_targets(row: Mapping[str, str], model: str) -> list[str] | None:
+    """LoRA targets of an ms-swift row that leaves them to swift: its default for the catalog model's architecture
+    (read only for such a row); None otherwise, or when swift registers no default for the architecture."""
+    if not swift_defaults(row):
+        return None
+    return SWIFT_DEFAULT_TARGETS.get(from_hf_config(models()[model.lower()].config).model_type)
 
 
 def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
@@ -287,6 +292,8 @@ def optimizer(text: str) -> dict[str, Any]:
     # PagedAdamW8bit)" is the 8-bit AdamW) except for the fused flag, which sources write as an aside.
     main = re.sub(r"\([^)]*\)", " ", t)
     paged, eight = "paged" in main, bool(re.search(r"8[- ]?bit", main))
+    unsupported = RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
+                             "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
     if paged:
         out["optim"] = "paged_adamw_8bit" if eight else "paged_adamw_32bit"
     elif eight and "non-8bit" not in main:
@@ -302,15 +309,12 @@ def optimizer(text: str) -> dict[str, Any]:
     elif "lorafa" in main:  # peft optimizers/lorafa.py LoraFAOptimizer: AdamW's exp_avg/exp_avg_sq per param, a loop
         out["optim"] = "adamw_torch"
     elif re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo", main):
-        # their states are not AdamW's (GaLore: projected moments; LOMO: none), nor sized by this engine
-        raise RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
-                         "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
+        raise unsupported  # their states are not AdamW's (GaLore: projected moments; LOMO: none)
     elif re.search(r"\badam(w|\b)", main) and "default" not in main:  # torch Adam keeps AdamW's two moments
         fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
         out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
     elif main.strip() and not re.search(r"default|undocumented|not (stated|documented)|unknown|^\W*$", main):
-        raise RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
-                         "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
+        raise unsupported
     if re.search(r"optimizer_in_bwd\s*(=\s*)?true|fused into backward", t):
         out["optimizer_in_backward"] = True
     elif re.search(r"optimizer_in_bwd\s*(=\s*)?false", t):

@@ -34,7 +34,6 @@ from row_columns import (
     sequences,
     sharded_layers,
     swift_default_targets,
-    swift_defaults,
     target_modules,
     torchtune_fused,
     torchtune_version,
@@ -225,8 +224,7 @@ def row_case(row: Mapping[str, str]) -> RowCase:
             if value is not None:
                 cfg[key] = int(value) if key == "r" else value
         targets = target_modules(row.get("lora_target_modules", ""))
-        swift = (swift_default_targets(row, from_hf_config(models()[model.lower()].config).model_type)
-                 if swift_defaults(row) else None)
+        swift = swift_default_targets(row, model)
         if swift is not None:
             cfg["target_modules"] = swift
             notes.append(f"ms-swift's default LoRA targets for this architecture: {', '.join(swift)}")

@@ -368,13 +368,16 @@ def test_torchtune_configs_fuse_adamw_from_their_release(version_text: str, opti
     assert {**opt, **rc.torchtune_fused(row, opt)}["optim"] == expected
 
 
-@pytest.mark.parametrize(("framework", "targets", "model_type", "expected"), [
+@pytest.mark.parametrize(("framework", "targets", "model", "expected"), [
     # swift/llm/utils/model.py LoRATM at cfcb67265 (the benchmark's commit): qwen c_attn, chatglm query_key_value,
     # baichuan W_pack, llama-like q/k/v
-    ("ms-swift (swift sft)", "DEFAULT", "qwen", ["c_attn"]), ("swift", "", "chatglm", ["query_key_value"]),
-    ("ms-swift", "DEFAULT", "baichuan", ["W_pack"]), ("ms-swift", "default", "llama", ["q_proj", "k_proj", "v_proj"]),
-    ("ms-swift", "ALL (all linear)", "qwen", None), ("HF Trainer + PEFT", "DEFAULT", "qwen", None),
+    ("ms-swift (swift sft)", "DEFAULT", "Qwen/Qwen-7B-Chat", ["c_attn"]),
+    ("swift", "", "THUDM/chatglm3-6b", ["query_key_value"]),
+    ("ms-swift", "DEFAULT", "baichuan-inc/Baichuan2-7B-Chat", ["W_pack"]),
+    ("ms-swift", "default", "01-ai/Yi-6B-Chat", ["q_proj", "k_proj", "v_proj"]),
+    ("ms-swift", "ALL (all linear)", "Qwen/Qwen-7B-Chat", None),
+    ("HF Trainer + PEFT", "DEFAULT", "Qwen/Qwen-7B-Chat", None),
 ])
-def test_swift_default_lora_targets(framework: str, targets: str, model_type: str, expected: list[str] | None) -> None:
+def test_swift_default_lora_targets(framework: str, targets: str, model: str, expected: list[str] | None) -> None:
     row = {"framework": framework, "lora_target_modules": targets}
-    assert rc.swift_default_targets(row, model_type) == expected
+    assert rc.swift_default_targets(row, model) == expected
