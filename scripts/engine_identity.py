@@ -140,8 +140,20 @@ def main() -> int:
     kinds = {k: sum(k in rec for rec in records) for k in ("estimate", "fit_table", "error")}
     print(f"{len(new)} configurations ({kinds}); {len(diff)} differ from {args.ref}")
     for i in diff[:5]:
-        print("ref:", ref[i][:400], "\nnew:", new[i][:400])
+        changed = _paths(json.loads(ref[i]), json.loads(new[i]))
+        print(f"configuration {i}: {len(changed)} value(s) differ")
+        for path, a, b in changed[:8]:
+            print(f"  {path}: ref {json.dumps(a)[:160]} new {json.dumps(b)[:160]}")
     return 1 if diff else 0
+
+
+def _paths(a: Any, b: Any, at: str = "") -> list[tuple[str, Any, Any]]:
+    """The leaves where two answers differ, by their path ("estimate.fits.0.max_seq_length")."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in _paths(a.get(k), b.get(k), f"{at}.{k}" if at else k)]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _paths(x, y, f"{at}.{i}")]
+    return [] if a == b else [(at, a, b)]
 
 
 if __name__ == "__main__":

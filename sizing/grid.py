@@ -24,6 +24,12 @@ def grid_floor(cfg: RunConfig, name: str, value: int) -> int:
     return max((x >> k << k) - offset, 0)
 
 
+def grid_next(cfg: RunConfig, name: str, value: int) -> int:
+    """The smallest value of `name` above `value` whose shape is a grid point (grid_floor's next one up)."""
+    offset = virtual_tokens(cfg) if name == "max_seq_length" else 0
+    return grid(value + offset + 1) - offset
+
+
 def virtual_tokens(cfg: RunConfig) -> int:
     """Tokens prompt tuning puts before the input's (step.step_memory adds them to the sequence)."""
     return cfg.num_virtual_tokens if cfg.is_peft and cfg.peft_type == "prompt_tuning" else 0

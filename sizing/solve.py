@@ -8,7 +8,7 @@ from typing import Any
 from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
-from .grid import grid_cell, grid_floor
+from .grid import grid_cell, grid_floor, grid_next
 from .memory.adapters import Trainable, trainable
 from .memory.allocator import round_up, usable_bytes
 from .memory.regime import resolve
@@ -41,7 +41,7 @@ class Sizer:
         self.arch, _ = resolve_architecture(cfg.model, cfg.model_config)
         self._cache: dict[tuple[Any, ...], int] = {}
         self._mem: dict[tuple[Any, ...], StepMemory] = {}
-        self._ratio: dict[bool, float] = {}
+        self._ratio: dict[tuple[bool, tuple[tuple[str, Any], ...]], float] = {}
 
     def _memory(self, gpu: Gpu, change: dict[str, Any], exact: bool = False) -> StepMemory:
         probe = not exact and any(name in change for name in SHAPE)  # a shape search's probe: the grid replay
@@ -77,15 +77,16 @@ class Sizer:
             value = self._cache[key] = reserved_peak(mem, self.cfg.expandable_segments, needed)
         return value
 
-    def approx(self, gpu: Gpu, **change: Any) -> int:
-        """The search's proxy for `reserved`: the cache's overhead in proportion to the dynamic bytes."""
-        hopper = gpu.sm >= (9, 0)
-        if hopper not in self._ratio:
-            base = self._memory(gpu, {})
+    def approx(self, gpu: Gpu, ref: tuple[tuple[str, Any], ...] = (), **change: Any) -> int:
+        """The search's proxy for `reserved`: the cache's overhead in proportion to the dynamic bytes, in the ratio
+        the replay of the configuration with the fields of `ref` replaced shows (by default the unchanged one's)."""
+        key = (gpu.sm >= (9, 0), ref)
+        if key not in self._ratio:
+            base = self._memory(gpu, dict(ref))
             dynamic = max(base.peak.total - base.static_bytes, 1)
-            self._ratio[hopper] = (self.required(gpu) - base.peak.total) / dynamic
+            self._ratio[key] = (self.required(gpu, **dict(ref)) - base.peak.total) / dynamic
         mem = self._memory(gpu, change)
-        return round_up(mem.peak.total + int(self._ratio[hopper] * max(mem.peak.total - mem.static_bytes, 0)))
+        return round_up(mem.peak.total + int(self._ratio[key] * max(mem.peak.total - mem.static_bytes, 0)))
 
     def fits(self, gpu: Gpu, **change: Any) -> bool:
         """Whether the changed configuration starts on `gpu` and its reserved peak fits it."""
@@ -161,6 +162,30 @@ class Sizer:
         return _crossing(lambda x: self.exact_required(gpu, **{name: x}), usable_bytes(gpu), min(max(found, 1), high),
                          high, slope)
 
+    def grid_largest(self, gpu: Gpu, name: str, guess: int, high: int) -> int:
+        """The largest grid point of field `name` in [1, high] that fits `gpu` by its exact replay (0: none), walked
+        to from the grid point at or below the proxy's guess: each probe is a grid point, whose exact replay is the
+        grid replay the probes share, so a card costs two or three probes and no search inside a cell. The same
+        answer as confirm(largest=False) after _settle where fitting is monotone over the grid points
+        (scripts/table_identity.py holds the fit tables to it)."""
+        usable = usable_bytes(gpu)
+
+        def fits(v: int) -> bool:  # the allocated peak first: a value it refuses needs no replay
+            change = {name: v}
+            return (self._memory(gpu, change, exact=True).peak.total <= usable
+                    and self.exact_required(gpu, **change) <= usable)
+
+        g = grid_floor(self.cfg, name, min(max(guess, 1), high))
+        if fits(g):
+            while (up := grid_next(self.cfg, name, g)) <= high and fits(up):
+                g = up
+            return g
+        while g > 1:
+            g = grid_floor(self.cfg, name, g - 1)
+            if g >= 1 and fits(g):
+                return g
+        return 0
+
     def max_micro_batch(self, gpu: Gpu, exact: bool = True, largest: bool = True) -> int:
         """Largest per-device micro-batch that fits `gpu` (0: none), confirmed by its own replay; largest=False:
         the largest grid point that fits by its exact replay."""
@@ -169,6 +194,8 @@ class Sizer:
         guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
         if not exact:
             return guess
+        if not largest:
+            return self.grid_largest(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
         found = self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
         return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH, largest)
 
@@ -182,6 +209,8 @@ class Sizer:
             guess = _largest(lambda s: self.approx(gpu, max_seq_length=s), usable_bytes(gpu), limit)
             if not exact:
                 return guess
+            if not largest:
+                return self.grid_largest(gpu, "max_seq_length", guess, limit)
             found = self._settle(gpu, "max_seq_length", guess, limit)
             return self.confirm(gpu, "max_seq_length", found, limit, largest)
         except SizingError:
@@ -198,11 +227,15 @@ class Sizer:
         mode = (self.cfg.parallelism if self.cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_shard_grad_op")
                 else "fsdp")
         usable = usable_bytes(gpu)
-        if self.required(gpu, num_gpus=MAX_GPUS, parallelism=mode) > usable:
+        widest = (("num_gpus", MAX_GPUS), ("parallelism", mode))
+        if self.required(gpu, **dict(widest)) > usable:
             return 0, mode
         # Per-GPU memory falls as shards grow: one more than the largest count that still does not fit
-        # (negated, "does not fit" is a bound on a non-decreasing value).
-        guess = _largest(lambda k: -self.approx(gpu, num_gpus=k, parallelism=mode), -usable - 1, MAX_GPUS - 1)
+        # (negated, "does not fit" is a bound on a non-decreasing value). The proxy takes its overhead ratio from
+        # the sharded replay just made: the unsharded run's ratio, on dynamic bytes that sharding leaves as they are,
+        # put Llama-2-70B LoRA's per-GPU reserved 1.4 GiB high and the search 16 replays from its answer.
+        guess = _largest(lambda k: -self.approx(gpu, widest, num_gpus=k, parallelism=mode), -usable - 1,
+                         MAX_GPUS - 1)
         if exact:
             guess = _settle(lambda k: k == 0 or not self.fits(gpu, num_gpus=k, parallelism=mode), guess, MAX_GPUS - 1)
         return guess + 1, mode
