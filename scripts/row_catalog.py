@@ -172,7 +172,8 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
             tokens |= set(glued.groups())
         if re.fullmatch(r"SXM\d", tok):  # SXM2 / SXM4 / SXM5: the SXM form factor
             tokens.add("SXM")
-    stated = re.search(r"(\d+)\s*GB", upper)
+    # "80GB", "80 GiB", or a bare "G" after a number that is no model name's ("A100-40G"; not "A10G")
+    stated = re.search(r"(\d+)\s*GI?B", upper) or re.search(r"(?<![A-Z0-9])(\d+)\s*G(?![A-Z0-9])", upper)
     found = []
     for gid in gpus():
         words, form, mem = _gpu_family(gpus()[gid].id)

@@ -178,6 +178,9 @@ def test_target_module_texts(text: str, expected: object) -> None:
     ("A100 80GB", "A100-SXM-80GB"), ("A6000", "RTX-A6000-48GB"), ("H100 80GB", "H100-SXM-80GB"),
     ("not stated", None), ("24 GB GPUs (text: '2X24GB GPUs')", None),  # 3090, 4090, A10G, L4, A5000...
     ("40 GB GPUs (text: '2X40GB GPUs'; model not named)", "A100-SXM-40GB"),  # only A100s have 40 GB
+    # memory written "40G" or in GiB; the G of A10G is the model's name, not 10 GB
+    ("A100-40G", "A100-SXM-40GB"), ("A100 80 GiB", "A100-SXM-80GB"), ("A10G (AWS g5.xlarge)", "A10G-24GB"),
+    ("RTX 4090 (24G)", "RTX-4090-24GB"),
 ])
 def test_gpu_texts(text: str, expected: str | None) -> None:
     assert vr.match_gpu(text)[0] == expected
