@@ -294,6 +294,11 @@ def optimizer(text: str) -> dict[str, Any]:
     paged, eight = "paged" in main, bool(re.search(r"8[- ]?bit", main))
     unsupported = RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
                              "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
+    # Another family first: its 8-bit or paged variant ("lion_8bit", "galore_adamw_8bit", "paged_ademamix_8bit")
+    # keeps other states than AdamW's (Lion and RMSprop one moment, AdEMAMix three, GaLore projected ones)
+    if re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo|lion|ademamix|rmsprop|adagrad|lamb\b|lars\b|"
+                 r"sophia|muon|prodigy|came\b|dadapt|shampoo|soap\b|adan\b|novograd|radam|nadam|adamax", main):
+        raise unsupported
     if paged:
         out["optim"] = "paged_adamw_8bit" if eight else "paged_adamw_32bit"
     elif eight and "non-8bit" not in main:
@@ -308,8 +313,6 @@ def optimizer(text: str) -> dict[str, Any]:
         out["optim"] = "adafactor"
     elif "lorafa" in main:  # peft optimizers/lorafa.py LoraFAOptimizer: AdamW's exp_avg/exp_avg_sq per param, a loop
         out["optim"] = "adamw_torch"
-    elif re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo", main):
-        raise unsupported  # their states are not AdamW's (GaLore: projected moments; LOMO: none)
     elif re.search(r"\badam(w|\b)", main) and "default" not in main:  # torch Adam keeps AdamW's two moments
         fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
         out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"

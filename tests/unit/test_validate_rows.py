@@ -240,7 +240,10 @@ def test_optimizer_names_as_the_trainer_spells_them(text: str, expected: str) ->
 
 
 def test_unknown_optimizer_framework_and_quantization_refused() -> None:
-    for text in ("Lion (lr 1e-4)", "SGD (momentum 0.9)", "SGD, momentum=0.95, nesterov", "GaLore AdamW (rank 128)"):
+    # the 8-bit and paged variants of other families (TrainingArguments OptimizerNames: lion_8bit, paged_lion_32bit,
+    # galore_adamw_8bit, ademamix_8bit, rmsprop_bnb_8bit) were read as bitsandbytes AdamW by their "8bit"/"paged"
+    for text in ("Lion (lr 1e-4)", "SGD (momentum 0.9)", "SGD, momentum=0.95, nesterov", "GaLore AdamW (rank 128)",
+                 "lion_8bit", "paged_lion_32bit", "galore_adamw_8bit", "ademamix_8bit", "rmsprop_bnb_8bit"):
         with pytest.raises(vr.RowRefused) as err:
             vr.optimizer(text)
         assert err.value.code == "row_optimizer_unsupported"
