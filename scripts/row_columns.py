@@ -471,7 +471,19 @@ def checkpointing(text: str, num_gpus: int) -> bool | None:
     t = text.lower()
     if re.search(r"if devices\s*>\s*1", t):
         return num_gpus > 1
-    return yes_no(t)
+    # use_reentrant is a setting of checkpointing itself: its value says nothing about whether it is on
+    setting = re.search(r"use_reentrant", t)
+    t = re.sub(r"use_reentrant\W*\w*", " ", t)
+    if re.search(r"\bwithout\b", t):
+        return False
+    said = yes_no(t)
+    if said is not None:
+        return said
+    if re.fullmatch(r"\W*(1|✓|✔)\W*", t) or setting or re.search(r"(activation|gradient) checkpointing|recompute", t):
+        return True
+    if re.fullmatch(r"\W*(0|✗|✘)\W*", t):
+        return False
+    return None
 
 
 def other_settings(text: str) -> dict[str, Any]:

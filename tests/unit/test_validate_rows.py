@@ -387,3 +387,15 @@ def test_torchtune_configs_fuse_adamw_from_their_release(version_text: str, opti
 def test_swift_default_lora_targets(framework: str, targets: str, model: str, expected: list[str] | None) -> None:
     row = {"framework": framework, "lora_target_modules": targets}
     assert rc.swift_default_targets(row, model) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("yes", True), ("no", False), ("not stated", None), ("Yes (non-reentrant)", True),
+    # use_reentrant configures checkpointing, so naming it says checkpointing is on, whatever its value
+    ("use_reentrant=False", True), ("gradient_checkpointing_kwargs={'use_reentrant': False}", True),
+    ("activation checkpointing", True), ("without gradient checkpointing", False),
+    ("1", True), ("0", False), ("✓", True), ("✗", False), ("selective", None),
+    ("enable_activation_checkpointing: True if devices > 1", False),  # one GPU here
+])
+def test_checkpointing_texts(text: str, expected: bool | None) -> None:
+    assert vr.checkpointing(text, 1) is expected
