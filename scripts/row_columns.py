@@ -76,8 +76,8 @@ def dtype_of(text: str) -> str | None:
 
 def quantization(text: str, base_text: str) -> dict[str, Any]:
     """Quantization fields: bitsandbytes / torchao NF4 or FP4 (4-bit), LLM.int8 (8-bit); others refused."""
-    q = text.lower()
-    if q in ("", "none", "no", "n/a"):
+    q = text.lower().strip()
+    if q in ("", "none", "no", "n/a", "na", "-", "?", "not stated", "unstated", "unknown"):
         return {}
     ckpt = re.search(r"\b(gptq|awq)\b", q)
     if ckpt:

@@ -60,6 +60,9 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
                ("ln tuning", "ln_tuning"))
 _OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hra", "bone")
+# A QLoRA row whose quantization column is left empty: the 4-bit NF4 base QLoRA is (Dettmers et al. 2023,
+# bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
+QLORA_UNSTATED = re.compile(r"\s*(not stated|unstated|unknown|n/?a|-|\?)?\s*")
 
 
 @dataclass(frozen=True)
@@ -79,20 +82,28 @@ class RowCase:
 def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     """method + method_detail + quantization -> method (full/lora/qlora/lora8), use_dora; other PEFT refused."""
     raw, detail = lower_col(row, "method"), lower_col(row, "method_detail")
-    # The method column's keyword: qlora before lora; dora is LoRA with use_dora; "full" / "fft" full FT.
-    method = next((m for m, pat in (("qlora", r"qlora"), ("lora", r"\b(lora|dora)\b"), ("full", r"\bfull|\bfft\b"))
-                   if re.search(pat, raw)), raw)
-    if re.search(r"\bdora\b", raw):
+    # The method column's keyword: qlora (QDoRA: DoRA on a 4-bit base) before lora; dora is LoRA with use_dora;
+    # LoRA's initialisation and scaling variants (rsLoRA, PiSSA, OLoRA, LoftQ) and LoRA+ (its learning rates) train
+    # the same tensors; "full" / "fft" full FT.
+    method = next((m for m, pat in (("qlora", r"qlora|qdora"),
+                                    ("lora", r"\b(lora|dora|rslora|pissa|olora|loftq)\b|lora\+|loraplus"),
+                                    ("full", r"\bfull|\bfft\b")) if re.search(pat, raw)), raw)
+    if re.search(r"\bq?dora\b", raw):
         detail += " dora"
+    detail = f"{raw} {detail}"  # a PEFT method named in the method column itself ("IA3")
     other = next((name for name in _OTHER_PEFT if re.search(rf"\b{re.escape(name)}\b", detail)), None)
     peft_type = next((t for name, t in _PEFT_TYPES if re.search(rf"\b{re.escape(name)}\b", detail)), None)
-    if peft_type and method in ("other", "lora", "qlora", "peft", ""):
+    if peft_type and method != "full":
         method = "qlora" if method == "qlora" else "lora"  # the base's precision follows the quantization column
     if other or method not in ("full", "lora", "qlora"):
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
                          "DoRA, QLoRA, and on a LoRA base " + ", ".join(dict.fromkeys(t for _, t in _PEFT_TYPES)) + ")")
     quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
+    if method == "qlora" and not quant and QLORA_UNSTATED.fullmatch(lower_col(row, "quantization")):
+        # what the method column says of the base ("QLoRA 8-bit"), else what QLoRA names: LoRA on an NF4 base
+        quant = quantization(raw, "") if re.search(r"\b(nf4|fp4|int8|[48]-?bit)\b", raw) else \
+            {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
     quant = _prequantized_bnb(row, quant, method)
     ckpt = quant.pop("checkpoint_quant", None)
     if ckpt:
@@ -200,6 +211,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if model_note:
         notes.append(model_note)
     cfg: dict[str, Any] = {"model": model, **method_fields(row)}
+    if cfg["method"] == "qlora" and QLORA_UNSTATED.fullmatch(lower_col(row, "quantization")):
+        notes.append("quantization not stated: QLoRA's NF4 4-bit base")
     fw, version = framework(row)
     cfg["framework"] = fw
     if fw == "custom" and cfg["method"] in ("qlora", "lora8"):

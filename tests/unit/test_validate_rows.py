@@ -399,3 +399,28 @@ def test_swift_default_lora_targets(framework: str, targets: str, model: str, ex
 ])
 def test_checkpointing_texts(text: str, expected: bool | None) -> None:
     assert vr.checkpointing(text, 1) is expected
+
+
+@pytest.mark.parametrize(("cols", "expected"), [
+    # QLoRA names its base: 4-bit NF4 (Dettmers et al. 2023) when the quantization column is left empty
+    ({"method": "QLoRA", "quantization": ""}, {"method": "qlora", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}),
+    ({"method": "QLoRA", "quantization": "not stated"}, {"method": "qlora", "load_in_4bit": True}),
+    ({"method": "QLoRA 8-bit", "quantization": ""}, {"method": "lora8", "load_in_8bit": True}),  # as the text says
+    ({"method": "QDoRA", "quantization": "nf4"}, {"method": "qlora", "use_dora": True}),
+    # LoRA's initialisation and scaling variants train LoRA's tensors
+    ({"method": "rsLoRA", "method_detail": ""}, {"method": "lora"}),
+    ({"method": "PiSSA", "method_detail": ""}, {"method": "lora"}),
+    ({"method": "LoRA+", "method_detail": ""}, {"method": "lora"}),
+    # a PEFT method named in the method column itself
+    ({"method": "IA3", "method_detail": ""}, {"method": "lora", "peft_type": "ia3"}),
+    ({"method": "AdaLoRA", "method_detail": ""}, {"method": "lora", "peft_type": "adalora"}),
+])
+def test_method_texts(cols: dict[str, str], expected: dict[str, object]) -> None:
+    config = vr.row_case(_as("R002", **cols)).config
+    assert {k: config.get(k) for k in expected} == expected
+
+
+def test_qlora_with_a_quantization_column_saying_none_is_refused() -> None:
+    with pytest.raises(vr.RowRefused) as err:
+        vr.row_case(_as("R002", method="QLoRA", quantization="none"))
+    assert err.value.code == "row_inconsistent"
