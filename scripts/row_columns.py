@@ -396,6 +396,13 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"num_gpus": n}
     if n == 1 and not re.search(r"offload", s):
         return out
+    if re.search(r"device_map|pipeline|tensor[- _]?parallel|\btp\s*=|model[- ]parallel|megatron|zero[- ]?(stage[- ]?)?1"
+                 r"\b|\bzero\+\+|\bcontext[- ]parallel", s):
+        # layers split across the cards, tensors split inside layers, or only the optimizer's states sharded: each
+        # GPU holds another share than any of the engine's strategies gives it
+        raise RowRefused("row_parallelism_unsupported", f"sharding '{row.get('sharding')}' is not modelled "
+                         "(supported: DDP, FSDP full / shard-grad-op / no-shard / hybrid within a node, ZeRO-2, "
+                         "ZeRO-3, with CPU offload)")
     if re.search(r"no_shard|fsdp.*'ddp'", s):  # fsdp_qlora's "ddp" is FSDP ShardingStrategy.NO_SHARD
         out["parallelism"] = "fsdp_no_shard"
     elif re.search(r"'ddp'|\bddp\b", s):
@@ -406,7 +413,7 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
         out["parallelism"] = "fsdp_shard_grad_op"
     elif re.search(r"zero[- ]?(stage[- ]?)?2", s):
         out["parallelism"] = "zero2"
-    elif "fsdp" in s:
+    elif "fsdp" in s or "hybrid" in s:  # HYBRID_SHARD shards within a node as FULL_SHARD does (one node: the same)
         out["parallelism"] = "fsdp"
     elif n > 1:
         out["parallelism"] = "ddp"

@@ -424,3 +424,16 @@ def test_qlora_with_a_quantization_column_saying_none_is_refused() -> None:
     with pytest.raises(vr.RowRefused) as err:
         vr.row_case(_as("R002", method="QLoRA", quantization="none"))
     assert err.value.code == "row_inconsistent"
+
+
+def test_sharding_the_engine_does_not_model_is_refused() -> None:
+    """Layers split across cards (device_map, pipeline), tensors split inside layers (tensor parallel) and ZeRO-1's
+    sharded states give each GPU another share than DDP's, which they had been sized as."""
+    for text in ("device_map=auto (naive pipeline)", "model parallel", "tensor parallel (TP=2)", "ZeRO-1",
+                 "DeepSpeed ZeRO stage 1", "Megatron TP=2 PP=2"):
+        with pytest.raises(vr.RowRefused) as err:
+            vr.parallel({"num_gpus": "2", "sharding": text})
+        assert err.value.code == "row_parallelism_unsupported", text
+    # HYBRID_SHARD shards inside a node as FULL_SHARD does (torch.distributed.fsdp.ShardingStrategy docs)
+    assert vr.parallel({"num_gpus": "8", "sharding": "FSDP HYBRID_SHARD"})["parallelism"] == "fsdp"
+    assert vr.parallel({"num_gpus": "2", "sharding": "DeepSpeed ZeRO-3, no offload"})["parallelism"] == "zero3"
