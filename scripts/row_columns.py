@@ -361,6 +361,10 @@ def precision(row: Mapping[str, str], fw: str) -> dict[str, Any]:
     if dtype:
         out["torch_dtype"] = dtype
     mp = lower_col(row, "mixed_precision")
+    if re.search(r"\bfp8\b|float8|transformer[- _]engine|\bmxfp\d|\bnvfp4\b", mp):
+        # FP8 matmuls keep scaled fp8 copies and amax histories that no bf16/fp16 path has
+        raise RowRefused("row_precision_unsupported", f"mixed precision '{row.get('mixed_precision')}' is not "
+                         "modelled (supported: fp32, bf16 or fp16 weights, with or without bf16/fp16 autocast)")
     if re.search(r"--bf16\s+true|bf16\s*=\s*true", mp):
         out["bf16"] = True
     elif re.search(r"--fp16\s+true|fp16\s*=\s*true", mp):

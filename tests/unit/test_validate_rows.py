@@ -437,3 +437,10 @@ def test_sharding_the_engine_does_not_model_is_refused() -> None:
     # HYBRID_SHARD shards inside a node as FULL_SHARD does (torch.distributed.fsdp.ShardingStrategy docs)
     assert vr.parallel({"num_gpus": "8", "sharding": "FSDP HYBRID_SHARD"})["parallelism"] == "fsdp"
     assert vr.parallel({"num_gpus": "2", "sharding": "DeepSpeed ZeRO-3, no offload"})["parallelism"] == "zero3"
+
+
+def test_fp8_mixed_precision_is_refused() -> None:
+    for text in ("fp8", "FP8 (Transformer Engine)", "torchao float8 training"):
+        with pytest.raises(vr.RowRefused) as err:
+            vr.precision({"mixed_precision": text, "base_weight_dtype": "bf16"}, "transformers")
+        assert err.value.code == "row_precision_unsupported", text
