@@ -381,11 +381,14 @@ def precision(row: Mapping[str, str], fw: str) -> dict[str, Any]:
 def sequences(row: Mapping[str, str]) -> dict[str, Any]:
     """max_seq_length from seq_len; packing when seq_len_mode says packed / fixed / every sample exactly /
     padded to max_length (all rows of one length), not when it says unpacked or padded to longest."""
-    seq = first_int(row.get("seq_len", ""))
+    text = re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", row.get("seq_len", ""))
+    span = re.search(r"\d+\s*[kK]?\s*(?:-|–|to)\s*(\d+\s*[kK]?\b)", text)  # "512-2048": the longest sets the peak
+    seq = first_int(span.group(1) if span else text)
     if seq is None:
         raise RowRefused("row_missing_field", "seq_len is not stated")
-    mode = lower_col(row, "seq_len_mode")
-    fixed = bool(re.search(r"(?<!un)pack(ed|ing)\b|\bfixed\b|exactly|forced|pad\w*(/\w+)? to max_length", mode))
+    mode = f"{lower_col(row, 'seq_len_mode')} {text.lower()}"  # "8192 (packed)" in the length's own column
+    fixed = bool(re.search(r"(?<!un)pack(ed|ing)\b|\bfixed\b|exactly|forced|pad\w*(/\w+)?\W+(to\W+)?(the\W+)?"
+                           r"max(imum)?[_ ]?length", mode))
     if re.search(r"unpacked|not packed|packing\s*=\s*false", mode):
         fixed = False
     return {"max_seq_length": seq, "packing": fixed}

@@ -444,3 +444,14 @@ def test_fp8_mixed_precision_is_refused() -> None:
         with pytest.raises(vr.RowRefused) as err:
             vr.precision({"mixed_precision": text, "base_weight_dtype": "bf16"}, "transformers")
         assert err.value.code == "row_precision_unsupported", text
+
+
+@pytest.mark.parametrize(("seq_len", "mode", "expected"), [
+    ("2048", "max_seq_length 2048, padding='max_length'", (2048, True)),  # every batch at full length
+    ("2048", "padded to max length", (2048, True)), ("2048", "padded to longest in batch", (2048, False)),
+    ("512-2048", "", (2048, False)),  # a range of lengths: the longest sets the peak
+    ("512 to 4k", "", (4096, False)), ("8192 (packed)", "", (8192, True)), ("2,048", "", (2048, False)),
+])
+def test_sequence_texts(seq_len: str, mode: str, expected: tuple[int, bool]) -> None:
+    got = vr.sequences({"seq_len": seq_len, "seq_len_mode": mode})
+    assert (got["max_seq_length"], got["packing"]) == expected
