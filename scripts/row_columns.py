@@ -173,9 +173,10 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
         return "torchtune", torchtune_version(v)
     if "trl" in f or "sfttrainer" in f:
         return "trl", None
+    # the release may be written in either column ("transformers 4.41.2" as the framework)
     if re.search(r"custom|loop|train\.py|example script|accelerate|fsdp_qlora", f):
-        return "custom", transformers_version(v)
-    return "transformers", transformers_version(v)
+        return "custom", transformers_version(v) or transformers_version(f)
+    return "transformers", transformers_version(v) or transformers_version(f)
 
 
 def transformers_version(text: str) -> str | None:
@@ -208,6 +209,7 @@ def row_date(text: str) -> tuple[int, int, int] | None:
 # took super().compute_loss, the model's own loss on materialised logits (sft_trainer.py v1.6.0 l.1639), as
 # v0.8.0's SFTTrainer (2024-03-19) did with no loss of its own.
 _TRL_CHUNKED = (2026, 6, 25)
+_TRL_CHUNKED_RELEASE = (1, 7)
 
 
 def trl_loss(row: Mapping[str, str], fw: str) -> dict[str, Any]:
@@ -215,7 +217,12 @@ def trl_loss(row: Mapping[str, str], fw: str) -> dict[str, Any]:
     engine's TRL default: today's release)."""
     if fw != "trl":
         return {}
-    date = row_date(lower_col(row, "framework_version"))
+    text = f"{lower_col(row, 'framework')} {lower_col(row, 'framework_version')}"
+    release = re.search(r"\btrl\s*v?(\d+)\.(\d+)", text)  # "trl 0.9.6": a release, else a date
+    if release:
+        return {"loss_implementation": "hf"} if (int(release.group(1)), int(release.group(2))) < _TRL_CHUNKED_RELEASE \
+            else {}
+    date = row_date(text)
     return {"loss_implementation": "hf"} if date is not None and date < _TRL_CHUNKED else {}
 
 

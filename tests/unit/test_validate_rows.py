@@ -455,3 +455,11 @@ def test_fp8_mixed_precision_is_refused() -> None:
 def test_sequence_texts(seq_len: str, mode: str, expected: tuple[int, bool]) -> None:
     got = vr.sequences({"seq_len": seq_len, "seq_len_mode": mode})
     assert (got["max_seq_length"], got["packing"]) == expected
+
+
+def test_releases_written_in_the_framework_column() -> None:
+    assert vr.framework({"framework": "transformers 4.41.2", "framework_version": ""}) == ("transformers", "4.41.2")
+    # a TRL release before v1.7.0 (the first whose SFTTrainer defaults to its chunked loss) runs the model's loss
+    assert vr.trl_loss({"framework": "TRL SFTTrainer", "framework_version": "trl 0.9.6"}, "trl") == \
+        {"loss_implementation": "hf"}
+    assert vr.trl_loss({"framework": "TRL", "framework_version": "trl v1.8.0"}, "trl") == {}
