@@ -168,8 +168,9 @@ def metric(text: str) -> str:
     for kind, pattern in (("active", r"\bactive"), ("allocated", r"alloc"), ("reserved", r"reserved"),
                           # NVML readers (pynvml, gpustat, nvitop; W&B's system metrics "gpu.N.memoryAllocated",
                           # docs.wandb.ai/ref/python/experiments/system-metrics) see the device's used memory
-                          ("device", r"nvidia-smi|device memory|screenshot|nvml|gpustat|nvitop|system metric"
-                                     r"|gpu\.\d+\.memory")):
+                          # nvtop reads NVML too; cudaMemGetInfo (torch.cuda.mem_get_info) the driver's free bytes
+                          ("device", r"nvidia-smi|device memory|screenshot|nvml|gpustat|nvitop|nvtop|system metric"
+                                     r"|gpu\.\d+\.memory|mem_get_info|memgetinfo")):
         m = re.search(pattern, t)
         if m:
             hits[kind] = m.start()

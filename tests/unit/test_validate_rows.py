@@ -196,6 +196,7 @@ def test_gpu_texts(text: str, expected: str | None) -> None:
     ("W&B system metrics, GPU Memory Allocated (GB)", "device"), ("wandb gpu.0.memoryAllocatedBytes", "device"),
     ("pynvml nvmlDeviceGetMemoryInfo used", "device"), ("gpustat during training", "device"),
     ("torch.cuda.max_memory_allocated() logged to wandb", "allocated"),
+    ("nvtop", "device"), ("total - free from torch.cuda.mem_get_info()", "device"),
 ])
 def test_metric_texts(text: str, expected: str) -> None:
     assert vr.metric(text) == expected
