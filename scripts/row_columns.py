@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sizing.arch import from_hf_config
+from sizing.arch import from_hf_config, target_aliases
 from sizing.catalog import models
 
 # torchtune release tags and their dates (git tags of pytorch/torchtune): a row dated between two
@@ -122,15 +122,33 @@ def target_modules(text: str) -> list[str] | str | None:
     t = re.sub(r"\((?:no|without|except|if)\b[^)]*\)", " ", text, flags=re.I).strip()  # "(no o_proj)" removes
     if not t or "default" in t.lower():
         return None
-    if re.search(r"all[- ]linear", t, flags=re.I):
+    if re.search(r"all[- ]linear", t, flags=re.I) or re.fullmatch(r"all(\s+(modules|layers|linear layers))?", t, re.I):
         return "all-linear"
     t = re.sub(r"(final )?output projection|\bhead\b", " lm_head ", t, flags=re.I)
     words = [w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)]
-    skip = {"all", "and", "plus", "the", "incl", "including", "layers", "lora", "modules", "only", "on"}
+    skip = {"all", "and", "plus", "the", "incl", "including", "layers", "lora", "modules", "only", "on", "too", "also"}
     # the LoRA paper's W_q, W_v written as "q, v": the roles, which the engine maps to each model's modules
     short = {"q": "query", "k": "key", "v": "value", "o": "projection"}
     names = [short.get(w, w) for w in words if w not in skip]
     return list(dict.fromkeys(names)) or None
+
+
+# Words for a group of projections: the attention's (self_attn, attn, qkv, qkvo) and the feed-forward's
+GROUP_WORDS = {"attention": ("query", "key", "value", "projection"), "attn": ("query", "key", "value", "projection"),
+               "self_attn": ("query", "key", "value", "projection"), "qkvo": ("query", "key", "value", "projection"),
+               "qkv": ("query", "key", "value"), "ffn": ("mlp",), "feed_forward": ("mlp",)}
+
+
+def peft_target_names(targets: list[str] | str | None, model: str, fw: str) -> list[str] | str | None:
+    """A table's role words (query, value, attention, qkv, mlp...) as the module names PEFT matches on the catalog
+    model (sizing.arch.target_aliases); names the model has stay, as does LitGPT's and torchtune's own naming, which
+    the engine reads by role itself. PEFT matches module-name suffixes, so "q, v" of a Hugging Face run can only
+    have been q_proj and v_proj (or the fused projection holding them)."""
+    if not isinstance(targets, list) or fw in ("litgpt", "torchtune"):
+        return targets
+    arch = from_hf_config(models()[model.lower()].config)
+    names = [m for n in targets for w in GROUP_WORDS.get(n, (n,)) for m in (target_aliases(arch, w) or (w,))]
+    return list(dict.fromkeys(names))
 
 
 # ms-swift's "--lora_target_modules DEFAULT": the model's registered default, its LoRATM (swift/llm/utils/model.py

@@ -27,6 +27,7 @@ from row_columns import (
     other_settings,
     parallel,
     peft_adapter_dtype,
+    peft_target_names,
     per_device,
     precision,
     quantization,
@@ -243,7 +244,7 @@ def row_case(row: Mapping[str, str]) -> RowCase:
             cfg["target_modules"] = swift
             notes.append(f"ms-swift's default LoRA targets for this architecture: {', '.join(swift)}")
         elif targets is not None:
-            cfg["target_modules"] = targets
+            cfg["target_modules"] = peft_target_names(targets, model, fw)
         dq = yes_no(row.get("double_quant", ""))
         if dq is not None and cfg.get("load_in_4bit"):
             cfg["bnb_4bit_use_double_quant"] = dq

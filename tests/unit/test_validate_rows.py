@@ -464,3 +464,20 @@ def test_releases_written_in_the_framework_column() -> None:
     assert vr.trl_loss({"framework": "TRL SFTTrainer", "framework_version": "trl 0.9.6"}, "trl") == \
         {"loss_implementation": "hf"}
     assert vr.trl_loss({"framework": "TRL", "framework_version": "trl v1.8.0"}, "trl") == {}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a Hugging Face run's "q, v" can only be the model's q_proj and v_proj (PEFT matches module-name suffixes);
+    # group words name every projection of the group (Llama 3.2 3B's config.json module names)
+    ("q, k, v, o", ["q_proj", "k_proj", "v_proj", "o_proj"]),
+    ("attention + MLP", ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    ("QKV", ["q_proj", "k_proj", "v_proj"]), ("MLP only", ["gate_proj", "up_proj", "down_proj"]),
+    ("all", "all-linear"), ("lm_head too", ["lm_head"]), ("q_proj,v_proj", ["q_proj", "v_proj"]),
+])
+def test_role_words_become_the_models_module_names(text: str, expected: object) -> None:
+    assert vr.row_case(_as("R002", lora_target_modules=text)).config["target_modules"] == expected
+
+
+def test_litgpt_keeps_its_own_target_names() -> None:
+    """LitGPT and torchtune name their projections by role; the engine maps those itself (sizing.shapes)."""
+    assert vr.peft_target_names(["query", "value"], "meta-llama/Llama-3.2-3B", "litgpt") == ["query", "value"]
