@@ -56,10 +56,13 @@ def first_int(text: str) -> int | None:
 
 def per_device(text: str) -> int | None:
     """A per-GPU count where a text gives both ("global 32 (8 per GPU)"), else the first number."""
-    m = re.search(r"(\d+)\s*(?:per[- ]?(?:gpu|device)|/\s*gpu)|per[- ]?(?:gpu|device)[^\d]{0,12}(\d+)", text, re.I)
+    m = re.search(r"(\d+)\s*(?:per[- ]?(?:gpu|device)|/\s*gpu)|per[- ]?(?:gpu|device)[^\d]{0,12}(\d+)", text, re.I) or \
+        re.search(r"micro[-_ ]?(?:batch)?[-_ ]?(?:size)?\s*[=:]?\s*()(\d+)", text, re.I)
     if m:
         return int(m.group(1) or m.group(2))
-    return first_int(text)
+    # a number the text calls effective, global or total is not the micro-batch when another one is written
+    rest = re.sub(r"\b(?:effective|global|total)(?:\s+batch)?(?:\s+size)?\s*[=:]?\s*\d+", " ", text, flags=re.I)
+    return first_int(rest) or first_int(text)
 
 
 def dtype_of(text: str) -> str | None:

@@ -481,3 +481,11 @@ def test_role_words_become_the_models_module_names(text: str, expected: object) 
 def test_litgpt_keeps_its_own_target_names() -> None:
     """LitGPT and torchtune name their projections by role; the engine maps those itself (sizing.shapes)."""
     assert vr.peft_target_names(["query", "value"], "meta-llama/Llama-3.2-3B", "litgpt") == ["query", "value"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("global batch 64, micro 4", 4), ("micro_batch_size=1", 1), ("effective 32 (8x4)", 8),
+    ("32 (effective 128)", 32), ("16 global (2 per GPU)", 2), ("global batch size 32", 32),  # nothing else written
+])
+def test_micro_batch_texts(text: str, expected: int) -> None:
+    assert vr.per_device(text) == expected
