@@ -187,10 +187,14 @@ def measured_gib(row: Mapping[str, str]) -> float | None:
     gib = first_number(row.get("peak_memory_gib", ""))
     if gib is not None:
         return gib
-    value = first_number(row.get("peak_memory_reported", ""))
+    reported = re.sub(r"(?<=\d),(?=\d{3}\b)", "", row.get("peak_memory_reported", ""))  # "14,000 MiB"
+    value = first_number(reported)
     if value is None:
         return None
     unit, basis = lower_col(row, "peak_memory_unit"), lower_col(row, "unit_basis")
+    if not unit:  # the unit written with the value ("15.2 GiB", "14000 MiB")
+        written = re.search(r"\d\s*(gib|gb|mib|mb|bytes)\b", reported.lower())
+        unit = written.group(1) if written else ""
     if unit == "bytes":
         return value / GiB
     if unit == "gib" or re.search(r"binary|1024|2\*\*30|logged gib", basis):

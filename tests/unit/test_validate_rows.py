@@ -489,3 +489,14 @@ def test_litgpt_keeps_its_own_target_names() -> None:
 ])
 def test_micro_batch_texts(text: str, expected: int) -> None:
     assert vr.per_device(text) == expected
+
+
+@pytest.mark.parametrize(("reported", "unit", "gib"), [
+    ("14,000", "MiB", 14000 / 1024), ("14000 MiB", "", 14000 / 1024), ("15.2 GiB", "", 15.2),
+    ("38,868,615,168 bytes", "", 38868615168 / 2**30), ("22.5", "GB", 22.5e9 / 2**30),
+])
+def test_reported_memory_with_its_unit(reported: str, unit: str, gib: float) -> None:
+    """Without peak_memory_gib: thousands separators and a unit written with the value ("14000 MiB" had been read as
+    14000 GB, "14,000" as 14)."""
+    row = {"peak_memory_reported": reported, "peak_memory_unit": unit, "unit_basis": "", "peak_memory_gib": ""}
+    assert vr.measured_gib(row) == pytest.approx(gib)
