@@ -82,6 +82,11 @@ def quantization(text: str, base_text: str) -> dict[str, Any]:
     q = text.lower().strip()
     if q in ("", "none", "no", "n/a", "na", "-", "?", "not stated", "unstated", "unknown"):
         return {}
+    if re.fullmatch(r"(none|no( quantization)?|not quantized|unquantized)?\W*\(?\s*(fp16|bf16|fp32|float16|bfloat16|"
+                    r"float32|half)?\s*\)?\W*", q):
+        return {}  # "None (bf16)", "fp16", "no quantization": the base in a floating dtype
+    if q == "qlora":
+        q = "nf4"  # what QLoRA names (Dettmers et al. 2023)
     ckpt = re.search(r"\b(gptq|awq)\b", q)
     if ckpt:
         return {"checkpoint_quant": ckpt.group(1)}  # a pre-quantized base: its quantization_config says how
@@ -91,7 +96,7 @@ def quantization(text: str, base_text: str) -> dict[str, Any]:
                          f"quantization '{text}' ({other.group(1)}) is not modelled (supported: bitsandbytes / torchao "
                          "nf4, fp4, int8; GPTQ and AWQ checkpoints)")
     out: dict[str, Any] = {}
-    if "nf4" in q or "fp4" in q or "4-bit" in q or "4bit" in q:
+    if "nf4" in q or "fp4" in q or re.search(r"4[- ]?bit", q):
         out["load_in_4bit"] = True
         out["bnb_4bit_quant_type"] = "fp4" if "fp4" in q and "nf4" not in q else "nf4"
         if "torchao" in q:
@@ -102,7 +107,7 @@ def quantization(text: str, base_text: str) -> dict[str, Any]:
         if storage:
             out["bnb_4bit_quant_storage"] = dtype_of(storage.group(1))
         return out
-    if "int8" in q or "8-bit" in q or "8bit" in q:
+    if "int8" in q or re.search(r"8[- ]?bit", q):
         return {"load_in_8bit": True}
     raise RowRefused("row_quantization_unsupported",
                      f"quantization '{text}' is not modelled (supported: bitsandbytes / torchao nf4, fp4, int8; GPTQ "

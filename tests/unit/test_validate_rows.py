@@ -500,3 +500,12 @@ def test_reported_memory_with_its_unit(reported: str, unit: str, gib: float) -> 
     14000 GB, "14,000" as 14)."""
     row = {"peak_memory_reported": reported, "peak_memory_unit": unit, "unit_basis": "", "peak_memory_gib": ""}
     assert vr.measured_gib(row) == pytest.approx(gib)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("None (bf16)", {}), ("fp16", {}), ("no quantization", {}),  # the base in a floating dtype
+    ("QLoRA", {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}),
+    ("4 bit", {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}), ("8 bit", {"load_in_8bit": True}),
+])
+def test_quantization_texts(text: str, expected: dict[str, object]) -> None:
+    assert vr.quantization(text, "") == expected
