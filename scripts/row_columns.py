@@ -555,8 +555,10 @@ def other_settings(text: str) -> dict[str, Any]:
 def attention(text: str) -> str | None:
     """flash -> flash_attention_2, eager -> eager, SDPA / flex / default -> sdpa."""
     t = text.lower()
-    if "flash" in t:
+    if "flash" in t or re.search(r"\bfa[- ]?[23]\b", t):  # FlashAttention 3 saves what 2 does: no S x S scores
         return "flash_attention_2"
     if "eager" in t:
         return "eager"
-    return "sdpa" if t else None
+    if re.fullmatch(r"\W*(not stated|unstated|unknown|n/?a|default)?\W*", t):
+        return None  # the framework's own default
+    return "sdpa"

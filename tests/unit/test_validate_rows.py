@@ -509,3 +509,11 @@ def test_reported_memory_with_its_unit(reported: str, unit: str, gib: float) -> 
 ])
 def test_quantization_texts(text: str, expected: dict[str, object]) -> None:
     assert vr.quantization(text, "") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("FA2", "flash_attention_2"), ("fa3", "flash_attention_2"), ("flash-attn", "flash_attention_2"),
+    ("eager", "eager"), ("SDPA (default)", "sdpa"), ("not stated", None), ("default", None),
+])
+def test_attention_texts(text: str, expected: str | None) -> None:
+    assert vr.attention(text) == expected
