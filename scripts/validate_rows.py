@@ -273,6 +273,9 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if fw == "torchtune" and cfg.get("parallelism") == "fsdp":
         cfg.update(sharded_layers(row, version))
     gc = checkpointing(row.get("gradient_checkpointing", ""), cfg["num_gpus"])
+    named = re.search(r"(\b(?:no|without) )?(gradient|activation) checkpointing", lower_col(row, "other_memory_settings"))
+    if gc is None and named:
+        gc = not named.group(1)  # said among the other settings
     if gc is None:
         notes.append("gradient_checkpointing not stated: the framework's default")
     else:
@@ -286,6 +289,9 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         notes.append("torch AdamW in a torchtune config of its release: fused: True")
     cfg.update(opt)
     attn = attention(row.get("attention_impl", ""))
+    other = lower_col(row, "other_memory_settings")
+    if attn is None and re.search(r"flash|\bfa[- ]?[23]\b|\beager\b|\bsdpa\b", other):
+        attn = attention(other)  # named among the other settings
     if attn:
         cfg["attn_implementation"] = attn
     cfg.update(other_settings(row.get("other_memory_settings", "")))

@@ -517,3 +517,12 @@ def test_quantization_texts(text: str, expected: dict[str, object]) -> None:
 ])
 def test_attention_texts(text: str, expected: str | None) -> None:
     assert vr.attention(text) == expected
+
+
+def test_checkpointing_and_attention_named_among_other_settings() -> None:
+    config = vr.row_case(_as("R002", gradient_checkpointing="", attention_impl="",
+                             other_memory_settings="gradient checkpointing, flash attention 2")).config
+    assert (config["gradient_checkpointing"], config["attn_implementation"]) == (True, "flash_attention_2")
+    config = vr.row_case(_as("R002", gradient_checkpointing="", other_memory_settings="no gradient checkpointing"))\
+        .config
+    assert config["gradient_checkpointing"] is False
