@@ -273,7 +273,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if fw == "torchtune" and cfg.get("parallelism") == "fsdp":
         cfg.update(sharded_layers(row, version))
     gc = checkpointing(row.get("gradient_checkpointing", ""), cfg["num_gpus"])
-    named = re.search(r"(\b(?:no|without) )?(gradient|activation) checkpointing", lower_col(row, "other_memory_settings"))
+    other = lower_col(row, "other_memory_settings")
+    named = re.search(r"(\b(?:no|without) )?(gradient|activation) checkpointing", other)
     if gc is None and named:
         gc = not named.group(1)  # said among the other settings
     if gc is None:
@@ -289,7 +290,6 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         notes.append("torch AdamW in a torchtune config of its release: fused: True")
     cfg.update(opt)
     attn = attention(row.get("attention_impl", ""))
-    other = lower_col(row, "other_memory_settings")
     if attn is None and re.search(r"flash|\bfa[- ]?[23]\b|\beager\b|\bsdpa\b", other):
         attn = attention(other)  # named among the other settings
     if attn:
