@@ -431,7 +431,10 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     """num_gpus (a config's "devices: N" over a table's count) and the sharding strategy."""
     n_text = lower_col(row, "num_gpus")
     dev = re.search(r"devices\s*:?\s*(\d+)", n_text)
-    n = int(dev.group(1)) if dev else (first_int(n_text) or 1)
+    # nodes times GPUs per node: "2 nodes x 8 GPUs", "2 nodes, 8 GPUs each", "2x8"
+    nodes = re.search(r"(\d+)\s*nodes?\W+(?:x\W*|×\W*)?(\d+)\s*(?:gpus?|devices?)", n_text) or \
+        re.fullmatch(r"\s*(\d+)\s*[x×]\s*(\d+)\s*", n_text)
+    n = int(dev.group(1)) if dev else int(nodes.group(1)) * int(nodes.group(2)) if nodes else (first_int(n_text) or 1)
     s = lower_col(row, "sharding")
     out: dict[str, Any] = {"num_gpus": n}
     if n == 1 and not re.search(r"offload", s):

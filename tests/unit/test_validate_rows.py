@@ -526,3 +526,12 @@ def test_checkpointing_and_attention_named_among_other_settings() -> None:
     config = vr.row_case(_as("R002", gradient_checkpointing="", other_memory_settings="no gradient checkpointing"))\
         .config
     assert config["gradient_checkpointing"] is False
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2 nodes x 8 GPUs", 16), ("2 nodes, 8 GPUs each", 16), ("2x8", 16), ("16 (2 nodes)", 16), ("8x A100", 8),
+    ("table: 4; yaml devices: 2", 2),
+])
+def test_gpu_count_texts(text: str, expected: int) -> None:
+    """Nodes times GPUs per node (these had been read as the node count)."""
+    assert vr.parallel({"num_gpus": text, "sharding": "FSDP"})["num_gpus"] == expected
