@@ -535,3 +535,9 @@ def test_checkpointing_and_attention_named_among_other_settings() -> None:
 def test_gpu_count_texts(text: str, expected: int) -> None:
     """Nodes times GPUs per node (these had been read as the node count)."""
     assert vr.parallel({"num_gpus": text, "sharding": "FSDP"})["num_gpus"] == expected
+
+
+def test_gpu_count_written_with_the_card() -> None:
+    assert vr.parallel({"num_gpus": "", "gpu_model": "8x A100", "sharding": "FSDP"}) == \
+        {"num_gpus": 8, "parallelism": "fsdp"}
+    assert vr.parallel({"num_gpus": "", "gpu_model": "RTX 4090 (24 GB)", "sharding": ""}) == {"num_gpus": 1}
