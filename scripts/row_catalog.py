@@ -54,7 +54,9 @@ def _by_tokens(text: str, size_hint: str) -> tuple[str, str | None]:
         raise RowRefused("row_quantization_unsupported", f"model '{text}' is an Unsloth dynamic 4-bit checkpoint: "
                          "which layers stay in 16 bits is not in the catalog")
     written = parse(name)
-    hint = re.search(r"\d+(?:\.\d+)?\s*[bm]\b", size_hint.lower())  # params_nominal "7B", "12B (13B)": the first
+    # params_nominal "7B", "12B (13B)": the first; else a size the name's own comment gives ("Llama 2 (7B)")
+    hint = re.search(r"\d+(?:\.\d+)?\s*[bm]\b", size_hint.lower()) or \
+        re.search(r"\d+(?:\.\d+)?\s*[bm]\b", " ".join(re.findall(r"\(([^)]*)\)", text)).lower())
     if not written.sizes and hint:
         written = replace(written, sizes=parse(hint.group().replace(" ", "")).sizes)
     fits = []

@@ -541,3 +541,13 @@ def test_gpu_count_written_with_the_card() -> None:
     assert vr.parallel({"num_gpus": "", "gpu_model": "8x A100", "sharding": "FSDP"}) == \
         {"num_gpus": 8, "parallelism": "fsdp"}
     assert vr.parallel({"num_gpus": "", "gpu_model": "RTX 4090 (24 GB)", "sharding": ""}) == {"num_gpus": 1}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Llama 2 (7B)", "meta-llama/Llama-2-7b-hf"), ("Llama-2 (13B)", "meta-llama/Llama-2-13b-hf"),
+    ("Qwen2.5 (7B)", "Qwen/Qwen2.5-7B"), ("Gemma (2B)", "google/gemma-2b"),
+])
+def test_size_written_in_the_names_comment(text: str, expected: str) -> None:
+    """A size in parentheses names the model's size when the name states none (these had been refused as several
+    architectures)."""
+    assert vr.catalog_model(text, "")[0] == expected
