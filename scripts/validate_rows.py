@@ -240,6 +240,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if cfg["method"] != "full":
         for col, key in (("lora_rank", "r"), ("lora_alpha", "lora_alpha"), ("lora_dropout", "lora_dropout")):
             value = first_number(row.get(col, ""))
+            if value is None and key == "lora_dropout" and yes_no(row.get(col, "")) is False:
+                value = 0.0  # "none", "no": no dropout (PEFT's Identity, which saves nothing)
             if value is not None:
                 cfg[key] = int(value) if key == "r" else value
         targets = target_modules(row.get("lora_target_modules", ""))

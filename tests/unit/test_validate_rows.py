@@ -551,3 +551,8 @@ def test_size_written_in_the_names_comment(text: str, expected: str) -> None:
     """A size in parentheses names the model's size when the name states none (these had been refused as several
     architectures)."""
     assert vr.catalog_model(text, "")[0] == expected
+
+
+def test_lora_dropout_none_is_zero() -> None:
+    """A dropout written as "none" is 0.0 (PEFT's nn.Identity), not the engine's default."""
+    assert vr.row_case(_as("R002", lora_dropout="none")).config["lora_dropout"] == 0.0
