@@ -326,10 +326,14 @@ def optimizer(text: str) -> dict[str, Any]:
     main = re.sub(r"\([^)]*\)", " ", t)
     paged, eight = "paged" in main, bool(re.search(r"8[- ]?bit", main))
     unsupported = RowRefused("row_optimizer_unsupported", f"optimizer '{text}' is not modelled (supported: AdamW "
-                             "fused/plain, bitsandbytes 8-bit / paged AdamW, Adafactor, SGD)")
-    # Another family first: its 8-bit or paged variant ("lion_8bit", "galore_adamw_8bit", "paged_ademamix_8bit")
-    # keeps other states than AdamW's (Lion and RMSprop one moment, AdEMAMix three, GaLore projected ones)
-    if re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo|lion|ademamix|rmsprop|adagrad|lamb\b|lars\b|"
+                             "fused/plain, bitsandbytes 8-bit / paged AdamW and Lion, Adafactor, SGD)")
+    # Another family first: its 8-bit or paged variant ("galore_adamw_8bit", "paged_ademamix_8bit") keeps other
+    # states than AdamW's (RMSprop one moment, AdEMAMix three, GaLore projected ones). Lion is bitsandbytes' (the
+    # Trainer's lion_32bit / lion_8bit and paged variants; torch has none): one moment, 8- or 32-bit.
+    if "lion" in main:
+        out["optim"] = f"{'paged_' if paged else ''}lion_{'8' if eight else '32'}bit"
+        return out
+    if re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo|ademamix|rmsprop|adagrad|lamb\b|lars\b|"
                  r"sophia|muon|prodigy|came\b|dadapt|shampoo|soap\b|adan\b|novograd|radam|nadam|adamax", main):
         raise unsupported
     if paged:

@@ -16,7 +16,8 @@ DTYPES = ("bfloat16", "float16", "float32")
 FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
 ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
-              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
+              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd", "lion_32bit", "lion_8bit", "paged_lion_32bit",
+              "paged_lion_8bit")
 # fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
 # fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
 PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")

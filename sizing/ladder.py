@@ -16,7 +16,7 @@ from .solve import Sizer
 from .throughput import time_estimate
 
 # The 8-bit optimizers keep their states in bitsandbytes blocks; the paged one in CUDA managed memory.
-EIGHT_BIT = ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit")
+EIGHT_BIT = ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "lion_8bit", "paged_lion_8bit")
 # The losses already fused or chunked (sizing.memory.loss): TRL's fused head, LitGPT/torchtune chunks.
 NO_FULL_LOGITS = ("fused_linear_ce", "chunked_ce")
 # The levers of one GPU, climbed in the order of what each saves; then those that take more hardware
@@ -91,7 +91,9 @@ def _shorter_sequence(cfg: RunConfig, loss: str) -> dict[str, Any] | None:
 
 
 def _eight_bit(cfg: RunConfig, loss: str) -> dict[str, Any] | None:
-    return None if cfg.optim in EIGHT_BIT or cfg.optim == "sgd" else {"optim": "paged_adamw_8bit"}
+    if cfg.optim in EIGHT_BIT or cfg.optim == "sgd":
+        return None
+    return {"optim": "paged_lion_8bit" if "lion" in cfg.optim else "paged_adamw_8bit"}  # the same update rule
 
 
 def _qlora(cfg: RunConfig, loss: str) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from .memory.backward_trace import HeadNorm, SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
-from .memory.optimizer import optimizer_state, zero_fp32_optimizer
+from .memory.optimizer import LION, optimizer_state, zero_fp32_optimizer
 from .memory.overhead import overhead
 from .memory.regime import HF_STACK, Regime, beyond_window, resolve
 from .memory.replay import PREFIX, SPANS, Replay, replay
@@ -297,7 +297,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         head_grads=head_grads, layer_grads=layer_grads, comm_buffer=sh.comm_buffers,
         comm_static=sh.comm_static,
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
-        accumulating=inputs.accumulating, **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
+        accumulating=inputs.accumulating, one_state=cfg.optim in LION,
+        **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
     return with_fields(mem, replay_dynamic=max(pk.total - mem.static_bytes, 0))

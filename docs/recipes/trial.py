@@ -642,7 +642,8 @@ DTYPES = ("bfloat16", "float16", "float32")
 FRAMEWORKS = ("transformers", "trl", "custom", "litgpt", "torchtune")
 ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
-              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd")
+              "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd", "lion_32bit", "lion_8bit", "paged_lion_32bit",
+              "paged_lion_8bit")
 # fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
 # fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
 PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")
@@ -1230,6 +1231,11 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
                       "set peft_type to lora")
     if cfg.get("method") in ("qlora", "lora8") and importlib.util.find_spec("bitsandbytes") is None:
         raise _refuse("method", f"{cfg.get('method')} needs bitsandbytes, which is not installed")
+    optim = str(cfg.get("optim", ""))
+    # the Trainer builds these from bitsandbytes (its adamw_bnb_8bit / paged_* / lion_* OptimizerNames)
+    if ("8bit" in optim or "lion" in optim or optim.startswith("paged_") or optim == "adamw_bnb") and \\
+            importlib.util.find_spec("bitsandbytes") is None:
+        raise _refuse("optim", f"{optim} is a bitsandbytes optimizer, which is not installed")
     _check_launch(cfg, launched)
     _check_allocator(bool(cfg.get("expandable_segments")))
 

@@ -41,6 +41,7 @@ class Replay:
     init_units: tuple[tuple[int, ...], ...] = ()  # FSDP wrap on the GPU before step 0: each unit's full tensors
     init_shards: tuple[int, ...] = ()  # each unit's shard (the static block the replay then allocates)
     init_offload: bool = False  # FSDP CPU offload: each shard leaves the GPU right after its unit's wrap
+    one_state: bool = False  # Lion: one moment per parameter (Adam's states_per_grad >= 2 are two tensors)
     init_sync: bool = True  # the wrap broadcasts rank 0's weights (sync_module_states)
     h2d_copy: int = 0  # FSDP CPU offload: the largest shard copied in for an all-gather, on a stream of its own
 
@@ -199,7 +200,7 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
             # torch optimizers create their states lazily in the first step()
             # (kept to the end: run() of their plan, no block per small state)
             if r.states_per_grad:  # Adam (>= 2): exp_avg and exp_avg_sq, each its own tensor
-                states = _scaled(grads, r.states_per_grad, r.states_per_grad >= 2)
+                states = _scaled(grads, r.states_per_grad, r.states_per_grad >= 2 and not r.one_state)
                 # never freed: as one run, adjacent states one block (kept_run.run_keep's forever)
                 if not a.dry or run_keep(a, states, (True,) * len(states), forever=True) is None:
                     a.run(states)

@@ -33,6 +33,10 @@ def optimizer_bytes_per_param(optim: str, p: int, g: int) -> tuple[float, float]
         return 2 * p + g + 4 * 1, 1
     if optim in ("paged_adamw_32bit", "adamw_bnb"):
         return 2 * p + g + 4 * 4, 1
+    if optim in ("lion_32bit", "paged_lion_32bit"):  # bitsandbytes Lion: one fused kernel, one moment
+        return 2 * p + g + 2 * 4, 1
+    if optim in ("lion_8bit", "paged_lion_8bit"):
+        return 2 * p + g + 2 * 1, 1
     if optim == "sgd":
         return 2 * p + g, 1
     if optim == "adafactor":  # factored second moment: row/col means, update and RMS clip, ~6 passes over p
@@ -53,7 +57,8 @@ def step_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, sha
     if cfg.framework in ("transformers", "trl", "custom"):  # HF Trainer / PEFT harness clip at max_grad_norm=1
         ops.append(Op("grad_clip", "step", 1, 0.0, 3.0 * g * params, 2 * _launches(tensors, int(params))))
     bytes_pp, passes = optimizer_bytes_per_param(cfg.optim, p, g)
-    per_tensor = cfg.optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb")
+    per_tensor = cfg.optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb",
+                               "lion_32bit", "lion_8bit", "paged_lion_32bit", "paged_lion_8bit")
     kernels = float(tensors) if per_tensor else passes * _launches(tensors, int(params))
     if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")):
         ops.append(Op("optimizer", "step", 1, 0.0, bytes_pp * params, kernels))
@@ -72,8 +77,9 @@ class Traffic:
     copy_bytes: float = 0.0  # FSDP's gradient copy-in (and FSDP2's all-gather copy-out) on the compute stream
 
 
-PAGED = ("paged_adamw_8bit", "paged_adamw_32bit")
-STATE_BYTES = {"paged_adamw_8bit": 2, "paged_adamw_32bit": 8}  # m and v per parameter
+PAGED = ("paged_adamw_8bit", "paged_adamw_32bit", "paged_lion_8bit", "paged_lion_32bit")
+# per parameter: AdamW's m and v, Lion's one moment
+STATE_BYTES = {"paged_adamw_8bit": 2, "paged_adamw_32bit": 8, "paged_lion_8bit": 1, "paged_lion_32bit": 4}
 
 
 def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int) -> float:

@@ -232,3 +232,20 @@ def test_a_chat_template_bos_is_not_doubled() -> None:
     rows = [{"messages": [{"role": "user", "content": "ab"}]}, {"text": "cd"}]
     assert tokenize(rows, Tok(), 16) == [[1, 97, 98, 2], [1, 99, 100, 2]]
     assert tokenize(rows, Tok(), 3) == [[1, 97, 98], [1, 99, 100]]  # truncation keeps the start
+
+
+@pytest.mark.parametrize("optim", ["lion_8bit", "paged_lion_32bit", "paged_adamw_8bit", "adamw_8bit"])
+def test_a_bitsandbytes_optimizer_without_bitsandbytes_is_refused(tmp_path: Path, schema: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch, optim: str) -> None:
+    """The Trainer builds these from bitsandbytes: without it the trial says so before loading a model."""
+    import importlib.util
+
+    import recipes.trial.config as trial_config
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(trial_config.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
+    code, report = _run(tmp_path, {**FAST, "optim": optim})
+    schema.validate(report)
+    assert code == 2 and report["failure"]["kind"] == "bad_input" and report["failure"]["field"] == "optim"
+    assert "bitsandbytes" in report["message"]

@@ -241,10 +241,10 @@ def test_optimizer_names_as_the_trainer_spells_them(text: str, expected: str) ->
 
 
 def test_unknown_optimizer_framework_and_quantization_refused() -> None:
-    # the 8-bit and paged variants of other families (TrainingArguments OptimizerNames: lion_8bit, paged_lion_32bit,
-    # galore_adamw_8bit, ademamix_8bit, rmsprop_bnb_8bit) were read as bitsandbytes AdamW by their "8bit"/"paged"
-    for text in ("Lion (lr 1e-4)", "SGD (momentum 0.9)", "SGD, momentum=0.95, nesterov", "GaLore AdamW (rank 128)",
-                 "lion_8bit", "paged_lion_32bit", "galore_adamw_8bit", "ademamix_8bit", "rmsprop_bnb_8bit"):
+    # the 8-bit and paged variants of other families (TrainingArguments OptimizerNames galore_adamw_8bit,
+    # ademamix_8bit, rmsprop_bnb_8bit) were read as bitsandbytes AdamW by their "8bit"/"paged"
+    for text in ("SGD (momentum 0.9)", "SGD, momentum=0.95, nesterov", "GaLore AdamW (rank 128)",
+                 "galore_adamw_8bit", "ademamix_8bit", "rmsprop_bnb_8bit"):
         with pytest.raises(vr.RowRefused) as err:
             vr.optimizer(text)
         assert err.value.code == "row_optimizer_unsupported"
@@ -556,3 +556,11 @@ def test_size_written_in_the_names_comment(text: str, expected: str) -> None:
 def test_lora_dropout_none_is_zero() -> None:
     """A dropout written as "none" is 0.0 (PEFT's nn.Identity), not the engine's default."""
     assert vr.row_case(_as("R002", lora_dropout="none")).config["lora_dropout"] == 0.0
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Lion (lr 1e-4)", "lion_32bit"), ("lion_8bit", "lion_8bit"), ("paged_lion_32bit", "paged_lion_32bit"),
+    ("bnb.optim.PagedLion8bit", "paged_lion_8bit"),
+])
+def test_lion_is_bitsandbytes_lion(text: str, expected: str) -> None:
+    assert vr.optimizer(text)["optim"] == expected
