@@ -110,6 +110,11 @@ EXACT: dict[str, tuple[int, str]] = {
     "togethercomputer/RedPajama-INCITE-7B-Base": ((13_731_385_408 - 32 * (2048 * 2048 // 8 + 2 + 64 * 2)) // 2,
                                                   "https://github.com/drcege/RedPajama-INCITE-7B-Base/blob/"
                                                   "8e6f27e6e8ccf7db2df9ebeaa2cbcd605b9fd92e/pytorch_model.bin.index.json"),
+    # The cached Hub revision's model.safetensors.index.json: total_size 13,481,025,536 (bfloat16, no buffers).
+    "deepseek-ai/deepseek-coder-6.7b-instruct": (13_481_025_536 // 2, "https://github.com/karthiktatineni/"
+                                                 "Finetuning-deepseek-coder-6.7b/blob/3538f66d820d3bc09bffa32e8c4a8817"
+                                                 "caaeda54/.hf_cache/models--deepseek-ai--deepseek-coder-6.7b-instruct/"
+                                                 "blobs/d4338e87a01134a05058c25623116fb6678a90c7"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
