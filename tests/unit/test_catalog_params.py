@@ -99,6 +99,22 @@ EXACT: dict[str, tuple[int, str]] = {
     "stabilityai/stablelm-2-1_6b": (1_644_417_024, "https://github.com/YinanWusoymilk/hf-readme/blob/"
                                     "1ab39f24f8f9548593ac6304367f31ae3ff45178/training_and_application/readme_files/"
                                     "stabilityai_stablelm-2-1_6b.md"),
+    # Dolly v2 is Pythia tuned with its embeddings resized to a 50280-token tokenizer (databrickslabs/dolly
+    # training/trainer.py): the Pythia table's totals less the dropped rows of embed_in and embed_out (Pythia 2.8B
+    # 50304 rows, 6.9B 50432, 12B 50688).
+    "databricks/dolly-v2-3b": (_PYTHIA_TOTALS["2.8b"] - 2 * (50304 - 50280) * 2560, _PYTHIA),
+    "databricks/dolly-v2-7b": (_PYTHIA_TOTALS["6.9b"] - 2 * (50432 - 50280) * 4096, _PYTHIA),
+    "databricks/dolly-v2-12b": (_PYTHIA_TOTALS["12b"] - 2 * (50688 - 50280) * 5120, _PYTHIA),
+    # pytorch_model.bin.index.json total_size 13,731,385,408 (float16) less 32 layers' buffers: the 2048 x 2048 bool
+    # causal mask (transformers counts a bool as 1/8 byte), masked_bias (2 bytes), rotary inv_freq (64 x 2 bytes).
+    "togethercomputer/RedPajama-INCITE-7B-Base": ((13_731_385_408 - 32 * (2048 * 2048 // 8 + 2 + 64 * 2)) // 2,
+                                                  "https://github.com/drcege/RedPajama-INCITE-7B-Base/blob/"
+                                                  "8e6f27e6e8ccf7db2df9ebeaa2cbcd605b9fd92e/pytorch_model.bin.index.json"),
+    # The cached Hub revision's model.safetensors.index.json: total_size 13,481,025,536 (bfloat16, no buffers).
+    "deepseek-ai/deepseek-coder-6.7b-instruct": (13_481_025_536 // 2, "https://github.com/karthiktatineni/"
+                                                 "Finetuning-deepseek-coder-6.7b/blob/3538f66d820d3bc09bffa32e8c4a8817"
+                                                 "caaeda54/.hf_cache/models--deepseek-ai--deepseek-coder-6.7b-instruct/"
+                                                 "blobs/d4338e87a01134a05058c25623116fb6678a90c7"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -176,6 +192,7 @@ NO_FIGURE: dict[str, str] = {
     "tiiuae/falcon-180B": "only the nominal 180B published in the copies found",
     "allenai/OLMo-2-1124-7B": "only the nominal 7B published in the copies found (the count: 7.30B)",
     "allenai/OLMo-2-1124-13B": "only the nominal 13B published in the copies found (the count: 13.72B)",
+    "togethercomputer/RedPajama-INCITE-Base-3B-v1": "only the nominal 2.8B in the copies found (the count: 2.78B)",
 }
 
 
@@ -213,6 +230,8 @@ SAME_AS = {
     "Qwen/Qwen3-235B-A22B-Thinking-2507": "Qwen/Qwen3-235B-A22B-Instruct-2507",
     "stabilityai/stablelm-zephyr-3b": "stabilityai/stablelm-3b-4e1t",
     "mistralai/Mistral-Small-24B-Base-2501": "mistralai/Mistral-Small-24B-Instruct-2501",
+    "togethercomputer/RedPajama-INCITE-7B-Chat": "togethercomputer/RedPajama-INCITE-7B-Base",
+    "togethercomputer/RedPajama-INCITE-7B-Instruct": "togethercomputer/RedPajama-INCITE-7B-Base",
 }
 
 

@@ -83,6 +83,14 @@ MATCHES = [
     ("MPT-30B", "", "mosaicml/mpt-30b"),
     ("stablelm-2-1_6b", "", "stabilityai/stablelm-2-1_6b"),
     ("OLMo 2 7B", "", "allenai/OLMo-2-1124-7B"),  # OLMo 2 is modelled; OLMo (1) is not (refused below)
+    ("Dolly v2 12B", "", "databricks/dolly-v2-12b"),
+    ("dolly-v2-3b", "", "databricks/dolly-v2-3b"),
+    ("RedPajama-INCITE-7B", "", "togethercomputer/RedPajama-INCITE-7B-Base"),  # the base before its tuned siblings
+    ("RedPajama-INCITE-7B-Chat", "", "togethercomputer/RedPajama-INCITE-7B-Chat"),
+    ("RedPajama-INCITE-Base-3B-v1", "", "togethercomputer/RedPajama-INCITE-Base-3B-v1"),
+    # the only 6.7B DeepSeek Coder record: the base release is its sibling (the instruct is tuned from it)
+    ("deepseek-coder-6.7b", "", "deepseek-ai/deepseek-coder-6.7b-instruct"),
+    ("deepseek-ai/deepseek-coder-6.7b-base", "", "deepseek-ai/deepseek-coder-6.7b-instruct"),
     ("starcoder2 7b", "", "bigcode/starcoder2-7b"),
     ("DeepSeek R1 Distill Qwen 14B", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"),
     ("deepseek-r1-distill-qwen-1.5b", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"),
