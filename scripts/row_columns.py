@@ -333,8 +333,9 @@ def optimizer(text: str) -> dict[str, Any]:
     if "lion" in main:
         out["optim"] = f"{'paged_' if paged else ''}lion_{'8' if eight else '32'}bit"
         return out
-    if re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|lomo|ademamix|rmsprop|adagrad|lamb\b|lars\b|"
-                 r"sophia|muon|prodigy|came\b|dadapt|shampoo|soap\b|adan\b|novograd|radam|nadam|adamax", main):
+    if re.search(r"galore|schedule[- ]?free|apollo|adam[- ]?mini|\blomo|ademamix|rmsprop|adagrad|\blamb\b|\blars\b|"
+                 r"sophia|\bmuon|prodigy|\bcame\b|dadapt|shampoo|\bsoap\b|\badan\b|novograd|\bradam|\bnadam|adamax",
+                 main):
         raise unsupported
     if paged:
         out["optim"] = "paged_adamw_8bit" if eight else "paged_adamw_32bit"
