@@ -436,7 +436,7 @@ def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     """num_gpus (a config's "devices: N" over a table's count) and the sharding strategy."""
     n_text = lower_col(row, "num_gpus")
     if not re.search(r"\d", n_text):  # the count written with the card ("8x A100", "2 x RTX 4090")
-        n_text = " ".join(re.findall(r"(?<![\w.])\d+(?=\s*[x×]\s*[a-z])", lower_col(row, "gpu_model"))[:1])
+        n_text = " ".join(re.findall(r"(?<![\w.])\d+(?=\s*[x×]\s*(?:[a-z]|\d+\s*gb))", lower_col(row, "gpu_model"))[:1])
     dev = re.search(r"devices\s*:?\s*(\d+)", n_text)
     # nodes times GPUs per node: "2 nodes x 8 GPUs", "2 nodes, 8 GPUs each", "2x8"
     nodes = re.search(r"(\d+)\s*nodes?\W+(?:x\W*|×\W*)?(\d+)\s*(?:gpus?|devices?)", n_text) or \

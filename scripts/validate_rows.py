@@ -103,8 +103,8 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
     if method == "qlora" and not quant and QLORA_UNSTATED.fullmatch(lower_col(row, "quantization")):
         # what the method column says of the base ("QLoRA 8-bit"), else what QLoRA names: LoRA on an NF4 base
-        quant = quantization(raw, "") if re.search(r"\b(nf4|fp4|int8|[48]-?bit)\b", raw) else \
-            {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+        quant = quantization(raw if re.search(r"\b(nf4|fp4|int8|[48]-?bit)\b", raw) else "nf4",
+                             row.get("base_weight_dtype", ""))
     quant = _prequantized_bnb(row, quant, method)
     ckpt = quant.pop("checkpoint_quant", None)
     if ckpt:
