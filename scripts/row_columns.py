@@ -409,9 +409,9 @@ def precision(row: Mapping[str, str], fw: str) -> dict[str, Any]:
         out["fp16"] = True
     elif re.search(r"bf16-true|pure|\bnone\b|no autocast|'no'|\bno\b", mp):
         out["bf16"] = False
-    elif "bf16" in mp:
+    elif re.search(r"bf16|bfloat16", mp):  # "bfloat16 AMP", torch.autocast(dtype=torch.bfloat16)
         out["bf16"] = True
-    elif "fp16" in mp:
+    elif re.search(r"fp16|float16|\bhalf\b", mp):
         out["fp16"] = True
     return out
 

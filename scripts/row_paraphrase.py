@@ -83,6 +83,12 @@ def _gpu_memory_short(row: Row) -> Row | None:
     return {**row, "gpu_model": re.sub(r"(\d+)\s*GB", r"\1G", gpu)}
 
 
+def _autocast_words(row: Row) -> Row | None:
+    if row.get("mixed_precision", "").strip().lower() != "bf16":
+        return None
+    return {**row, "mixed_precision": "bfloat16 mixed precision (torch.autocast)"}
+
+
 REWRITES: dict[str, Callable[[Row], Row | None]] = {
     "GPU count written with the card ('8x A100')": _gpu_count_with_card,
     "peak as '12,345 MiB' without peak_memory_gib": _reported_with_unit,
@@ -92,6 +98,7 @@ REWRITES: dict[str, Callable[[Row], Row | None]] = {
     "micro-batch as 'global batch N, micro b'": _micro_and_global,
     "LoRA dropout 0 written 'none'": _dropout_none,
     "GPU memory written '80G'": _gpu_memory_short,
+    "bf16 autocast written 'bfloat16 mixed precision'": _autocast_words,
 }
 
 
