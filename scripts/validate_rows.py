@@ -100,8 +100,11 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
                          "DoRA, QLoRA, and on a LoRA base " + ", ".join(dict.fromkeys(t for _, t in _PEFT_TYPES)) + ")")
-    quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
-    if method == "qlora" and not quant and QLORA_UNSTATED.fullmatch(lower_col(row, "quantization")):
+    stated = lower_col(row, "quantization")
+    if method == "qlora" and re.fullmatch(r"\W*(bnb|bitsandbytes)\W*", stated):
+        stated = ""  # the library without its format: QLoRA's own, NF4 (below)
+    quant = quantization(stated, row.get("base_weight_dtype", ""))
+    if method == "qlora" and not quant and QLORA_UNSTATED.fullmatch(stated):
         # what the method column says of the base ("QLoRA 8-bit"), else what QLoRA names: LoRA on an NF4 base
         quant = quantization(raw if re.search(r"\b(nf4|fp4|int8|[48]-?bit)\b", raw) else "nf4",
                              row.get("base_weight_dtype", ""))

@@ -407,6 +407,7 @@ def test_checkpointing_texts(text: str, expected: bool | None) -> None:
     ({"method": "QLoRA", "quantization": ""}, {"method": "qlora", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}),
     ({"method": "QLoRA", "quantization": "not stated"}, {"method": "qlora", "load_in_4bit": True}),
     ({"method": "QLoRA 8-bit", "quantization": ""}, {"method": "lora8", "load_in_8bit": True}),  # as the text says
+    ({"method": "QLoRA", "quantization": "bitsandbytes"}, {"method": "qlora", "bnb_4bit_quant_type": "nf4"}),
     ({"method": "QDoRA", "quantization": "nf4"}, {"method": "qlora", "use_dora": True}),
     # LoRA's initialisation and scaling variants train LoRA's tensors
     ({"method": "rsLoRA", "method_detail": ""}, {"method": "lora"}),
