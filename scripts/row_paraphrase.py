@@ -6,7 +6,9 @@ variants map to the same run, to another one, or are refused; asserts nothing (a
 written by other hands).
 
     PYTHONPATH=. python3 scripts/row_paraphrase.py
-    PYTHONPATH=. python3 scripts/row_paraphrase.py --scripts /path/to/another/scripts   # another mapping version
+
+Another version of the mapping: copy this file into that version's scripts/ (its validation/ beside) and run it there
+(a script's own folder comes first on the import path, so its validate_rows is the one scored).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import argparse
 import csv
 import importlib
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,10 +104,7 @@ REWRITES: dict[str, Callable[[Row], Row | None]] = {
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scripts", type=Path, default=ROOT / "scripts", help="the folder whose validate_rows is scored")
-    args = ap.parse_args()
-    sys.path.insert(0, str(args.scripts.resolve()))
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     vr: Any = importlib.import_module("validate_rows")
     rows = list(csv.DictReader((ROOT / "validation" / "measurements.csv").read_text("utf-8").splitlines()))
 
