@@ -90,6 +90,37 @@ def _autocast_words(row: Row) -> Row | None:
     return {**row, "mixed_precision": "bfloat16 mixed precision (torch.autocast)"}
 
 
+def _display_name(row: Row) -> Row | None:
+    m = re.fullmatch(r"meta-llama/Llama-2-(\d+)b-hf", row.get("model", ""))
+    return {**row, "model": f"Llama 2 {m.group(1)}B"} if m else None
+
+
+def _geforce(row: Row) -> Row | None:
+    gpu = row.get("gpu_model", "")
+    return {**row, "gpu_model": f"NVIDIA GeForce {gpu}"} if re.match(r"RTX (3090|4090)", gpu) else None
+
+
+def _seq_k(row: Row) -> Row | None:
+    s = row.get("seq_len", "").strip()
+    return {**row, "seq_len": f"{int(s) // 1024}k"} if s.isdigit() and int(s) % 1024 == 0 else None
+
+
+def _targets_list(row: Row) -> Row | None:
+    t = row.get("lora_target_modules", "")
+    if not re.fullmatch(r"[a-z_]+(,\s*[a-z_]+)+", t):
+        return None
+    return {**row, "lora_target_modules": str([x.strip() for x in t.split(",")])}
+
+
+def _gc_true(row: Row) -> Row | None:
+    return {**row, "gradient_checkpointing": "True"} if row.get("gradient_checkpointing", "").strip() == "yes" else None
+
+
+def _gpus_word(row: Row) -> Row | None:
+    n = row.get("num_gpus", "").strip()
+    return {**row, "num_gpus": f"{n} GPUs"} if n.isdigit() and n != "1" else None
+
+
 REWRITES: dict[str, Callable[[Row], Row | None]] = {
     "GPU count written with the card ('8x A100')": _gpu_count_with_card,
     "peak as '12,345 MiB' without peak_memory_gib": _reported_with_unit,
@@ -100,6 +131,12 @@ REWRITES: dict[str, Callable[[Row], Row | None]] = {
     "LoRA dropout 0 written 'none'": _dropout_none,
     "GPU memory written '80G'": _gpu_memory_short,
     "bf16 autocast written 'bfloat16 mixed precision'": _autocast_words,
+    "Llama 2 checkpoint id as its display name ('Llama 2 7B')": _display_name,
+    "'NVIDIA GeForce RTX 4090'": _geforce,
+    "sequence length as '2k'": _seq_k,
+    "targets as a Python list": _targets_list,
+    "checkpointing 'yes' written 'True'": _gc_true,
+    "GPU count as 'N GPUs'": _gpus_word,
 }
 
 
