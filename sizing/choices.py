@@ -18,6 +18,10 @@ ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
               "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd", "lion_32bit", "lion_8bit", "paged_lion_32bit",
               "paged_lion_8bit")
+# The choices the Trainer builds from bitsandbytes (its adamw_bnb_8bit, paged_* and lion_* OptimizerNames): one fused
+# kernel per tensor (time/step_ops.py), and a trial needs bitsandbytes installed for them (recipes/trial/config.py).
+BNB_OPTIMIZERS = ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb", "lion_32bit",
+                  "lion_8bit", "paged_lion_32bit", "paged_lion_8bit")
 # fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
 # fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
 PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")

@@ -644,6 +644,10 @@ ATTENTION = ("sdpa", "flash_attention_2", "eager")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit",
               "paged_adamw_32bit", "adamw_bnb", "adafactor", "sgd", "lion_32bit", "lion_8bit", "paged_lion_32bit",
               "paged_lion_8bit")
+# The choices the Trainer builds from bitsandbytes (its adamw_bnb_8bit, paged_* and lion_* OptimizerNames): one fused
+# kernel per tensor (time/step_ops.py), and a trial needs bitsandbytes installed for them (recipes/trial/config.py).
+BNB_OPTIMIZERS = ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb", "lion_32bit",
+                  "lion_8bit", "paged_lion_32bit", "paged_lion_8bit")
 # fsdp_no_shard: FSDP ShardingStrategy.NO_SHARD (fsdp_qlora's "ddp"): replicated like DDP, no buckets;
 # fsdp_shard_grad_op: SHARD_GRAD_OP (FSDP2 reshard_after_forward=False): units stay gathered from forward to backward.
 PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")
@@ -1129,6 +1133,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sizing.choices import BNB_OPTIMIZERS
 from sizing.config import config_to_dict, parse_config
 from sizing.errors import SizingError
 
@@ -1231,11 +1236,8 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
                       "set peft_type to lora")
     if cfg.get("method") in ("qlora", "lora8") and importlib.util.find_spec("bitsandbytes") is None:
         raise _refuse("method", f"{cfg.get('method')} needs bitsandbytes, which is not installed")
-    optim = str(cfg.get("optim", ""))
-    # the Trainer builds these from bitsandbytes (its adamw_bnb_8bit / paged_* / lion_* OptimizerNames)
-    if ("8bit" in optim or "lion" in optim or optim.startswith("paged_") or optim == "adamw_bnb") and \\
-            importlib.util.find_spec("bitsandbytes") is None:
-        raise _refuse("optim", f"{optim} is a bitsandbytes optimizer, which is not installed")
+    if cfg.get("optim") in BNB_OPTIMIZERS and importlib.util.find_spec("bitsandbytes") is None:
+        raise _refuse("optim", f"{cfg.get('optim')} is a bitsandbytes optimizer, which is not installed")
     _check_launch(cfg, launched)
     _check_allocator(bool(cfg.get("expandable_segments")))
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sizing.choices import BNB_OPTIMIZERS
 from sizing.config import config_to_dict, parse_config
 from sizing.errors import SizingError
 
@@ -111,11 +112,8 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
                       "set peft_type to lora")
     if cfg.get("method") in ("qlora", "lora8") and importlib.util.find_spec("bitsandbytes") is None:
         raise _refuse("method", f"{cfg.get('method')} needs bitsandbytes, which is not installed")
-    optim = str(cfg.get("optim", ""))
-    # the Trainer builds these from bitsandbytes (its adamw_bnb_8bit / paged_* / lion_* OptimizerNames)
-    if ("8bit" in optim or "lion" in optim or optim.startswith("paged_") or optim == "adamw_bnb") and \
-            importlib.util.find_spec("bitsandbytes") is None:
-        raise _refuse("optim", f"{optim} is a bitsandbytes optimizer, which is not installed")
+    if cfg.get("optim") in BNB_OPTIMIZERS and importlib.util.find_spec("bitsandbytes") is None:
+        raise _refuse("optim", f"{cfg.get('optim')} is a bitsandbytes optimizer, which is not installed")
     _check_launch(cfg, launched)
     _check_allocator(bool(cfg.get("expandable_segments")))
 

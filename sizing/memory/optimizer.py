@@ -15,15 +15,10 @@ class OptimizerState:
     step_temporary_bytes: int  # transient inside optimizer.step()
 
 
-def _adam8bit_bytes(numel: int) -> int:
-    if numel < MIN_8BIT_SIZE:
-        return 8 * numel
-    return 2 * (numel + 4 * -(-numel // BLOCK_8BIT))
-
-
-def _lion8bit_bytes(numel: int) -> int:
-    """bitsandbytes Optimizer1State.init_state (optim/optimizer.py at 95f9af30): Lion's one moment, state1, in uint8
-    with a float32 absmax per 256-value block; a tensor under min_8bit_size (4096) keeps it in float32."""
+def _moment8bit_bytes(numel: int) -> int:
+    """One bitsandbytes 8-bit moment (Optimizer1State / Optimizer2State.init_state, optim/optimizer.py at 95f9af30):
+    uint8 with a float32 absmax per 256-value block; a tensor under min_8bit_size (4096) keeps it in float32.
+    AdamW keeps two (exp_avg, exp_avg_sq), Lion one."""
     if numel < MIN_8BIT_SIZE:
         return 4 * numel
     return numel + 4 * -(-numel // BLOCK_8BIT)
@@ -46,11 +41,11 @@ def optimizer_state(optim: str, tensors: tuple[tuple[int, int, int], ...], param
         elif optim in ("adamw_bnb", "paged_adamw_32bit"):
             state = 8 * numel  # bnb 32-bit: always fp32 states
         elif optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit"):
-            state = _adam8bit_bytes(numel)
+            state = 2 * _moment8bit_bytes(numel)
         elif optim in ("lion_32bit", "paged_lion_32bit"):
             state = 4 * numel  # bnb Lion 32-bit: one float32 moment (Optimizer1State, optim_bits=32)
         elif optim in ("lion_8bit", "paged_lion_8bit"):
-            state = _lion8bit_bytes(numel)
+            state = _moment8bit_bytes(numel)
         elif optim == "adafactor":
             # transformers Adafactor: factored second moment (a row and a column vector) for matrices,
             # a full one for vectors; no first moment with the default beta1=None.

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 
 from ..arch import Architecture
+from ..choices import BNB_OPTIMIZERS
 from ..config import RunConfig
 from ..memory.adapters import Trainable
 from ..memory.regime import Regime
@@ -57,9 +58,7 @@ def step_ops(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, sha
     if cfg.framework in ("transformers", "trl", "custom"):  # HF Trainer / PEFT harness clip at max_grad_norm=1
         ops.append(Op("grad_clip", "step", 1, 0.0, 3.0 * g * params, 2 * _launches(tensors, int(params))))
     bytes_pp, passes = optimizer_bytes_per_param(cfg.optim, p, g)
-    per_tensor = cfg.optim in ("adamw_bnb_8bit", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb",
-                               "lion_32bit", "lion_8bit", "paged_lion_32bit", "paged_lion_8bit")
-    kernels = float(tensors) if per_tensor else passes * _launches(tensors, int(params))
+    kernels = float(tensors) if cfg.optim in BNB_OPTIMIZERS else passes * _launches(tensors, int(params))
     if not (cfg.cpu_offload and cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_shard_grad_op")):
         ops.append(Op("optimizer", "step", 1, 0.0, bytes_pp * params, kernels))
     return ops
