@@ -40,6 +40,10 @@ def lower_col(row: Mapping[str, str], col: str) -> str:
     return (row.get(col) or "").strip().lower()
 
 
+# A column that says nothing: the words tables use for a value they do not state (fullmatch with \W* around)
+UNSTATED = r"not stated|unstated|unknown|n/?a"
+
+
 def first_number(text: str) -> float | None:
     m = re.search(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)
     return float(m.group()) if m else None
@@ -80,7 +84,7 @@ def dtype_of(text: str) -> str | None:
 def quantization(text: str, base_text: str) -> dict[str, Any]:
     """Quantization fields: bitsandbytes / torchao NF4 or FP4 (4-bit), LLM.int8 (8-bit); others refused."""
     q = text.lower().strip()
-    if q in ("", "none", "no", "n/a", "na", "-", "?", "not stated", "unstated", "unknown"):
+    if re.fullmatch(rf"\W*(none|no|{UNSTATED})?\W*", q):
         return {}
     if re.fullmatch(r"(none|no( quantization)?|not quantized|unquantized)?\W*\(?\s*(fp16|bf16|fp32|float16|bfloat16|"
                     r"float32|half)?\s*\)?\W*", q):
@@ -569,6 +573,6 @@ def attention(text: str) -> str | None:
         return "flash_attention_2"
     if "eager" in t:
         return "eager"
-    if re.fullmatch(r"\W*(not stated|unstated|unknown|n/?a|default)?\W*", t):
+    if re.fullmatch(rf"\W*({UNSTATED}|default)?\W*", t):
         return None  # the framework's own default
     return "sdpa"

@@ -14,6 +14,7 @@ from typing import Any
 
 from row_catalog import catalog_model, match_gpu
 from row_columns import (
+    UNSTATED,
     RowRefused,
     attention,
     checkpointing,
@@ -61,9 +62,9 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
                ("ln tuning", "ln_tuning"))
 _OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hra", "bone")
-# A QLoRA row whose quantization column is left empty: the 4-bit NF4 base QLoRA is (Dettmers et al. 2023,
-# bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
-QLORA_UNSTATED = re.compile(r"\s*(not stated|unstated|unknown|n/?a|-|\?)?\s*")
+# A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
+# (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
+QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
 
 
 @dataclass(frozen=True)
@@ -100,14 +101,12 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
                          "DoRA, QLoRA, and on a LoRA base " + ", ".join(dict.fromkeys(t for _, t in _PEFT_TYPES)) + ")")
-    stated = lower_col(row, "quantization")
-    if method == "qlora" and re.fullmatch(r"\W*(bnb|bitsandbytes)\W*", stated):
-        stated = ""  # the library without its format: QLoRA's own, NF4 (below)
-    quant = quantization(stated, row.get("base_weight_dtype", ""))
-    if method == "qlora" and not quant and QLORA_UNSTATED.fullmatch(stated):
+    if method == "qlora" and QLORA_UNSTATED.fullmatch(lower_col(row, "quantization")):
         # what the method column says of the base ("QLoRA 8-bit"), else what QLoRA names: LoRA on an NF4 base
         quant = quantization(raw if re.search(r"\b(nf4|fp4|int8|[48]-?bit)\b", raw) else "nf4",
                              row.get("base_weight_dtype", ""))
+    else:
+        quant = quantization(row.get("quantization", ""), row.get("base_weight_dtype", ""))
     quant = _prequantized_bnb(row, quant, method)
     ckpt = quant.pop("checkpoint_quant", None)
     if ckpt:
