@@ -49,10 +49,14 @@ def first_number(text: str) -> float | None:
     return float(m.group()) if m else None
 
 
+def joined_thousands(text: str) -> str:
+    """The text with thousands separators removed from its numbers ("4,096", "4 096", "4_096" -> "4096")."""
+    return re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", text)
+
+
 def first_int(text: str) -> int | None:
     """The first whole number: thousands separators joined ("4,096"), a k suffix as x1024 ("4k" context)."""
-    t = re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", text)
-    m = re.search(r"(\d+)\s*([kK]\b)?", t)
+    m = re.search(r"(\d+)\s*([kK]\b)?", joined_thousands(text))
     if not m:
         return None
     return int(m.group(1)) * (1024 if m.group(2) else 1)
@@ -423,7 +427,7 @@ def precision(row: Mapping[str, str], fw: str) -> dict[str, Any]:
 def sequences(row: Mapping[str, str]) -> dict[str, Any]:
     """max_seq_length from seq_len; packing when seq_len_mode says packed / fixed / every sample exactly /
     padded to max_length (all rows of one length), not when it says unpacked or padded to longest."""
-    text = re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", row.get("seq_len", ""))
+    text = joined_thousands(row.get("seq_len", ""))
     span = re.search(r"\d+\s*[kK]?\s*(?:-|–|to)\s*(\d+\s*[kK]?\b)", text)  # "512-2048": the longest sets the peak
     seq = first_int(span.group(1) if span else text)
     if seq is None:
