@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import validate_rows as vr
 
 ROOT = Path(__file__).resolve().parents[1]
 Row = dict[str, str]
@@ -142,7 +143,6 @@ REWRITES: dict[str, Callable[[Row], Row | None]] = {
 
 def main() -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
-    vr: Any = importlib.import_module("validate_rows")
     rows = list(csv.DictReader((ROOT / "validation" / "measurements.csv").read_text("utf-8").splitlines()))
 
     def mapped(row: Row) -> tuple[str, Any]:
