@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from functools import cache
 
-from row_columns import RowRefused
+from row_columns import COUNT_AFTER, RowRefused
 from row_names import Name, checkpoint_id, checkpoint_name, encoder_decoder_word, fit, parse, size_billions
 from sizing.arch import from_hf_config
 from sizing.catalog import gpus, model_records, models
@@ -167,6 +167,7 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
         if bare == re.sub(r"^NVIDIA\s+", "", str(gpu.record.get("reported_name", "")).upper()):
             return gpu.id, None
     upper = re.sub(r"(?<![A-Z0-9])\d+\s*[X×]\s*(?=[A-Z])", " ", upper)  # "2xA100", "8x H100": a GPU count
+    upper = re.sub(COUNT_AFTER, " ", upper, flags=re.I)  # "T4x2", "A100 80GB x 8"
     tokens = set(re.findall(r"[A-Z0-9]+", upper))
     for tok in list(tokens):
         glued = re.match(r"(RTX|GTX|TESLA|GEFORCE)(\w+)$", tok)  # "RTX4090", "TeslaT4"

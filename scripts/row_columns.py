@@ -440,11 +440,24 @@ def sequences(row: Mapping[str, str]) -> dict[str, Any]:
     return {"max_seq_length": seq, "packing": fixed}
 
 
+# A GPU count written with the card: before it ("8x A100", "2 x RTX 4090"; not an instance name's "g5.2xlarge"), or
+# after a model number, a memory size or a parenthesis ("T4 x2", "Kaggle T4x2", "A100 80GB x 8"; not "x86", nor the
+# "X 980" of "GTX 980", whose X follows a letter, nor the memory size of "2x 40 GB").
+COUNT_BEFORE = r"(?<![\w.])(\d+)(?=\s*[x×]\s*(?:[a-z]|\d+\s*gb))"
+COUNT_AFTER = r"(?:(?<=\d)|(?<=\))|(?<=gb)|(?<=gib)|(?<=sxm)|(?<=pcie))\s*[x×]\s*(\d{1,3})(?![\w.]|\s*gi?b)"
+
+
+def card_count(gpu_text: str) -> str:
+    """The GPU count a gpu_model text writes with the card ("" when it writes none); gpu_text in lower case."""
+    found = re.search(COUNT_BEFORE, gpu_text) or re.search(COUNT_AFTER, gpu_text)
+    return found.group(1) if found else ""
+
+
 def parallel(row: Mapping[str, str]) -> dict[str, Any]:
     """num_gpus (a config's "devices: N" over a table's count) and the sharding strategy."""
     n_text = lower_col(row, "num_gpus")
-    if not re.search(r"\d", n_text):  # the count written with the card ("8x A100", "2 x RTX 4090")
-        n_text = " ".join(re.findall(r"(?<![\w.])\d+(?=\s*[x×]\s*(?:[a-z]|\d+\s*gb))", lower_col(row, "gpu_model"))[:1])
+    if not re.search(r"\d", n_text):  # the count written with the card
+        n_text = card_count(lower_col(row, "gpu_model"))
     dev = re.search(r"devices\s*:?\s*(\d+)", n_text)
     # nodes times GPUs per node: "2 nodes x 8 GPUs", "2 nodes, 8 GPUs each", "2x8"
     nodes = re.search(r"(\d+)\s*nodes?\W+(?:x\W*|×\W*)?(\d+)\s*(?:gpus?|devices?)", n_text) or \

@@ -26,11 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 Row = dict[str, str]
 
 
-def _gpu_count_with_card(row: Row) -> Row | None:
+def _gpu_count_with_card(row: Row, after: bool = False) -> Row | None:
     n = re.match(r"\s*(\d+)\s*$", row.get("num_gpus", ""))
     if not n or n.group(1) == "1" or not row.get("gpu_model"):
         return None
-    return {**row, "num_gpus": "", "gpu_model": f"{n.group(1)}x {row['gpu_model']}"}
+    card = f"{row['gpu_model']} x{n.group(1)}" if after else f"{n.group(1)}x {row['gpu_model']}"
+    return {**row, "num_gpus": "", "gpu_model": card}
 
 
 def _reported_with_unit(row: Row) -> Row | None:
@@ -124,6 +125,7 @@ def _gpus_word(row: Row) -> Row | None:
 
 REWRITES: dict[str, Callable[[Row], Row | None]] = {
     "GPU count written with the card ('8x A100')": _gpu_count_with_card,
+    "GPU count written after the card ('A100 x8')": lambda row: _gpu_count_with_card(row, after=True),
     "peak as '12,345 MiB' without peak_memory_gib": _reported_with_unit,
     "QLoRA with the quantization column empty": _qlora_unstated,
     "checkpointing as 'enabled (use_reentrant=False)' / 'without ...'": _checkpointing_words,

@@ -544,6 +544,19 @@ def test_gpu_count_written_with_the_card() -> None:
     assert vr.parallel({"num_gpus": "", "gpu_model": "RTX 4090 (24 GB)", "sharding": ""}) == {"num_gpus": 1}
 
 
+@pytest.mark.parametrize(("text", "count", "gpu"), [
+    # the count after the card: Kaggle's "T4 x2" accelerator, a node written "A100 80GB x 8"
+    ("T4 x2", 2, "T4-16GB"), ("Kaggle T4x2", 2, "T4-16GB"), ("A100 80GB x 8", 8, "A100-SXM-80GB"),
+    ("H100 SXM5 x8", 8, "H100-SXM-80GB"), ("A100 (80GB) ×4", 4, "A100-SXM-80GB"), ("RTX A6000 x 4", 4, "RTX-A6000-48GB"),
+    # no count: an instance name's "2xlarge", an "x86" host, the X of a card's own name
+    ("AWS g5.2xlarge (A10G)", 1, "A10G-24GB"), ("A100 80GB on an x86 host", 1, "A100-SXM-80GB"),
+    ("RTX 3090 24GB", 1, "RTX-3090-24GB"), ("GTX 980", 1, None), ("2x 40 GB GPUs", 2, "A100-SXM-40GB"),
+])
+def test_gpu_count_after_the_card(text: str, count: int, gpu: str | None) -> None:
+    assert vr.parallel({"num_gpus": "", "gpu_model": text, "sharding": ""})["num_gpus"] == count
+    assert vr.match_gpu(text)[0] == gpu
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("Llama 2 (7B)", "meta-llama/Llama-2-7b-hf"), ("Llama-2 (13B)", "meta-llama/Llama-2-13b-hf"),
     ("Qwen2.5 (7B)", "Qwen/Qwen2.5-7B"), ("Gemma (2B)", "google/gemma-2b"),
