@@ -547,7 +547,8 @@ def test_gpu_count_written_with_the_card() -> None:
 @pytest.mark.parametrize(("text", "count", "gpu"), [
     # the count after the card: Kaggle's "T4 x2" accelerator, a node written "A100 80GB x 8"
     ("T4 x2", 2, "T4-16GB"), ("Kaggle T4x2", 2, "T4-16GB"), ("A100 80GB x 8", 8, "A100-SXM-80GB"),
-    ("H100 SXM5 x8", 8, "H100-SXM-80GB"), ("A100 (80GB) ×4", 4, "A100-SXM-80GB"), ("RTX A6000 x 4", 4, "RTX-A6000-48GB"),
+    ("H100 SXM5 x8", 8, "H100-SXM-80GB"), ("A100 (80GB) ×4", 4, "A100-SXM-80GB"),
+    ("RTX A6000 x 4", 4, "RTX-A6000-48GB"),
     # no count: an instance name's "2xlarge", an "x86" host, the X of a card's own name
     ("AWS g5.2xlarge (A10G)", 1, "A10G-24GB"), ("A100 80GB on an x86 host", 1, "A100-SXM-80GB"),
     ("RTX 3090 24GB", 1, "RTX-3090-24GB"), ("GTX 980", 1, None), ("2x 40 GB GPUs", 2, "A100-SXM-40GB"),
