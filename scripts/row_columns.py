@@ -359,7 +359,9 @@ def optimizer(text: str) -> dict[str, Any]:
         out["optim"] = "adafactor"
     elif "lorafa" in main:  # peft optimizers/lorafa.py LoraFAOptimizer: AdamW's exp_avg/exp_avg_sq per param, a loop
         out["optim"] = "adamw_torch"
-    elif re.search(r"\badam(w|\b)", main) and "default" not in main:  # torch Adam keeps AdamW's two moments
+    elif re.search(r"(\b|fused)adam(w|\b)", main) and "default" not in main:  # torch Adam keeps AdamW's two moments
+        # DeepSpeed's and Apex's FusedAdam: exp_avg / exp_avg_sq = zeros_like(p), stepped in place by one
+        # multi_tensor_adam kernel (deepspeed/ops/adam/fused_adam.py), no temporary: torch's fused AdamW in memory
         fused = re.search(r"(?<!non-)(?<!non )fused(?!\s*=\s*false)", t) and not re.search(r"fused\s*=\s*false", t)
         out["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
     elif main.strip() and not re.search(r"default|undocumented|not (stated|documented)|unknown|^\W*$", main):

@@ -218,6 +218,8 @@ def test_torchtune_versions_from_dates(text: str, expected: str) -> None:
     ("torch.optim.AdamW (non-fused, lr 1e-5, wd 0.1)", {"optim": "adamw_torch"}),
     ("HF TrainingArguments default (AdamW torch)", {}),
     ("torch SGD (no momentum state by default)", {"optim": "sgd"}),
+    # DeepSpeed's / Apex's FusedAdam steps in place like torch's fused AdamW (deepspeed/ops/adam/fused_adam.py)
+    ("DeepSpeed FusedAdam", {"optim": "adamw_torch_fused"}), ("FusedAdam (apex)", {"optim": "adamw_torch_fused"}),
 ])
 def test_optimizer_texts(text: str, expected: dict[str, object]) -> None:
     assert vr.optimizer(text) == expected
