@@ -430,7 +430,9 @@ def sequences(row: Mapping[str, str]) -> dict[str, Any]:
     """max_seq_length from seq_len; packing when seq_len_mode says packed / fixed / every sample exactly /
     padded to max_length (all rows of one length), not when it says unpacked or padded to longest."""
     text = joined_thousands(row.get("seq_len", ""))
-    span = re.search(r"\d+\s*[kK]?\s*(?:-|–|to)\s*(\d+\s*[kK]?\b)", text)  # "512-2048": the longest sets the peak
+    # "512-2048", "avg 1500, max 2048": the longest sets the peak
+    span = re.search(r"\d+\s*[kK]?\s*(?:-|–|to)\s*(\d+\s*[kK]?\b)", text) or \
+        re.search(r"\bmax(?:imum)?\b\W*(\d+\s*[kK]?\b)", text, re.I)
     seq = first_int(span.group(1) if span else text)
     if seq is None:
         raise RowRefused("row_missing_field", "seq_len is not stated")

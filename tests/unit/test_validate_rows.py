@@ -454,6 +454,7 @@ def test_fp8_mixed_precision_is_refused() -> None:
     ("2048", "max_seq_length 2048, padding='max_length'", (2048, True)),  # every batch at full length
     ("2048", "padded to max length", (2048, True)), ("2048", "padded to longest in batch", (2048, False)),
     ("512-2048", "", (2048, False)),  # a range of lengths: the longest sets the peak
+    ("~1500 avg, max 2048", "", (2048, False)), ("avg 1500 / maximum 4k", "", (4096, False)),
     ("512 to 4k", "", (4096, False)), ("8192 (packed)", "", (8192, True)), ("2,048", "", (2048, False)),
 ])
 def test_sequence_texts(seq_len: str, mode: str, expected: tuple[int, bool]) -> None:
