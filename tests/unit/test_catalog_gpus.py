@@ -159,6 +159,27 @@ def test_named_cards_hold_their_captured_totals(gid: str, smi_mib: int) -> None:
     assert (gpu.memory_bytes, gpu.usable_bytes) == (smi_mib * 2**20, (smi_mib - 600) * 2**20)
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("RTX 3060", "RTX-3060-12GB"), ("NVIDIA GeForce RTX 3060", "RTX-3060-12GB"), ("RTX 3060 12GB", "RTX-3060-12GB"),
+    ("RTX 4070", "RTX-4070-12GB"), ("NVIDIA GeForce RTX 4070", "RTX-4070-12GB"), ("4070 Ti", "RTX-4070-Ti-12GB"),
+    ("RTX 4070 Ti", "RTX-4070-Ti-12GB"), ("NVIDIA GeForce RTX 4070 Ti", "RTX-4070-Ti-12GB"),
+    ("RTX 4070 Ti SUPER", "RTX-4070-Ti-SUPER-16GB"),
+    ("A800 80GB", "A800-SXM-80GB"), ("A800-SXM4-80GB", "A800-SXM-80GB"), ("NVIDIA A800-SXM4-80GB", "A800-SXM-80GB"),
+    ("NVIDIA A800 80GB PCIe", "A800-PCIe-80GB"), ("A800 PCIe", "A800-PCIe-80GB"),
+    ("H800", "H800-SXM-80GB"), ("NVIDIA H800", "H800-SXM-80GB"), ("8x H800", "H800-SXM-80GB"),
+    ("Tesla P100-PCIE-16GB", "P100-PCIe-16GB"), ("Kaggle P100", "P100-PCIe-16GB"), ("P100", "P100-PCIe-16GB"),
+    ("P40", "P40-24GB"), ("Tesla P40", "P40-24GB"),
+    ("Quadro RTX 8000", "Quadro-RTX-8000-48GB"), ("RTX 8000", "Quadro-RTX-8000-48GB"),
+    ("RTX8000", "Quadro-RTX-8000-48GB"),
+    # another card of the line: a variant word, memory size or board the catalog card lacks
+    ("RTX 3060 Ti", None), ("RTX 3060 8GB", None), ("RTX 3060 Laptop", None), ("RTX 4070 SUPER", None),
+    ("H800 PCIe", None), ("NVIDIA H800 PCIe", None), ("Tesla P100-SXM2-16GB", None), ("Tesla P100-PCIE-12GB", None),
+    ("Quadro RTX 6000", None),
+])
+def test_named_card_spellings(text: str, expected: str | None) -> None:
+    assert vr.match_gpu(text)[0] == expected
+
+
 def test_every_card_has_its_sm_count() -> None:
     # the roofline's wave quantization (sizing/time) uses the card's own SM count, not the 108 default
     from sizing.time.device import model_data
