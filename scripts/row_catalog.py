@@ -153,7 +153,8 @@ def _gpu_family(gpu_id: str) -> tuple[tuple[str, ...], str, int]:
     parts = gpu_id.upper().split("-")
     mem = int(parts[-1][:-2]) if parts[-1].endswith("GB") else 0
     form = next((p for p in parts if p in ("SXM", "PCIE", "NVL")), "")
-    words = tuple(p for p in parts[:-1] if p not in ("SXM", "PCIE", "NVL", "RTX"))
+    # brand words a text may leave out: "RTX 8000" names the Quadro-RTX-8000-48GB
+    words = tuple(p for p in parts[:-1] if p not in ("SXM", "PCIE", "NVL", "RTX", "QUADRO"))
     return words, form, mem
 
 
@@ -198,7 +199,11 @@ def match_gpu(text: str) -> tuple[str | None, str | None]:
             return None, None
     for form in ("PCIE", "SXM", "NVL"):
         if form in tokens:
-            cands = [f for f in cands if f[2] == form] or cands
+            boards = [f for f in cands if f[2] == form]
+            if not boards and all(f[2] for f in cands):
+                # a form factor none of the line's catalog boards has names another board ("H800 PCIe", "P100-SXM2")
+                return None, None
+            cands = boards or cands
     if len(cands) == 1:
         return cands[0][1], None
     # Unstated form factor: the SXM board (the common rental: "H100" is the SXM5 80GB, not the NVL 94GB),

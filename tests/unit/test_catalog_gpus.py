@@ -119,7 +119,7 @@ def test_cards_without_a_torch_capture_reserve_600_mib(gid: str, smi_mib: int) -
     ("NVIDIA GeForce RTX 5080", "RTX-5080-16GB"), ("RTX 2080 Ti", "RTX-2080-Ti-11GB"),
     ("GeForce RTX 2080 Ti", "RTX-2080-Ti-11GB"),  # the name older drivers print (NVIDIA/nvidia-docker #1146)
     # another card of the line: its variant word or memory size is not the catalog card's
-    ("RTX 3080 Ti", None), ("RTX 3080 12GB", None), ("RTX 4060 Ti 8GB", None), ("RTX 4070 Ti", None),
+    ("RTX 3080 Ti", None), ("RTX 3080 12GB", None), ("RTX 4060 Ti 8GB", None), ("RTX 4070 Ti 16GB", None),
     ("RTX 4000 SFF Ada", None), ("RTX 4000", None), ("RTX 4090 D", None), ("RTX 4090 Laptop", None),
     ("RTX 2080 Ti 22GB", None),
 ])
@@ -129,12 +129,55 @@ def test_owned_card_spellings(text: str, expected: str | None) -> None:
 
 def test_turing_and_volta_cards_train_in_fp16() -> None:
     # gpus.md §3: bf16 needs CC >= 8.0; a card below it has no bf16 figure and says so in supports
-    assert {"T4-16GB", "V100-16GB", "RTX-2080-Ti-11GB"} <= {g.id for g in gpus().values() if g.sm < (8, 0)}
+    assert {"T4-16GB", "V100-16GB", "RTX-2080-Ti-11GB", "Quadro-RTX-8000-48GB", "P100-PCIe-16GB", "P40-24GB"} <= {
+        g.id for g in gpus().values() if g.sm < (8, 0)}
     for gpu in gpus().values():
         if gpu.sm < (8, 0):
             assert gpu.bf16_dense_tflops is None and gpu.supports.get("bf16") is False, gpu.id
         else:
             assert gpu.supports.get("bf16") is True, gpu.id
+
+
+# Cards with published fine-tuning measurements that users name (the 2026-12 brief's second list, the ones sourced).
+NAMED = ("RTX-3060-12GB", "RTX-4070-12GB", "RTX-4070-Ti-12GB", "A800-SXM-80GB", "A800-PCIe-80GB", "H800-SXM-80GB",
+         "P100-PCIe-16GB", "P40-24GB", "Quadro-RTX-8000-48GB")
+
+
+def test_named_cards_are_in_the_catalog() -> None:
+    assert [g for g in NAMED if g.lower() not in gpus()] == []
+
+
+@pytest.mark.parametrize(("gid", "smi_mib"), [
+    # nvidia-smi memory.total of the captures the records cite (geerlingguy/raspberry-pi-pcie-devices #790; vduma;
+    # dexmal/dexbotic #41; vllm-project/vllm #41519; R530+ P100, P40 ECC-on, H800 and Quadro ECC-off captures)
+    ("RTX-3060-12GB", 12288), ("RTX-4070-12GB", 12282), ("RTX-4070-Ti-12GB", 12282), ("A800-SXM-80GB", 81920),
+    ("A800-PCIe-80GB", 81920), ("H800-SXM-80GB", 81559), ("P100-PCIe-16GB", 16384), ("P40-24GB", 23040),
+    ("Quadro-RTX-8000-48GB", 49152),
+])
+def test_named_cards_hold_their_captured_totals(gid: str, smi_mib: int) -> None:
+    gpu = find_gpu(gid)
+    assert (gpu.memory_bytes, gpu.usable_bytes) == (smi_mib * 2**20, (smi_mib - 600) * 2**20)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("RTX 3060", "RTX-3060-12GB"), ("NVIDIA GeForce RTX 3060", "RTX-3060-12GB"), ("RTX 3060 12GB", "RTX-3060-12GB"),
+    ("RTX 4070", "RTX-4070-12GB"), ("NVIDIA GeForce RTX 4070", "RTX-4070-12GB"), ("4070 Ti", "RTX-4070-Ti-12GB"),
+    ("RTX 4070 Ti", "RTX-4070-Ti-12GB"), ("NVIDIA GeForce RTX 4070 Ti", "RTX-4070-Ti-12GB"),
+    ("RTX 4070 Ti SUPER", "RTX-4070-Ti-SUPER-16GB"),
+    ("A800 80GB", "A800-SXM-80GB"), ("A800-SXM4-80GB", "A800-SXM-80GB"), ("NVIDIA A800-SXM4-80GB", "A800-SXM-80GB"),
+    ("NVIDIA A800 80GB PCIe", "A800-PCIe-80GB"), ("A800 PCIe", "A800-PCIe-80GB"),
+    ("H800", "H800-SXM-80GB"), ("NVIDIA H800", "H800-SXM-80GB"), ("8x H800", "H800-SXM-80GB"),
+    ("Tesla P100-PCIE-16GB", "P100-PCIe-16GB"), ("Kaggle P100", "P100-PCIe-16GB"), ("P100", "P100-PCIe-16GB"),
+    ("P40", "P40-24GB"), ("Tesla P40", "P40-24GB"),
+    ("Quadro RTX 8000", "Quadro-RTX-8000-48GB"), ("RTX 8000", "Quadro-RTX-8000-48GB"),
+    ("RTX8000", "Quadro-RTX-8000-48GB"),
+    # another card of the line: a variant word, memory size or board the catalog card lacks
+    ("RTX 3060 Ti", None), ("RTX 3060 8GB", None), ("RTX 3060 Laptop", None), ("RTX 4070 SUPER", None),
+    ("H800 PCIe", None), ("NVIDIA H800 PCIe", None), ("Tesla P100-SXM2-16GB", None), ("Tesla P100-PCIE-12GB", None),
+    ("Quadro RTX 6000", None),
+])
+def test_named_card_spellings(text: str, expected: str | None) -> None:
+    assert vr.match_gpu(text)[0] == expected
 
 
 def test_every_card_has_its_sm_count() -> None:
