@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FACTOR_GRID = [round(0.50 + 0.025 * i, 3) for i in range(25)]  # 0.50 .. 1.10
 # 10th-90th percentile of measured-matmul / datasheet ratios over the benchmarked GPUs (time_model.json)
-RATIO_SPAN = (0.656, 1.079)
+RATIO_SPAN = (0.645, 1.079)
 # Streaming kernels reach at most ~90 % of datasheet DRAM bandwidth (STREAM-like copies on HBM2e/HBM3/GDDR6X).
 BW_GRID = [round(0.50 + 0.025 * i, 3) for i in range(17)]  # 0.50 .. 0.90
 
