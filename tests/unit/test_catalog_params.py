@@ -44,6 +44,7 @@ EXACT: dict[str, tuple[int, str]] = {
     **{f"EleutherAI/pythia-{k}": (v, _PYTHIA) for k, v in _PYTHIA_TOTALS.items() if k not in ("1b", "6.9b")},
     # The model card: "Number of Parameters: 7.61B" (three figures: exact to 0.07 %).
     "Qwen/Qwen2.5-Coder-7B": (7_610_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-7B/index.md"),
+    "Qwen/Qwen2.5-Coder-3B": (3_090_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-3B/index.md"),  # 3.09B (tied)
     # keras-hub presets' "params" (a separate implementation's weight count, converted from the Hub checkpoints).
     # OPT: keras-hub's position table has 2048 rows, transformers' OPTLearnedPositionalEmbedding 2048 + 2.
     "facebook/opt-125m": (125_237_760 + 2 * 768, _KERAS + "opt/opt_presets.py"),
@@ -58,6 +59,7 @@ EXACT: dict[str, tuple[int, str]] = {
     # The 2507 releases change only the context and rope base: the same tensors as the first release.
     "Qwen/Qwen3-235B-A22B-Instruct-2507": (235_093_634_560, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
     "Qwen/Qwen3-30B-A3B-Instruct-2507": (30_532_122_624, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
+    "Qwen/Qwen3-4B-Instruct-2507": (4_022_468_096, _KERAS + "qwen3/qwen3_presets.py"),  # as Qwen/Qwen3-4B
     "google/codegemma-7b-it": (8_537_680_896, _KERAS + "gemma/gemma_presets.py"),  # code_gemma_instruct_7b_en
     # Code Llama 7B Python keeps Llama 2's 32000-row vocabulary: keras-hub's llama2_7b_en count.
     "codellama/CodeLlama-7b-Python-hf": (6_738_415_616, _KERAS + "llama/llama_presets.py"),
@@ -265,6 +267,7 @@ SAME_AS = {
     "01-ai/Yi-1.5-6B-Chat": "01-ai/Yi-1.5-6B",
     "01-ai/Yi-1.5-9B-Chat": "01-ai/Yi-1.5-9B",
     "deepseek-ai/deepseek-llm-7b-chat": "deepseek-ai/deepseek-llm-7b-base",
+    "Qwen/Qwen2.5-Coder-3B-Instruct": "Qwen/Qwen2.5-Coder-3B",
 }
 
 

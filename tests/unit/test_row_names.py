@@ -106,6 +106,9 @@ MATCHES = [
     ("upstage/SOLAR-10.7B-Instruct-v1.0", "", "upstage/SOLAR-10.7B-v1.0"),  # its instruct sibling
     ("starcoder2-3b", "", "bigcode/starcoder2-3b"),
     ("StarCoder2 15B", "", "bigcode/starcoder2-15b"),
+    ("Qwen2.5-Coder-3B-Instruct", "", "Qwen/Qwen2.5-Coder-3B-Instruct"),
+    ("Qwen 2.5 Coder 3B", "", "Qwen/Qwen2.5-Coder-3B"),  # not Qwen2.5-3B (same shapes, another release)
+    ("Qwen3-4B-Instruct-2507", "", "Qwen/Qwen3-4B-Instruct-2507"),
     ("starcoder2 7b", "", "bigcode/starcoder2-7b"),
     ("DeepSeek R1 Distill Qwen 14B", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"),
     ("deepseek-r1-distill-qwen-1.5b", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"),
