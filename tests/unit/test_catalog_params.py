@@ -44,6 +44,7 @@ EXACT: dict[str, tuple[int, str]] = {
     **{f"EleutherAI/pythia-{k}": (v, _PYTHIA) for k, v in _PYTHIA_TOTALS.items() if k not in ("1b", "6.9b")},
     # The model card: "Number of Parameters: 7.61B" (three figures: exact to 0.07 %).
     "Qwen/Qwen2.5-Coder-7B": (7_610_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-7B/index.md"),
+    "Qwen/Qwen2.5-Coder-3B": (3_090_000_000, _PADDLE + _P1 + "/Qwen/Qwen2.5-Coder-3B/index.md"),  # 3.09B (tied)
     # keras-hub presets' "params" (a separate implementation's weight count, converted from the Hub checkpoints).
     # OPT: keras-hub's position table has 2048 rows, transformers' OPTLearnedPositionalEmbedding 2048 + 2.
     "facebook/opt-125m": (125_237_760 + 2 * 768, _KERAS + "opt/opt_presets.py"),
@@ -58,6 +59,7 @@ EXACT: dict[str, tuple[int, str]] = {
     # The 2507 releases change only the context and rope base: the same tensors as the first release.
     "Qwen/Qwen3-235B-A22B-Instruct-2507": (235_093_634_560, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
     "Qwen/Qwen3-30B-A3B-Instruct-2507": (30_532_122_624, _KERAS + "qwen3_moe/qwen3_moe_presets.py"),
+    "Qwen/Qwen3-4B-Instruct-2507": (4_022_468_096, _KERAS + "qwen3/qwen3_presets.py"),  # as Qwen/Qwen3-4B
     "google/codegemma-7b-it": (8_537_680_896, _KERAS + "gemma/gemma_presets.py"),  # code_gemma_instruct_7b_en
     # Code Llama 7B Python keeps Llama 2's 32000-row vocabulary: keras-hub's llama2_7b_en count.
     "codellama/CodeLlama-7b-Python-hf": (6_738_415_616, _KERAS + "llama/llama_presets.py"),
@@ -115,6 +117,10 @@ EXACT: dict[str, tuple[int, str]] = {
                                                  "Finetuning-deepseek-coder-6.7b/blob/3538f66d820d3bc09bffa32e8c4a8817"
                                                  "caaeda54/.hf_cache/models--deepseek-ai--deepseek-coder-6.7b-instruct/"
                                                  "blobs/d4338e87a01134a05058c25623116fb6678a90c7"),
+    # The LFS pointers of the 'Added bf16 tensors' commit: 4,999,983,456 + 67,121,712 bytes of bfloat16 safetensors
+    # (their JSON headers, tens of KB, included).
+    "ibm-granite/granite-3.1-2b-instruct": ((4_999_983_456 + 67_121_712) // 2, "https://huggingface.co/ibm-granite/"
+                                           "granite-3.1-2b-instruct/commit/d8cff08a5868ad6cc303bf6e9702de776136ee00"),
 }
 
 # Published file sizes of the bf16 safetensors shards (GiB with one decimal, MiB for single small files), as the
@@ -157,6 +163,32 @@ LISTED_GIB: dict[str, tuple[float, str]] = {
     "Qwen/Qwen2-7B": (3.7 + 3.6 + 3.6 + 3.3, _PADDLE + _P1 + "/Qwen/Qwen2-7B/index.md"),
     "Qwen/Qwen2-1.5B": (2.9, _PADDLE + _P1 + "/Qwen/Qwen2-1.5B/index.md"),
 }
+
+# Checkpoint file sizes in decimal GB as the Hub tree page of each release lists them (three figures), with the bytes
+# a parameter takes in those files: the engine's count times those bytes must agree within 1 % (a tied head would be
+# 2-4 % less, an untied one 2-4 % more, on these models).
+_HUB = "https://huggingface.co/"
+HUB_TREE_GB: dict[str, tuple[float, int, str]] = {
+    # pytorch_model-0000{1,2}-of-00002.bin, bfloat16 (torch.BFloat16Storage)
+    "teknium/OpenHermes-2.5-Mistral-7B": (9.94 + 4.54, 2, _HUB + "teknium/OpenHermes-2.5-Mistral-7B/tree/"
+                                          "d4a2212040c95d9dd9c509be188b24b1b1019c22"),
+    "01-ai/Yi-1.5-6B": (4.93 + 4.98 + 2.21, 2, _HUB + "01-ai/Yi-1.5-6B/tree/main"),
+    "01-ai/Yi-1.5-9B": (4.93 + 4.98 + 4.97 + 2.78, 2, _HUB + "01-ai/Yi-1.5-9B/tree/main"),
+    "ibm-granite/granite-3.1-8b-instruct": (4.97 + 4.99 + 4.97 + 1.41, 2,
+                                            _HUB + "ibm-granite/granite-3.1-8b-instruct/tree/main"),
+    "deepseek-ai/deepseek-llm-7b-base": (9.97 + 3.85, 2, _HUB + "deepseek-ai/deepseek-llm-7b-base/tree/main"),
+    "upstage/SOLAR-10.7B-v1.0": (4.94 + 5 + 4.92 + 4.92 + 1.69, 2, _HUB + "upstage/SOLAR-10.7B-v1.0/tree/main"),
+    # float32 checkpoints: one 12.1 GB model.safetensors; 14 shards, 63.8 GB the repository in all
+    "bigcode/starcoder2-3b": (12.1, 4, _HUB + "bigcode/starcoder2-3b/tree/54da76775f65ecde085d6e75aa17a053b043900e"),
+    "bigcode/starcoder2-15b": (63.8, 4, _HUB + "bigcode/starcoder2-15b/tree/main"),
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(HUB_TREE_GB))
+def test_checkpoint_bytes_match_the_hub_file_sizes(model_id: str) -> None:
+    gb, bytes_per_param, _source = HUB_TREE_GB[model_id]
+    assert abs(bytes_per_param * _total(model_id) / 1e9 - gb) <= 0.01 * gb
+
 
 # Records with no independent count found, each with the reason.
 NO_FIGURE: dict[str, str] = {
@@ -232,6 +264,10 @@ SAME_AS = {
     "mistralai/Mistral-Small-24B-Base-2501": "mistralai/Mistral-Small-24B-Instruct-2501",
     "togethercomputer/RedPajama-INCITE-7B-Chat": "togethercomputer/RedPajama-INCITE-7B-Base",
     "togethercomputer/RedPajama-INCITE-7B-Instruct": "togethercomputer/RedPajama-INCITE-7B-Base",
+    "01-ai/Yi-1.5-6B-Chat": "01-ai/Yi-1.5-6B",
+    "01-ai/Yi-1.5-9B-Chat": "01-ai/Yi-1.5-9B",
+    "deepseek-ai/deepseek-llm-7b-chat": "deepseek-ai/deepseek-llm-7b-base",
+    "Qwen/Qwen2.5-Coder-3B-Instruct": "Qwen/Qwen2.5-Coder-3B",
 }
 
 
@@ -332,7 +368,7 @@ def test_every_added_record_is_checked_or_explained() -> None:
     from sizing.catalog import model_records
 
     added = {rec.id for rec in model_records()[FIRST_CHECKED:]}
-    tables = [set(EXACT), set(LISTED_GIB), set(NO_FIGURE), set(SAME_AS)]
+    tables = [set(EXACT), set(LISTED_GIB), set(HUB_TREE_GB), set(NO_FIGURE), set(SAME_AS)]
     assert added == set().union(*tables)
     assert sum(map(len, tables)) == len(added)  # no record in two tables
 

@@ -91,6 +91,24 @@ MATCHES = [
     # the only 6.7B DeepSeek Coder record: the base release is its sibling (the instruct is tuned from it)
     ("deepseek-coder-6.7b", "", "deepseek-ai/deepseek-coder-6.7b-instruct"),
     ("deepseek-ai/deepseek-coder-6.7b-base", "", "deepseek-ai/deepseek-coder-6.7b-instruct"),
+    # Hub configs found as pages (catalog branch, round 8); were refusals
+    ("OpenHermes 2.5 Mistral 7B", "", "teknium/OpenHermes-2.5-Mistral-7B"),
+    ("teknium/OpenHermes-2.5-Mistral-7B", "", "teknium/OpenHermes-2.5-Mistral-7B"),
+    ("Yi-1.5-9B", "", "01-ai/Yi-1.5-9B"),
+    ("Yi 1.5 9B Chat", "", "01-ai/Yi-1.5-9B-Chat"),
+    ("01-ai/Yi-1.5-6B-Chat", "", "01-ai/Yi-1.5-6B-Chat"),
+    ("Yi-1.5-6B", "", "01-ai/Yi-1.5-6B"),  # not Yi-6B (same shapes, another release)
+    ("granite-3.1-8b", "", "ibm-granite/granite-3.1-8b-instruct"),  # the base release: its instruct sibling
+    ("Granite 3.1 2B Instruct", "", "ibm-granite/granite-3.1-2b-instruct"),
+    ("deepseek-llm-7b", "", "deepseek-ai/deepseek-llm-7b-base"),  # the base before its chat sibling
+    ("deepseek-llm-7b-chat", "", "deepseek-ai/deepseek-llm-7b-chat"),
+    ("SOLAR 10.7B", "", "upstage/SOLAR-10.7B-v1.0"),
+    ("upstage/SOLAR-10.7B-Instruct-v1.0", "", "upstage/SOLAR-10.7B-v1.0"),  # its instruct sibling
+    ("starcoder2-3b", "", "bigcode/starcoder2-3b"),
+    ("StarCoder2 15B", "", "bigcode/starcoder2-15b"),
+    ("Qwen2.5-Coder-3B-Instruct", "", "Qwen/Qwen2.5-Coder-3B-Instruct"),
+    ("Qwen 2.5 Coder 3B", "", "Qwen/Qwen2.5-Coder-3B"),  # not Qwen2.5-3B (same shapes, another release)
+    ("Qwen3-4B-Instruct-2507", "", "Qwen/Qwen3-4B-Instruct-2507"),
     ("starcoder2 7b", "", "bigcode/starcoder2-7b"),
     ("DeepSeek R1 Distill Qwen 14B", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"),
     ("deepseek-r1-distill-qwen-1.5b", "", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"),
@@ -127,13 +145,11 @@ REFUSED = [
     ("Llama 70B", "row_unknown_model"),  # no generation: LLaMA 1 has 65B; Llama 2 / 3 70B are other names
     ("Llama 34B", "row_unknown_model"),  # Code Llama's 34B is not a "Llama 34B"
     ("StarCoder 7B", "row_unknown_model"),  # StarCoder is 15.5B; StarCoder2 7B is another generation
-    ("SOLAR 10.7B", "row_unknown_model"),  # no sourced config in the catalog
-    # checked missing (catalog branch, round 6): no verbatim config.json found, so no record; never another 7B
-    ("deepseek-llm-7b", "row_unknown_model"),  # a Llama-architecture model with its own 102400-row vocabulary
+    # no sourced config.json in the catalog: never the 7B of the same line (its own 95-layer shape)
     ("deepseek-ai/deepseek-llm-67b-chat", "row_unknown_model"),
     ("OLMo-7B", "row_unknown_model"),  # olmo: a family the engine does not model
-    ("granite-3.1-8b", "row_unknown_model"),
-    ("OpenHermes 2.5 Mistral 7B", "row_unknown_model"),  # a fine-tune with its own name: not provable by name
+    ("Yi-1.5-9B-32K", "row_unknown_model"),  # another context release; no record (not the 4096-position 9B)
+    ("OpenHermes-2-Mistral-7B", "row_unknown_model"),  # the earlier release: not the 2.5 record by name
     ("TheBloke/Llama-2-7B-GPTQ", "row_unknown_model"),  # a GPTQ checkpoint whose quantization_config is unknown
     ("TheBloke/Llama-2-7B-Chat-GGUF", "row_unknown_model"),
     ("unsloth/Llama-3.2-1B-Instruct-unsloth-bnb-4bit", "row_quantization_unsupported"),  # some layers in 16 bits
