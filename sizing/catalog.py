@@ -53,6 +53,11 @@ class ModelRecord:
     source: Source
     config: Mapping[str, Any]
     missing: tuple[str, ...] = ()  # config.json fields no source established
+    # The dtype of the checkpoint's weight files, for a config.json without torch_dtype: what from_pretrained's
+    # dtype="auto" (transformers 5's default) then loads, the first floating-point weight's dtype
+    # (modeling_utils._get_dtype); with its source (file sizes per parameter, the pickled storage type).
+    checkpoint_dtype: str | None = None
+    checkpoint_dtype_source: str = ""
 
     def __getitem__(self, key: str) -> Any:
         """Compatibility with the former dict records: rec["config"], rec["id"]."""
@@ -72,13 +77,26 @@ class ModelRecord:
 _MODEL_REQUIRED = frozenset({"id", "name", "aliases", "source", "config"})
 
 
+CHECKPOINT_DTYPES = ("float32", "bfloat16", "float16")
+
+
 def _model_record(rec: Mapping[str, Any]) -> ModelRecord:
-    _check_keys("model", rec, _MODEL_REQUIRED, _MODEL_REQUIRED | {"missing"})
+    _check_keys("model", rec, _MODEL_REQUIRED, _MODEL_REQUIRED | {"missing", "checkpoint_dtype"})
     src = rec["source"]
     _check_keys("model source", src, frozenset({"url", "kind", "note"}), frozenset({"url", "kind", "note"}))
+    ckpt = rec.get("checkpoint_dtype")
+    if ckpt is not None:
+        _check_keys("model checkpoint_dtype", ckpt, frozenset({"dtype", "source"}), frozenset({"dtype", "source"}))
+        if ckpt["dtype"] not in CHECKPOINT_DTYPES or not str(ckpt["source"]).strip():
+            raise ValueError(f"model catalog record {rec['id']!r}: checkpoint_dtype needs one of {CHECKPOINT_DTYPES} "
+                             "and a source")
+        if "torch_dtype" in rec["config"] or "dtype" in rec["config"]:
+            raise ValueError(f"model catalog record {rec['id']!r}: checkpoint_dtype beside the config's own dtype")
     return ModelRecord(id=str(rec["id"]), name=str(rec["name"]), aliases=tuple(rec["aliases"]),
                        source=Source(str(src["url"]), str(src["kind"]), str(src["note"])),
-                       config=MappingProxyType(dict(rec["config"])), missing=tuple(rec.get("missing", ())))
+                       config=MappingProxyType(dict(rec["config"])), missing=tuple(rec.get("missing", ())),
+                       checkpoint_dtype=None if ckpt is None else str(ckpt["dtype"]),
+                       checkpoint_dtype_source="" if ckpt is None else str(ckpt["source"]))
 
 
 @dataclass(frozen=True)
@@ -223,4 +241,7 @@ def resolve_architecture(model: str | None, model_config: Any) -> tuple[Architec
     if rec is None:
         raise SizingError("unknown_model", f"unknown model '{model}': use a catalog id (see `sizing models`) "
                           "or paste its config.json as model_config", field="model", value=model)
-    return from_hf_config(rec.config), rec.id
+    config = rec.config
+    if rec.checkpoint_dtype is not None:  # the config.json says no dtype: "auto" loads the weight files' one
+        config = {**config, "torch_dtype": rec.checkpoint_dtype}
+    return from_hf_config(config), rec.id
