@@ -91,6 +91,10 @@ def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = N
         out.append("sliding_window")
     if given is not None and given.get("gradient_checkpointing") is None and cfg.framework in _OWN_CHECKPOINTING:
         out.append("checkpointing_unstated")
+    if cfg.torch_dtype == "auto" and cfg.framework in ("transformers", "custom") and arch.default_dtype is None:
+        # from_pretrained's dtype="auto" loads the weight files' dtype, which neither config.json nor the catalog
+        # gives here: regime.load_dtype takes bfloat16, and a float32 checkpoint would load twice its bytes
+        out.append("dtype_assumed")
     return tuple(out)
 
 

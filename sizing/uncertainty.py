@@ -59,6 +59,13 @@ REASONS: dict[str, dict[str, str]] = {
               "yuqori)",
         "en": "the sequence reaches the sliding window, and the model mixes windowed and full layers: the SDPA mask "
               "and the k/v repeated to every head are counted in every layer (the estimate is slightly high)"},
+    "dtype_assumed": {
+        "ru": "тип весов чекпойнта неизвестен (в config.json нет torch_dtype): веса считаются в bfloat16, а чекпойнт "
+              "во float32 занял бы вдвое больше; укажите torch_dtype",
+        "uz": "checkpoint og‘irliklarining turi noma’lum (config.json’da torch_dtype yo‘q): og‘irliklar bfloat16 deb "
+              "hisoblangan, float32 checkpoint esa ikki baravar ko‘p joy egallaydi; torch_dtype ni ko‘rsating",
+        "en": "the checkpoint's weight dtype is unknown (config.json has no torch_dtype): the weights are counted in "
+              "bfloat16, and a float32 checkpoint would take twice the bytes; set torch_dtype"},
     "shape_matched": {
         "ru": "в model_config нет model_type: семейство определено по форме модели",
         "uz": "model_config’da model_type yo‘q: oila model shakli bo‘yicha aniqlangan",
@@ -129,7 +136,7 @@ def confidence(g: Mapping[str, Any] | None, gaps: tuple[str, ...]) -> tuple[str,
         by_error = "medium"
         reasons.append("few_sources")
     name = by_error
-    if "shape_matched" in gaps or "checkpointing_unstated" in gaps:  # a guess the regime's data cannot check
+    if {"shape_matched", "checkpointing_unstated", "dtype_assumed"} & set(gaps):  # a guess the rows cannot check
         name = _worst(name, "medium")
     if any(x in GAPS for x in gaps):
         name = "low"

@@ -192,6 +192,25 @@ def test_unstated_checkpointing_is_a_reason_only_where_no_library_default_sets_i
     assert estimate({**base, "framework": "custom"}).confidence in ("medium", "low")
 
 
+def test_an_unknown_checkpoint_dtype_is_a_reason_only_where_dtype_auto_reads_the_weight_files() -> None:
+    # transformers 5 from_pretrained: dtype defaults to "auto", which takes config.dtype and, without it, the first
+    # floating-point weight's dtype (modeling_utils._get_dtype): a config.json without torch_dtype leaves it unknown
+    tiny = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 512}
+    base = {"model_config": tiny, "method": "lora", "bf16": True, "max_seq_length": 256}
+
+    def codes(cfg: dict[str, object]) -> list[str]:
+        return [r["code"] for r in estimate(cfg).confidence_reasons]
+
+    assert "dtype_assumed" in codes(base)
+    assert "dtype_assumed" in codes({**base, "framework": "custom"})
+    assert estimate(base).confidence in ("medium", "low")
+    assert "dtype_assumed" not in codes({**base, "torch_dtype": "float32"})  # stated by the user
+    assert "dtype_assumed" not in codes({**base, "model_config": {**tiny, "torch_dtype": "float16"}})
+    assert "dtype_assumed" not in codes({**base, "framework": "trl"})  # trl >= 0.27 loads float32 itself
+    assert "dtype_assumed" not in codes({**base, "framework": "litgpt"})  # its own bf16 checkpoints
+
+
 def test_a_window_mixed_with_full_layers_is_a_reason_only_where_sdpa_gets_the_window_mask() -> None:
     """Gemma 3 1B's window is 512 tokens (its config.json) and one layer in six is a full one: from 512 packed tokens
     under SDPA on the Hugging Face stack the window is a mask, which every layer is sized with (full ones included:
