@@ -269,9 +269,12 @@ def fewest_gpus(cfg: RunConfig) -> tuple[int, str]:
 
 
 def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
-    """Whether the run can start on `gpu` at all: bf16 mixed precision needs a GPU with bf16
-    (torch.autocast raises "Current CUDA Device does not support bfloat16" (torch/amp/autocast_mode.py) and
-    TrainingArguments(bf16=True) "Your setup doesn't support bf16/gpu" (transformers training_args.py))."""
+    """Whether the run is a plan for `gpu`: bf16 mixed precision is not one on a GPU without bf16 hardware. Both
+    gates ask torch.cuda.is_bf16_supported() (torch.autocast: "Current CUDA Device does not support bfloat16";
+    TrainingArguments: "Your setup doesn't support bf16/gpu"). PyTorch 2.2 answered False there (pytorch #124996,
+    a V100); later releases count emulation (including_emulation=True, torch/cuda/__init__.py, 2.13) and a T4
+    answers True (MakazhanAlpamys/Soup #387), so the run starts, its bf16 emulated without bf16 tensor-core
+    kernels. Either way the plan is fp16, which takes the same memory (warnings.py says so)."""
     return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
 
 

@@ -545,9 +545,14 @@ TEXT: dict[str, dict[str, str]] = {
               "taxminiy.",
         "en": "torch.compile fuses kernels and changes what is saved for the backward pass: approximate."},
     "w_gpu_no_bf16": {
-        "ru": "{gpu_name} не поддерживает bf16: используйте fp16 с масштабированием потерь.",
-        "uz": "{gpu_name} bf16 ni qo‘llamaydi: yo‘qotishni masshtablash bilan fp16 dan foydalaning.",
-        "en": "{gpu_name} has no bf16: use fp16 with loss scaling."},
+        "ru": "У {gpu_name} нет аппаратной поддержки bf16: PyTorch до версии 2.2 не запускает на ней обучение в bf16, "
+              "более новые версии эмулируют bf16, медленно. Используйте fp16 с масштабированием потерь: памяти "
+              "нужно столько же.",
+        "uz": "{gpu_name} da bf16 uchun apparat qo‘llovi yo‘q: PyTorch 2.2 gacha unda bf16 o‘qitishni ishga "
+              "tushirmaydi, yangi versiyalar bf16 ni sekin emulyatsiya qiladi. Yo‘qotishni masshtablash bilan fp16 dan "
+              "foydalaning: xotira shuncha kerak bo‘ladi.",
+        "en": "{gpu_name} has no bf16 hardware: PyTorch up to 2.2 refuses a bf16 run there, later releases emulate "
+              "bf16, slowly. Use fp16 with loss scaling: it takes the same memory."},
     "w_gpu_no_flash_attention_2": {
         "ru": "{gpu_name} не поддерживает FlashAttention-2: выберите sdpa.",
         "uz": "{gpu_name} FlashAttention-2 ni qo‘llamaydi: sdpa ni tanlang.",
