@@ -114,6 +114,26 @@ def test_a_hub_id_while_offline(tmp_path: Path) -> None:
     assert "\n" not in report["message"]
 
 
+@pytest.mark.parametrize("stated", [False, True])
+def test_random_weights_for_a_hub_model_need_its_dtype(tmp_path: Path, stated: bool) -> None:
+    """A model named by id whose config.json gives no dtype: from_pretrained(dtype="auto") loads its weight files'
+    dtype (transformers modeling_utils._get_dtype), which a random build cannot know, so the trial asks for
+    torch_dtype instead of measuring a bfloat16 base against an estimate of, say, gpt2's float32 files."""
+    require(STACK)
+    folder = tmp_path / "hub-model"  # hub_config reads a local folder as it reads the hub
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in TINY_LLAMA.items() if k != "dtype"}),
+                                        encoding="utf-8")
+    config = {k: v for k, v in FAST.items() if k != "model_config"} | {"model": str(folder)}
+    if stated:
+        config["torch_dtype"] = "float32"
+    code, report = _run(tmp_path / "run", config)
+    if stated:
+        assert code == 0, report.get("message")
+    else:
+        assert code == 2 and report["failure"]["field"] == "torch_dtype" and "torch_dtype" in report["message"]
+
+
 def test_expandable_segments_is_set_or_a_contradiction_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     code, report = _run(tmp_path, FAST)
