@@ -269,6 +269,16 @@ def test_starcoder2_3b_auto_loads_float32() -> None:
     assert abs(est.detail["param_bytes"] - 12.1e9) <= 0.01 * 12.1e9
 
 
+@pytest.mark.parametrize(("model_id", "dtype", "gb"), [
+    ("facebook/opt-1.3b", "float16", 2.63),  # pytorch_model.bin 2.63 GB, torch.HalfStorage (tree ff3875e)
+    ("tiiuae/falcon-rw-1b", "bfloat16", 2.62),  # pytorch_model.bin 2.62 GB, torch.BFloat16Storage (tree acfc7b0)
+])
+def test_16_bit_checkpoints_keep_2_bytes_a_weight(model_id: str, dtype: str, gb: float) -> None:
+    est = estimate({**AUTO, "model": model_id})
+    assert est.regime.load_dtype == dtype
+    assert abs(est.detail["param_bytes"] - gb * 1e9) <= 0.01 * gb * 1e9
+
+
 def test_checkpoint_dtypes_cite_the_hub() -> None:
     recs = [r for r in models().values() if r.checkpoint_dtype is not None]
     assert recs and all("https://huggingface.co/" in r.checkpoint_dtype_source for r in recs)
