@@ -245,3 +245,40 @@ def test_internlm2_remote_code_shapes_by_hand() -> None:
     assert arch.linear_names() == ("wqkv", "wo", "w1", "w3", "w2") and arch.default_lora_targets == ()
     assert [arch.role_targets(r) for r in ("q", "gate", "up", "down")] == [("wqkv",), ("w1",), ("w3",), ("w2",)]
     assert arch.eager_only and not from_hf_config({**cfg, "attn_implementation": "flash_attention_2"}).eager_only
+
+
+# Records whose config.json names no dtype: dtype="auto" loads the checkpoint's own (checkpoint_dtype).
+AUTO = {"method": "lora", "framework": "transformers", "torch_dtype": "auto", "max_seq_length": 128,
+        "per_device_train_batch_size": 1}
+
+
+def test_gpt2_auto_loads_its_float32_checkpoint() -> None:
+    # huggingface.co/openai-community/gpt2 at 75e09b4: model.safetensors 548 MB, pytorch_model.bin pickles FloatStorage.
+    # GPT-2 small by hand: wte 50257*768 + wpe 1024*768 + ln_f 1536 + 12 blocks of (ln_1, ln_2: 2*1536; c_attn
+    # 768*2304 + 2304; attn c_proj 768*768 + 768; c_fc 768*3072 + 3072; mlp c_proj 3072*768 + 768) = 124,439,808.
+    # LoRA r=8 on c_attn (PEFT's gpt2 default): 12 * 8 * (768 + 2304) = 294,912 parameters, kept in fp32 by PEFT.
+    est = estimate({**AUTO, "model": "openai-community/gpt2"})
+    assert est.regime.load_dtype == "float32"
+    assert est.detail["param_bytes"] == 4 * 124_439_808 + 4 * 294_912
+
+
+def test_starcoder2_3b_auto_loads_float32() -> None:
+    # huggingface.co/bigcode/starcoder2-3b at 444cd6f: its one weight file, model.safetensors, is 12.1 GB.
+    est = estimate({**AUTO, "model": "bigcode/starcoder2-3b", "target_modules": ["q_proj", "v_proj"]})
+    assert est.regime.load_dtype == "float32"
+    assert abs(est.detail["param_bytes"] - 12.1e9) <= 0.01 * 12.1e9
+
+
+@pytest.mark.parametrize(("model_id", "dtype", "gb"), [
+    ("facebook/opt-1.3b", "float16", 2.63),  # pytorch_model.bin 2.63 GB, torch.HalfStorage (tree ff3875e)
+    ("tiiuae/falcon-rw-1b", "bfloat16", 2.62),  # pytorch_model.bin 2.62 GB, torch.BFloat16Storage (tree acfc7b0)
+])
+def test_16_bit_checkpoints_keep_2_bytes_a_weight(model_id: str, dtype: str, gb: float) -> None:
+    est = estimate({**AUTO, "model": model_id})
+    assert est.regime.load_dtype == dtype
+    assert abs(est.detail["param_bytes"] - gb * 1e9) <= 0.01 * gb * 1e9
+
+
+def test_checkpoint_dtypes_cite_the_hub() -> None:
+    recs = [r for r in models().values() if r.checkpoint_dtype is not None]
+    assert recs and all("https://huggingface.co/" in r.checkpoint_dtype_source for r in recs)
