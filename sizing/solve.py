@@ -274,7 +274,8 @@ def runs_on(cfg: RunConfig, gpu: Gpu) -> bool:
     TrainingArguments: "Your setup doesn't support bf16/gpu"). PyTorch 2.2 answered False there (pytorch #124996,
     a V100); later releases count emulation (including_emulation=True, torch/cuda/__init__.py, 2.13) and a T4
     answers True (MakazhanAlpamys/Soup #387), so the run starts, its bf16 emulated without bf16 tensor-core
-    kernels. Either way the plan is fp16, which takes the same memory (warnings.py says so)."""
+    kernels. Either way the plan is fp16 (warnings.py says how: weights loaded in float16 for LoRA and QLoRA, the
+    same memory; fp32 weights for full fine-tuning, since GradScaler refuses fp16 gradients)."""
     return not (cfg.bf16 is True and gpu.supports.get("bf16") is False)
 
 

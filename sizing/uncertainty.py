@@ -60,10 +60,10 @@ REASONS: dict[str, dict[str, str]] = {
         "en": "the sequence reaches the sliding window, and the model mixes windowed and full layers: the SDPA mask "
               "and the k/v repeated to every head are counted in every layer (the estimate is slightly high)"},
     "dtype_assumed": {
-        "ru": "тип весов чекпойнта неизвестен (в config.json нет torch_dtype): веса считаются в bfloat16, а чекпойнт "
-              "во float32 занял бы вдвое больше; укажите torch_dtype",
-        "uz": "checkpoint og‘irliklarining turi noma’lum (config.json’da torch_dtype yo‘q): og‘irliklar bfloat16 deb "
-              "hisoblangan, float32 checkpoint esa ikki baravar ko‘p joy egallaydi; torch_dtype ni ko‘rsating",
+        "ru": "тип весов в файлах модели неизвестен (в config.json нет torch_dtype): веса считаются в bfloat16, а "
+              "файлы во float32 заняли бы вдвое больше; укажите torch_dtype",
+        "uz": "model fayllaridagi vaznlar turi noma’lum (config.json’da torch_dtype yo‘q): vaznlar bfloat16 deb "
+              "hisoblangan, float32 fayllar esa ikki baravar ko‘p joy egallaydi; torch_dtype ni ko‘rsating",
         "en": "the checkpoint's weight dtype is unknown (config.json has no torch_dtype): the weights are counted in "
               "bfloat16, and a float32 checkpoint would take twice the bytes; set torch_dtype"},
     "shape_matched": {

@@ -89,7 +89,9 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
         if cfg.bf16 and gpu.supports.get("bf16") is False:
             out.insert(0, _w("gpu_no_bf16", f"{gpu.name} has no bf16 hardware: PyTorch up to 2.2 refuses a bf16 run "
                              "there (torch.autocast, TrainingArguments), later releases emulate bf16, slowly; set fp16 "
-                             "(same memory, with loss scaling)", gpu=gpu.id, gpu_name=gpu.name))
+                             "with the weights loaded in float16 (LoRA and QLoRA: the same memory, with loss scaling; "
+                             "full fine-tuning under fp16 needs fp32 weights, since GradScaler refuses fp16 gradients)",
+                             gpu=gpu.id, gpu_name=gpu.name))
         if reg.attention == "flash_attention_2" and gpu.supports.get("flash_attention_2") is False:
             out.append(_w("gpu_no_flash_attention_2", f"{gpu.name} does not support FlashAttention-2", gpu=gpu.id,
                           gpu_name=gpu.name))

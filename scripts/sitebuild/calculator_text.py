@@ -546,13 +546,16 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "torch.compile fuses kernels and changes what is saved for the backward pass: approximate."},
     "w_gpu_no_bf16": {
         "ru": "У {gpu_name} нет аппаратной поддержки bf16: PyTorch до версии 2.2 не запускает на ней обучение в bf16, "
-              "более новые версии эмулируют bf16, медленно. Используйте fp16 с масштабированием потерь: памяти "
-              "нужно столько же.",
+              "более новые версии эмулируют bf16, медленно. Используйте fp16 и загрузите веса во float16: "
+              "для LoRA и QLoRA памяти нужно столько же; полному дообучению под fp16 нужны веса fp32 (GradScaler не "
+              "принимает градиенты fp16).",
         "uz": "{gpu_name} da bf16 uchun apparat qo‘llovi yo‘q: PyTorch 2.2 gacha unda bf16 o‘qitishni ishga "
-              "tushirmaydi, yangi versiyalar bf16 ni sekin emulyatsiya qiladi. Yo‘qotishni masshtablash bilan fp16 dan "
-              "foydalaning: xotira shuncha kerak bo‘ladi.",
+              "tushirmaydi, yangi versiyalar bf16 ni sekin emulyatsiya qiladi. fp16 dan foydalaning va vaznlarni "
+              "float16 da yuklang: LoRA va QLoRA uchun xotira shuncha kerak bo‘ladi; fp16 ostida to‘liq qo‘shimcha "
+              "o‘qitishga fp32 vaznlar kerak (GradScaler fp16 gradientlarni qabul qilmaydi).",
         "en": "{gpu_name} has no bf16 hardware: PyTorch up to 2.2 refuses a bf16 run there, later releases emulate "
-              "bf16, slowly. Use fp16 with loss scaling: it takes the same memory."},
+              "bf16, slowly. Use fp16 and load the weights in float16: the same memory for LoRA and QLoRA; full "
+              "fine-tuning under fp16 needs fp32 weights (GradScaler refuses fp16 gradients)."},
     "w_gpu_no_flash_attention_2": {
         "ru": "{gpu_name} не поддерживает FlashAttention-2: выберите sdpa.",
         "uz": "{gpu_name} FlashAttention-2 ni qo‘llamaydi: sdpa ni tanlang.",

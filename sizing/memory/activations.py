@@ -306,7 +306,7 @@ class LayerWalker:
         if reg.autocast:
             adapted = frozenset(self.targets)
             for lin in self.arch.linears:
-                if (not quantized_linear(lin, reg, adapted) and kept_bytes(reg) != reg.compute
+                if (not quantized_linear(lin, reg, adapted) and reg.casts(kept_bytes(reg))
                         and not grouped_experts(lin, reg)):
                     # autocast's bf16 copy of an fp32 weight (a 4-bit run's router too, up-cast by
                     # prepare_model_for_kbit_training) is saved for backward (input needs grad)

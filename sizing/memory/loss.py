@@ -103,7 +103,7 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         body += walker.consumers_saved(walker.norm_out(reg.resid), h, [lm_head], already_saved=False) * n
     elif reg.profile.holds_4bit_inputs and reg.quant == "4bit" and reg.profile.quantize_lm_head:
         body += walker.norm_out(reg.resid) * h * n  # the 4-bit lm_head (bitsandbytes 0.42) keeps its input
-    if reg.autocast and reg.lm_head_weight != c:
+    if reg.casts(reg.lm_head_weight):
         body += c * vocab * h  # the bf16 cast of an fp32 head weight is saved for backward
     logits = c if reg.autocast else reg.lm_head_weight
     labels = 8 * n  # int64 targets
@@ -111,7 +111,7 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
     if reg.loss == "fused_linear_ce":
         # trl fused LM head: logits never materialize; saved hidden copy, log_z and entropy (fp32 [N]).
         tile = min(n, FUSED_TOKEN_TILE) * min(vocab, FUSED_VOCAB_TILE) * c
-        cast = FUSED_VOCAB_TILE * h * c if reg.lm_head_weight != c else 0
+        cast = FUSED_VOCAB_TILE * h * c if reg.casts(reg.lm_head_weight) else 0
         saved = n * (h * c + 8) + labels
         back = tile + cast + 4 * n * h + ((4 + c) * vocab * h if head_trains and reg.full else 0)
         return Head(body, saved, tile + cast + 7 * 4 * n, back, head_grad)

@@ -47,10 +47,19 @@ class Regime:
     # the sequence reaches a sliding window under SDPA on the Hugging Face stack: the window becomes an explicit mask
     # (regime.windowed), which every layer is sized with (a model that mixes full layers in: slightly high)
     windowed: bool = False
+    # 16-bit weights in the other 16-bit dtype than autocast's (a float16 checkpoint under bf16=True): autocast casts
+    # every weight it multiplies, as it does fp32 ones, and the residual stream, float16 plus the bfloat16 sublayer
+    # outputs, promotes to float32 from the first layer on (measured: tests/physics/test_activations.py)
+    half_mismatch: bool = False
 
     @property
     def resid(self) -> int:
-        return self.embed
+        return 4 if self.half_mismatch else self.embed
+
+    def casts(self, weight_bytes: int) -> bool:
+        """Whether autocast casts a weight of this many bytes (not quantized) to the compute dtype: by dtype,
+        not by size, since float16 and bfloat16 are both 2 bytes."""
+        return self.autocast and (weight_bytes != self.compute or self.half_mismatch)
 
     @property
     def masked(self) -> bool:
@@ -115,6 +124,9 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     other = 4 if kbit_prep else w
     attention = attention_of(cfg, arch)
     adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
+    cast_to = "bfloat16" if cfg.bf16 else "float16"
+    # non-quantized weights keep the load dtype unless prepare_model_for_kbit_training up-cast them (then fp32)
+    half_mismatch = autocast and not kbit_prep and load in ("float16", "bfloat16") and load != cast_to
     prof = profile(cfg)
     padded = _padded(cfg, attention)
     return Regime(
@@ -129,6 +141,7 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
+        half_mismatch=half_mismatch,
     )
 
 

@@ -209,7 +209,15 @@ REGIMES = {
     # NF4 + double quant, compute bf16, PEFT default fp32 adapters.
     "qlora": ("qlora", "float32", "D"),  # no prepare_model_for_kbit_training (bf16 non-quantized params)
     "qlora_prep": ("qlora", "float32", "E"),  # with prepare_model_for_kbit_training (fp32 non-quantized)
+    # a float16 checkpoint loaded with dtype="auto" and trained under bf16 autocast (half_mix_cases)
+    "full_fp16w": ("full", None, "A"),
+    "lora_fp16w": ("lora", "float32", "C"),
 }
+
+
+def weight_dtype(regime: str) -> str:
+    """The dtype the (non-quantized) base is loaded in: float16 for the *_fp16w regimes, else bfloat16."""
+    return "float16" if regime.endswith("_fp16w") else "bfloat16"
 
 
 def hf_config(style: str):
@@ -292,13 +300,19 @@ def eager_cases():
     return gemma2 + [("llama_eager", rg, 0.0, gcm) for rg in ("full", "lora_bf16") for gcm in (False, True)]
 
 
+def half_mix_cases():
+    """A float16 base under bf16 autocast (Llama): full fine-tuning and LoRA with PEFT's fp32 adapters, with and
+    without checkpointing: autocast casts every weight, and the residual stream promotes to fp32."""
+    return [("llama", rg, 0.0, gcm) for rg in ("full_fp16w", "lora_fp16w") for gcm in (False, True)]
+
+
 def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
     """The `sizing.load_config` input that describes the measured run."""
     method, adapter_dtype, _ = REGIMES[regime]
     cfg = {
         "model_config": dict(MODEL_CONFIGS[style]),
         "method": method,
-        "torch_dtype": "bfloat16",
+        "torch_dtype": weight_dtype(regime),
         "bf16": True,
         "max_seq_length": S,
         "per_device_train_batch_size": B,
@@ -640,7 +654,7 @@ def build(style: str, regime: str, dropout: float = 0.0, gc_mode: str | None = N
         torch.manual_seed(0)
         attn = ATTENTION.get(style, "sdpa")
         m = transformers.AutoModelForCausalLM.from_config(hf_config(style), attn_implementation=attn)
-        m = m.to(torch.bfloat16)  # a bf16 checkpoint loaded with dtype="auto"
+        m = m.to(getattr(torch, weight_dtype(regime)))  # a checkpoint in that dtype loaded with dtype="auto"
     if gc_mode == "non_reentrant":
         # TrainingArguments(gradient_checkpointing=True): transformers 5 default kwargs; this also calls
         # enable_input_require_grads() (the embedding output requires grad)

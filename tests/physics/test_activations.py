@@ -43,6 +43,10 @@ LAYER_TENSORS = {
     "g, act(g), u; down_proj LoRA input",
     "qlora": "as lora_bf16: Linear4bit saves nothing, peft's bnb LoRA does not cast under autocast; "
     "plus bf16 autocast copies of the fp32 LoRA weights",
+    "full_fp16w": "fp16 weights under bf16 autocast: a bf16 copy of every linear weight; the residual stream fp32 "
+    "from layer 1 (fp16 + bf16 promotes), so fp32 norm inputs and per-consumer bf16 casts of the norm outputs",
+    "lora_fp16w": "as full_fp16w for the frozen fp16 base (its bf16 weight copies saved for the input's gradient), "
+    "plus lora_fp32's per-module casts and bf16 copies of the fp32 LoRA weights",
     "qlora_prep": "fp32 residual/norm outputs after prepare_model_for_kbit_training: fp32 g, act(g), u "
     "(Linear4bit returns its input dtype), per-module bf16 casts of fp32 norm outputs, "
     "bf16 autocast copies of fp32 LoRA weights",
@@ -67,7 +71,7 @@ HEAD_TENSORS = (
 
 
 CASES = (harness.cases() + harness.moe_cases() + harness.olmo2_cases() + harness.eager_cases() + harness.window_cases()
-         + harness.gpt_oss_cases())
+         + harness.gpt_oss_cases() + harness.half_mix_cases())
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if not c[3]], ids=harness.case_id)
