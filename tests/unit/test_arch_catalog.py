@@ -279,6 +279,17 @@ def test_16_bit_checkpoints_keep_2_bytes_a_weight(model_id: str, dtype: str, gb:
     assert abs(est.detail["param_bytes"] - gb * 1e9) <= 0.01 * gb * 1e9
 
 
+def test_bloomz_7b1_auto_loads_its_float16_checkpoint() -> None:
+    # huggingface.co/bigscience/bloomz-7b1 at 94748a2: pytorch_model.bin, 14.1 GB, pickles torch.HalfStorage only.
+    # BLOOM 7b1 by hand (h=4096, 30 layers, tied vocab 250880): embedding 250880*4096 + its layernorm 8192 + ln_f
+    # 8192 + 30 blocks of (2 layernorms 2*8192; query_key_value 4096*12288 + 12288; dense 4096*4096 + 4096;
+    # dense_h_to_4h 4096*16384 + 16384; dense_4h_to_h 16384*4096 + 4096) = 7,069,016,064 (the file's 14.1 GB / 2).
+    # LoRA r=8 on query_key_value (PEFT's bloom default): 30 * 8 * (4096 + 12288) = 3,932,160, kept in fp32.
+    est = estimate({**AUTO, "model": "bigscience/bloomz-7b1"})
+    assert est.regime.load_dtype == "float16"
+    assert est.detail["param_bytes"] == 2 * 7_069_016_064 + 4 * 3_932_160
+
+
 def test_checkpoint_dtypes_cite_the_hub() -> None:
     recs = [r for r in models().values() if r.checkpoint_dtype is not None]
     assert recs and all("https://huggingface.co/" in r.checkpoint_dtype_source for r in recs)
