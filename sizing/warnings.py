@@ -43,6 +43,11 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
     if cfg.quantized and cfg.prepare_model_for_kbit_training:
         out.append(_w("kbit_prep_fp32", "prepare_model_for_kbit_training up-casts embeddings, norms and lm_head "
                       "to fp32 and makes the residual stream fp32"))
+    if reg.half_mismatch:
+        cast = "bfloat16" if cfg.bf16 else "float16"
+        out.append(_w("half_mismatch", f"the weights load in {reg.load_dtype} but autocast computes in {cast}: it "
+                      "saves a cast copy of every weight it multiplies and the residual stream becomes fp32 (both in "
+                      f"the estimate); loading in {cast} (torch_dtype) avoids both", load=reg.load_dtype, cast=cast))
     if detail["paged_optimizer_bytes"]:
         out.append(_w("paged_optimizer", "paged optimizer states live in CUDA managed memory: PyTorch's counters "
                       "do not see them and they move to host RAM under pressure",

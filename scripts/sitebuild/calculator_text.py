@@ -436,6 +436,16 @@ TEXT: dict[str, dict[str, str]] = {
               "yoqadi; baho buni hisobga oladi.",
         "en": "prepare_model_for_kbit_training switches gradient checkpointing on (reentrant); the estimate includes "
               "it."},
+    "w_half_mismatch": {
+        "ru": "Веса загружаются в {load}, а autocast считает в {cast}: он сохраняет приведённую копию каждого веса, "
+              "который умножает, а остаточный поток становится fp32 (оценка учитывает и то и другое). Загрузка в "
+              "{cast} (torch_dtype) убирает и то и другое.",
+        "uz": "Vaznlar {load} da yuklanadi, autocast esa {cast} da hisoblaydi: u ko‘paytiradigan har bir vaznning "
+              "o‘zgartirilgan nusxasini saqlaydi, qoldiq oqim esa fp32 bo‘ladi (baho ikkalasini ham hisoblaydi). "
+              "{cast} da yuklash (torch_dtype) ikkalasini ham yo‘qotadi.",
+        "en": "The weights load in {load} but autocast computes in {cast}: it saves a cast copy of every weight it "
+              "multiplies, and the residual stream becomes fp32 (the estimate counts both). Loading in {cast} "
+              "(torch_dtype) avoids both."},
     "w_kbit_prep_fp32": {
         "ru": "prepare_model_for_kbit_training переводит эмбеддинги, нормализации и lm_head в fp32, и остаточный поток "
               "тоже становится fp32.",

@@ -55,6 +55,21 @@ def test_a_bf16_run_gets_no_fits_verdict_on_a_card_without_bf16() -> None:
             assert not row["fits"] and row["fewest_gpus"] == 0 and row["max_micro_batch"] == 0
 
 
+def test_16_bit_weights_in_the_other_dtype_than_autocast_say_what_they_cost() -> None:
+    """A float16 base under bf16 autocast (or the reverse): autocast casts every weight it multiplies and the residual
+    stream promotes to fp32 (measured: tests/physics/test_activations.py, *_fp16w); the same dtype, or fp32 weights
+    (their casts are the usual mixed precision), or a base up-cast by prepare_model_for_kbit_training, do not warn."""
+    run = {"model": "meta-llama/Llama-3.2-1B", "method": "lora", "max_seq_length": 256, "gpu": "L4-24GB"}
+    mixed = estimate({**run, "torch_dtype": "float16", "bf16": True})
+    assert "half_mismatch" in codes(mixed)
+    assert "half_mismatch" in codes(estimate({**run, "torch_dtype": "bfloat16", "bf16": False, "fp16": True}))
+    same = estimate({**run, "torch_dtype": "bfloat16", "bf16": True})
+    assert "half_mismatch" not in codes(same) and mixed.allocated_bytes > same.allocated_bytes
+    assert "half_mismatch" not in codes(estimate({**run, "torch_dtype": "float32", "bf16": True}))
+    assert "half_mismatch" not in codes(estimate({**run, "method": "qlora", "load_in_4bit": True,
+                                                  "torch_dtype": "float16", "bf16": True}))
+
+
 def test_every_warning_code_has_the_page_words_in_three_languages() -> None:
     # The page shows a warning by its code (calculator_text "w_<code>"): a code the engine can emit without words
     # would reach a Russian or Uzbek reader as the English message.
