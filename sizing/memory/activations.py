@@ -133,7 +133,7 @@ class LayerWalker:
                     shared = True
             if lin.name in self.targets:
                 cur, copied = tensor_bytes, False
-                if reg.peft_casts_input and cur != reg.adapter:
+                if reg.peft_casts_input and (cur != reg.adapter or reg.adapter_mismatch):
                     cur, copied = reg.adapter, True  # lora.Linear._cast_input_dtype
                 if reg.dropout > 0:
                     mask = reg.mask_bytes(cur) * width
@@ -141,7 +141,7 @@ class LayerWalker:
                     if lin.feeds_from == ATTN_IN:
                         self.mask_total += mask
                     copied = True
-                if reg.autocast and cur != c:
+                if reg.autocast and (cur != c or reg.adapter_mismatch):
                     cur, copied = c, True
                 if self.frozen_a:
                     pass  # LoRA-FA: lora_A is frozen, so its matmul saves no input (measured in tests/physics)
@@ -313,7 +313,7 @@ class LayerWalker:
                     size = 2 * lin.params
                     const += size
                     cached += size if reg.full else 0
-                if lin.name in self.targets and reg.adapter != reg.compute:
+                if lin.name in self.targets and reg.casts_adapters:
                     size = 2 * self.r * (lin.in_features + lin.out_features) * lin.count
                     const += size
                     cached += size
@@ -334,7 +334,7 @@ class LayerWalker:
         """Autocast copies of fp32 lora_A weights fed by the layer input: not saved in layer 0 when
         that input needs no gradient (lora_A's matmul then saves only its input)."""
         reg = self.reg
-        if not (reg.autocast and reg.adapter != reg.compute):
+        if not reg.casts_adapters:
             return 0
         return sum(2 * self.r * lin.in_features for lin in self.by_source(ATTN_IN) if lin.name in self.targets)
 

@@ -100,8 +100,8 @@ class _Layer(SinksOps):
 
     def _lora_shares(self, x_bytes: int) -> bool:
         reg = self.reg
-        copied = (reg.peft_casts_input and x_bytes != reg.adapter) or reg.dropout > 0 or (
-            reg.autocast and self._lora_input(x_bytes) != x_bytes)
+        copied = (reg.peft_casts_input and (x_bytes != reg.adapter or reg.adapter_mismatch)) or reg.dropout > 0 or (
+            reg.autocast and (self._lora_input(x_bytes) != x_bytes or reg.adapter_mismatch))
         return not copied
 
     def _shares(self, lin: Linear, x_bytes: int) -> bool:

@@ -51,6 +51,9 @@ class Regime:
     # every weight it multiplies, as it does fp32 ones, and the residual stream, float16 plus the bfloat16 sublayer
     # outputs, promotes to float32 from the first layer on (measured: tests/physics/test_activations.py)
     half_mismatch: bool = False
+    # the adapters in the other 16-bit dtype than autocast's (float16 LoRA weights under bf16=True): PEFT casts the
+    # input to them and autocast casts it back, so each adapted module saves its own copy, as with fp32 adapters
+    adapter_mismatch: bool = False
 
     @property
     def resid(self) -> int:
@@ -60,6 +63,11 @@ class Regime:
         """Whether autocast casts a weight of this many bytes (not quantized) to the compute dtype: by dtype,
         not by size, since float16 and bfloat16 are both 2 bytes."""
         return self.autocast and (weight_bytes != self.compute or self.half_mismatch)
+
+    @property
+    def casts_adapters(self) -> bool:
+        """Whether autocast casts the adapters' weights (and PEFT their input): by dtype, as casts()."""
+        return self.autocast and (self.adapter != self.compute or self.adapter_mismatch)
 
     @property
     def masked(self) -> bool:
@@ -123,8 +131,10 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     kbit_prep = bool(cfg.quantized and cfg.prepare_model_for_kbit_training)
     other = 4 if kbit_prep else w
     attention = attention_of(cfg, arch)
-    adapter = BYTES[adapter_dtype(cfg, load)] if cfg.is_peft else 0
+    adapter_name = adapter_dtype(cfg, load) if cfg.is_peft else None
+    adapter = BYTES[adapter_name] if adapter_name else 0
     cast_to = "bfloat16" if cfg.bf16 else "float16"
+    adapter_mismatch = autocast and adapter_name in ("float16", "bfloat16") and adapter_name != cast_to
     # non-quantized weights keep the load dtype unless prepare_model_for_kbit_training up-cast them (then fp32)
     half_mismatch = autocast and not kbit_prep and load in ("float16", "bfloat16") and load != cast_to
     prof = profile(cfg)
@@ -141,7 +151,7 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
-        half_mismatch=half_mismatch,
+        half_mismatch=half_mismatch, adapter_mismatch=adapter_mismatch,
     )
 
 

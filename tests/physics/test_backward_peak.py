@@ -32,18 +32,18 @@ def _config(style: str = "llama") -> dict:
     return {**harness.MODEL_CONFIGS[style], "vocab_size": 64}
 
 
-def _measured(attn: str, method: str, ckpt: bool, style: str = "llama") -> int:
+def _measured(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: str = "bfloat16") -> int:
     # the project's pytest config turns warnings into errors; transformers/peft deprecation notices say
     # nothing about memory (as in harness._measure)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _measure(attn, method, ckpt, style)
+        return _measure(attn, method, ckpt, style, dtype)
 
 
-def _measure(attn: str, method: str, ckpt: bool, style: str = "llama") -> int:
+def _measure(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: str = "bfloat16") -> int:
     torch.manual_seed(0)
     hf = transformers.AutoConfig.for_model(**_config(style))
-    m = transformers.AutoModelForCausalLM.from_config(hf, attn_implementation=attn).to(torch.bfloat16)
+    m = transformers.AutoModelForCausalLM.from_config(hf, attn_implementation=attn).to(getattr(torch, dtype))
     if ckpt:
         m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     if method == "lora":
@@ -71,22 +71,34 @@ def _measure(attn: str, method: str, ckpt: bool, style: str = "llama") -> int:
     return tracker.peak - sum(p.numel() * p.element_size() for p in params)
 
 
-@pytest.mark.parametrize("ckpt", [False, True], ids=["no_ckpt", "ckpt"])
-@pytest.mark.parametrize("method", ["full", "lora"])
-@pytest.mark.parametrize("attn", ["sdpa", "eager"])
-@pytest.mark.parametrize("style", ["llama", "olmo2"])
-def test_backward_peak_of_the_decoder_body(style: str, attn: str, method: str, ckpt: bool) -> None:
+# A float16 base (and PEFT's float16 adapters: autocast_adapter_dtype=False keeps the base's dtype) under bf16
+# autocast: the weights' and the adapters' inputs are cast per module (regime.half_mismatch, adapter_mismatch).
+# Measured when added: full +1.6 % / +2.4 %, LoRA +0.8 % without checkpointing; with checkpointing the LoRA backward
+# holds about 1 MiB (8 %) more than the engine's op-by-op layer, not found yet: a strict xfail, so that its fix shows.
+FP16_LORA_CKPT_GAP = pytest.mark.xfail(strict=True, reason="checkpointed LoRA backward with float16 adapters under "
+                                       "bf16 autocast: ~1 MiB (8 %) the engine does not hold")
+
+
+@pytest.mark.parametrize(("style", "attn", "dtype", "method", "ckpt"), [
+    *((style, attn, "bfloat16", method, ckpt) for style in ("llama", "olmo2") for attn in ("sdpa", "eager")
+      for method in ("full", "lora") for ckpt in (False, True)),
+    *(("llama", "sdpa", "float16", method, ckpt)
+      for method, ckpt in (("full", False), ("full", True), ("lora", False))),
+    pytest.param("llama", "sdpa", "float16", "lora", True, marks=FP16_LORA_CKPT_GAP),
+])
+def test_backward_peak_of_the_decoder_body(style: str, attn: str, dtype: str, method: str, ckpt: bool) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        measured = _measured(attn, method, ckpt, style)
+        measured = _measured(attn, method, ckpt, style, dtype)
     finally:
         torch.set_num_threads(threads)
-    est = estimate({"model_config": _config(style), "method": method, "torch_dtype": "bfloat16", "bf16": True,
+    est = estimate({"model_config": _config(style), "method": method, "torch_dtype": dtype, "bf16": True,
                     "max_seq_length": harness.S, "per_device_train_batch_size": harness.B, "packing": True,
-                    "gradient_checkpointing": ckpt, "attn_implementation": attn, "adapter_dtype": "bfloat16",
+                    "gradient_checkpointing": ckpt, "attn_implementation": attn, "adapter_dtype": dtype,
                     "r": 16, "lora_alpha": 32, "target_modules": "all-linear"}, backend="cpu")
     engine = max(m.total - m.parts.get("weights", 0) - m.parts.get("adapters", 0) - m.parts.get("workspace", 0)
                  for m in est.moments if m.phase == "backward" and m.step == 0)
-    print(f"{style} {attn} {method} ckpt={ckpt}: measured {measured / 2**20:.2f} MiB, engine {engine / 2**20:.2f} MiB")
+    print(f"{style} {attn} {dtype} {method} ckpt={ckpt}: measured {measured / 2**20:.2f} MiB, "
+          f"engine {engine / 2**20:.2f} MiB")
     assert engine == pytest.approx(measured, rel=TOL[ckpt])
