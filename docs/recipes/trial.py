@@ -1794,10 +1794,15 @@ def torch_dtype(name: Any) -> Any:
     return getattr(torch, str(name))
 
 
+def config_dtype(model_config: Mapping[str, Any]) -> str | None:
+    \"\"\"The dtype a config.json names (dtype, or torch_dtype before transformers 5), None when it names none.\"\"\"
+    value = model_config.get("dtype", model_config.get("torch_dtype"))
+    return value if value in DTYPES else None
+
+
 def base_dtype(model_config: Mapping[str, Any]) -> str:
     \"\"\"The dtype a random base is saved in: the config.json's, else bfloat16 (what sizing assumes for "auto").\"\"\"
-    value = model_config.get("dtype", model_config.get("torch_dtype"))
-    return value if value in DTYPES else "bfloat16"
+    return config_dtype(model_config) or "bfloat16"
 
 
 def hub_config(source: str) -> dict[str, Any]:
@@ -2048,7 +2053,7 @@ def base(random_weights: bool, cache: str | None, out: Path, cfg: dict[str, Any]
     if not random_weights:
         return str(cfg["model"])
     if cfg.get("model_config") is None and cfg.get("torch_dtype", "auto") == "auto" \\
-            and model_config.get("dtype", model_config.get("torch_dtype")) not in model.DTYPES:
+            and model.config_dtype(model_config) is None:
         # from_pretrained(dtype="auto") would load the weight files' dtype, which this config.json does not give and
         # sizing takes from its catalog (float32 for gpt2's files): a random base in another dtype is another run
         raise BadInput(f"{cfg['model']}'s config.json gives no torch_dtype: with --random-weights set torch_dtype "

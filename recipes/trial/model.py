@@ -26,10 +26,15 @@ def torch_dtype(name: Any) -> Any:
     return getattr(torch, str(name))
 
 
+def config_dtype(model_config: Mapping[str, Any]) -> str | None:
+    """The dtype a config.json names (dtype, or torch_dtype before transformers 5), None when it names none."""
+    value = model_config.get("dtype", model_config.get("torch_dtype"))
+    return value if value in DTYPES else None
+
+
 def base_dtype(model_config: Mapping[str, Any]) -> str:
     """The dtype a random base is saved in: the config.json's, else bfloat16 (what sizing assumes for "auto")."""
-    value = model_config.get("dtype", model_config.get("torch_dtype"))
-    return value if value in DTYPES else "bfloat16"
+    return config_dtype(model_config) or "bfloat16"
 
 
 def hub_config(source: str) -> dict[str, Any]:

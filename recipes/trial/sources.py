@@ -37,7 +37,7 @@ def base(random_weights: bool, cache: str | None, out: Path, cfg: dict[str, Any]
     if not random_weights:
         return str(cfg["model"])
     if cfg.get("model_config") is None and cfg.get("torch_dtype", "auto") == "auto" \
-            and model_config.get("dtype", model_config.get("torch_dtype")) not in model.DTYPES:
+            and model.config_dtype(model_config) is None:
         # from_pretrained(dtype="auto") would load the weight files' dtype, which this config.json does not give and
         # sizing takes from its catalog (float32 for gpt2's files): a random base in another dtype is another run
         raise BadInput(f"{cfg['model']}'s config.json gives no torch_dtype: with --random-weights set torch_dtype "

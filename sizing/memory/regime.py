@@ -134,9 +134,12 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     adapter_name = adapter_dtype(cfg, load) if cfg.is_peft else None
     adapter = BYTES[adapter_name] if adapter_name else 0
     cast_to = "bfloat16" if cfg.bf16 else "float16"
-    adapter_mismatch = autocast and adapter_name in ("float16", "bfloat16") and adapter_name != cast_to
+
+    def other_half(dtype: str | None) -> bool:  # a 16-bit dtype autocast casts from: the same size, not the same type
+        return autocast and dtype in ("float16", "bfloat16") and dtype != cast_to
+
     # non-quantized weights keep the load dtype unless prepare_model_for_kbit_training up-cast them (then fp32)
-    half_mismatch = autocast and not kbit_prep and load in ("float16", "bfloat16") and load != cast_to
+    half_mismatch = not kbit_prep and other_half(load)
     prof = profile(cfg)
     padded = _padded(cfg, attention)
     return Regime(
@@ -151,7 +154,7 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
-        half_mismatch=half_mismatch, adapter_mismatch=adapter_mismatch,
+        half_mismatch=half_mismatch, adapter_mismatch=other_half(adapter_name),
     )
 
 
