@@ -120,6 +120,15 @@ SECRETS = {
     "neptune_base64": "eyJhcGlfYWRkcmVzcyI6" + body(60, B64) + "==",
     "bare_aws_secret": "aws " + body(20, B64) + "/" + body(19, B64),
     "mixed_case_key_anywhere": "here it is " + body(40),
+    # a value further from the password word, behind a label, or after "secret"; keys that read as names
+    "en_password_far": "Password for the server is Summer2024!",
+    "ru_labelled": "Пароль для входа: olma2024",
+    "uz_labelled": "Parolni yuboraman: 7788aa",
+    "secret_assigned": "secret: hunter2",
+    "client_secret": "client_secret=abc123def456",
+    "kaggle_json": '{"username":"bob","key":"a' + body(31, HEX) + '"}',  # kaggle.json is compact
+    "kaggle_env": "KAGGLE_KEY=c" + body(31, HEX),
+    "numeric_api_key": "api_key=" + body(20, string.digits),
     # disguises
     "zero_width": "gh\u200bp_" + body(36),
     "full_width": "ｈｆ_" + body(34, string.ascii_letters),
@@ -168,6 +177,13 @@ ORDINARY = {
     "email_label": "email:ml-team@example.com, telegram: @mlteam",
     "ru_password_later": "Пароль пришлю отдельно, по SSH-ключу",
     "time_ratio": "10:30 UTC, ratio 1:100@bs8",
+    # an SSH public key is meant for the provider; prose about a password or a key; GPU names after "key:"
+    "ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + body(43) + " user@laptop",
+    "password_policy": "my password policy is strict; password reset is done by IT",
+    "password_later_en": "Password will be sent separately by the team lead via Signal",
+    "ru_key_prose": "ключ: использовать SSH",
+    "key_gpu": "key: 8xH100",
+    "credentials_role": "credentials: IAM role arn:aws:iam::123456789012:role/TrainingRole",
 }
 
 

@@ -60,10 +60,13 @@ const PASSWORD = String.raw`passwords?|passwd|pwd|passphrase|passcode|access\s+c
 // right after them with ":" or "=", or a password-looking value follows.
 const WEAK = String.raw`pass|pw|pin|пин`;
 // "token" but not tokenizer / tokenization / токенизатор (a config.json names its tokenizer_class)
-const KEY = String.raw`secrets?|tokens?(?!i[zsз])|api[\s_-]?keys?|apikey|access[\s_-]?keys?|private[\s_-]?keys?|client[\s_-]?secret|credentials?|keys?|auth|токен(?!из)\p{L}*|ключ(?:а|ом|и|у|ей|ами|ах)?|секрет\p{L}*|kalit\p{L}*|token(?!i[zs])\p{L}*`;
+// Words after which a value is a secret by what they name (a client secret, credentials): letters with digits
+// there are one even when they read as a name (secret: hunter2), as after a password word.
+const SECRET_WORD = String.raw`secrets?|client[\s_-]?secrets?|credentials?|секрет\p{L}*|maxfiy`;
+const KEY = String.raw`tokens?(?!i[zsз])|api[\s_-]?keys?|apikey|access[\s_-]?keys?|private[\s_-]?keys?|keys?|auth|токен(?!из)\p{L}*|ключ(?:а|ом|и|у|ей|ами|ах)?|kalit\p{L}*|token(?!i[zs])\p{L}*`;
 const EDGE_L = String.raw`(?<![\p{L}\p{N}])`;
 const EDGE_R = String.raw`(?![\p{L}\p{N}])`;
-const WORD = new RegExp(`${EDGE_L}(?:(${PASSWORD})|(${WEAK})|(?:${KEY}))${EDGE_R}`, "giu");
+const WORD = new RegExp(`${EDGE_L}(?:(${PASSWORD})|(${WEAK})|(${SECRET_WORD})|(?:${KEY}))${EDGE_R}`, "giu");
 // NAME=value with a secret in an upper-case variable name (PGPASSWORD, MLFLOW_TRACKING_PASSWORD, HF_TOKEN)
 const ENV = /(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*?(PASSWORD|PASSWD|PWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH)[A-Z0-9_]*\s*[:=]\s*["']?([^\s"',;]+)/g;
 // user:password@host without a scheme (root:hunter2@10.0.0.5); the user is not a label such as "email:"
@@ -112,6 +115,10 @@ function randomLooking(token, min = 16) {
   return run.length >= Math.min(12, min) && keyRun && entropy(token) >= 3.2;
 }
 
+// 16 or more hex digits with letters and digits both: a key's body (a commit hash too, but after "key:" it is a key)
+const HEX_KEY = /^(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}$/i;
+// a label of up to three words after a password word, then ":" or "=" and the value
+const LABELLED = /^(?:\s+[\p{L}\p{N}_-]+){1,3}\s*[:=]\s*["'«]?([^\s"'»,;]+)/u;
 // words joined by _ . - (num_key_value_heads, eu-west-1, lora_A): a name, not a generated key
 const IDENTIFIER = /^_*[A-Za-z][a-z0-9]*(?:[_.-][A-Za-z0-9][a-z0-9]*)*$/;
 // A run of a random key changes between lower case, upper case and digits often; words (HuggingFaceTB, SmolLM2) rarely.
@@ -122,12 +129,29 @@ function scrambled(run) {
   return changes >= 0.4 * (run.length - 1);
 }
 
+// "password policy is strict", "password reset is done by IT": the sentence is about the password, no value follows
+const TOPIC = /^(?:polic(?:y|ies)|reset|rotation|requirements?|manager|length|changes?|expiry|expiration|strength|complexity|политика|сброс|смена|требования|длина|менеджер|siyosati|talablari|uzunligi)$/iu;
 const placeholder = (value) => PLACEHOLDER.test(value) || NOT_A_VALUE.has(value.toLowerCase());
+
+// A value written after "key" / "token" with ":" or "=" that is a key: a number is a count ("tokens: 50M") unless it
+// is as long as a numeric key, a path names a file (~/.ssh/id_ed25519.pub), words are prose or a name
+// (num_key_value_heads, "использовать SSH"), unless they are a generated key's run (hex or random: a Kaggle key).
+function keyValue(value) {
+  if (/^\d{16,}$/.test(value)) return true;
+  if (NUMBER.test(value) || /^(?:~|\.{0,2}\/)/.test(value) || /^\p{L}+$/u.test(value)) return false;
+  if (IDENTIFIER.test(value)) return randomLooking(value) || HEX_KEY.test(value);
+  // a short value needs three kinds of character with a lower-case letter (not a GPU name: 8xH100, A100-80GB)
+  return value.length >= 12 || (value.length >= 8 && passwordLike(value, 3));
+}
+
+// An SSH public key is given to a provider on purpose (authorized_keys): its base64 body is no secret, though random.
+const PUBLIC_KEY = /((?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp(?:256|384|521)|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com))\s+AAAA[A-Za-z0-9+/]{20,}={0,3}(?![A-Za-z0-9+/=])/g;
 
 /** The first rule a text breaks ({rule, match}), or null: what request.js refuses to put in a request. */
 export function findSecret(raw) {
   // Zero-width characters and full-width forms would hide a key from the patterns.
-  const text = String(raw || "").normalize("NFKC").replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, "");
+  const text = String(raw || "").normalize("NFKC").replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, "")
+    .replace(PUBLIC_KEY, "$1 <public key>");
   for (const [rule, re] of FORMATS) {
     const m = re.exec(text);
     if (m) return { rule, match: m[0] };
@@ -166,15 +190,28 @@ export function findSecret(raw) {
     if (assigned) {
       const value = strip(assigned[1]);
       const plain = !value || placeholder(value);
-      // after a password word any value is one (a PIN too); after "key"/"token" a number is a count
-      // ("tokens: 50M"), a path names a file (~/.ssh/id_ed25519.pub), a short plain word is prose
-      const keyValue = !NUMBER.test(value) && !/^(?:~|\.{0,2}\/)/.test(value) && !IDENTIFIER.test(value)
-        && (passwordLike(value) || value.length >= 12);
-      if (!plain && (password || keyValue)) return { rule: "assigned", match: m[0] };
+      if (!plain && (password || keyValue(value) || (m[3] && passwordLike(value) && /\d/.test(value)))) {
+        return { rule: "assigned", match: m[0] };
+      }
     }
-    const next = after.split(/\s+/u).filter(Boolean).slice(0, 4).map(strip).filter(Boolean);
+    if (password) {
+      // "password for the portal: Olma2024", "parolni yuboraman: 7788aa": a label of up to three words, then the value
+      const labelled = LABELLED.exec(after);
+      if (labelled) {
+        const value = strip(labelled[1]);
+        if (!placeholder(value) && (passwordLike(value) || /^\d{4,}$/.test(value))) return { rule: "password", match: m[0] };
+      }
+    }
+    // a password word looks further for "... is <value>" (password for the server is Summer2024!)
+    const next = after.split(/\s+/u).filter(Boolean).slice(0, password ? 8 : 4).map(strip).filter(Boolean);
     for (let i = 0; i < next.length; i++) {
       const token = next[i];
+      if (i >= 4) {  // far from the word: a copula, then a value a person picked (not "is shared via Vault")
+        if (COPULA.has(next[i - 1].toLowerCase()) && (passwordLike(token) || /^\d{4,}$/.test(token))) {
+          return { rule: "password", match: m[0] };
+        }
+        continue;
+      }
       if (randomLooking(token)) return { rule: "random_after_keyword", match: m[0] };
       // right after the word two kinds of character suffice; further on, three with a lower-case letter and a
       // digit (a GPU name such as H100-SXM is upper case and digits; SSH-ключу is a word)
@@ -185,7 +222,9 @@ export function findSecret(raw) {
       if (password && i === 0 && /^\d{4,}$/.test(token)) return { rule: "password", match: m[0] };
       // "my password is swordfish", "пароль — qwerty", "parolim bu olma"
       if (password && i > 0 && COPULA.has(next[i - 1].toLowerCase()) && token.length >= 4
-          && !NOT_A_VALUE.has(token.toLowerCase())) return { rule: "password", match: m[0] };
+          && !NOT_A_VALUE.has(token.toLowerCase()) && !next.slice(0, i).some((w) => TOPIC.test(w))) {
+        return { rule: "password", match: m[0] };
+      }
     }
   }
   // A long random token anywhere: not hex (a commit hash is ordinary), mixed case with digits.
