@@ -49,6 +49,9 @@ const FORMATS = [
   // AI and ML services with a fixed prefix: Perplexity, Fireworks, Cerebras, Tavily, Together, RunPod, Modal,
   // Pinecone, Linear, Notion, Postman, Supabase, Shopify, W&B local servers
   ["ai_services", /(?<![A-Za-z0-9])(?:pplx-[A-Za-z0-9]{32,}|fw_[A-Za-z0-9]{20,}|csk-[a-z0-9]{32,}|tvly-[A-Za-z0-9-]{20,}|tgp_v1_[A-Za-z0-9_-]{20,}|rpa_[A-Za-z0-9]{20,}|a[ks]-[A-Za-z0-9]{22,}|pcsk_[A-Za-z0-9_]{30,}|lin_api_[A-Za-z0-9]{30,}|ntn_[A-Za-z0-9]{30,}|PMAK-[a-f0-9]{24}-[a-f0-9]{30,}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|local-[a-f0-9]{40})(?![A-Za-z0-9])/],
+  // infrastructure and observability services: HashiCorp Vault and Terraform Cloud, Grafana, New Relic, Sentry,
+  // Dynatrace, LangSmith, Doppler, Heroku, Netlify, Render, Fly.io, Figma, Square, Dropbox
+  ["infra_services", /(?<![A-Za-z0-9])(?:hv[sbr]\.[A-Za-z0-9_-]{24,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{40,}|gl(?:c|sa)_[A-Za-z0-9_]{32,}|NRAK-[A-Z0-9]{27}|sntry[su]_[A-Za-z0-9_=+/-]{30,}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,30}\.)?[A-Za-z0-9]{40,}|HRKU-[A-Za-z0-9_-]{30,}|nfp_[A-Za-z0-9]{36}|rnd_[A-Za-z0-9]{30,}|fm[12]_[A-Za-z0-9+/=_-]{40,}|figd_[A-Za-z0-9_-]{40}|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|sl\.[A-Za-z0-9_-]{100,})/],
   // a JSON object in base64 ('{"' encodes as eyJ), one long blob: API tokens of Neptune and others
   ["base64_json", /(?<![A-Za-z0-9+/])eyJ[A-Za-z0-9+/_-]{40,}={0,2}/],
 ];
