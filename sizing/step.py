@@ -17,7 +17,7 @@ from .memory.fsdp_init import fsdp_units
 from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
 from .memory.loss import head
 from .memory.optimizer import LION, optimizer_state, zero_fp32_optimizer
-from .memory.overhead import overhead
+from .memory.overhead import CUBLAS_WS_HOPPER, CUBLAS_WS_OLDER, overhead
 from .memory.regime import HF_STACK, Regime, beyond_window, resolve
 from .memory.replay import PREFIX, SPANS, Replay, replay
 from .memory.timeline import Moment, Outside, StepInputs, moments, peak
@@ -105,13 +105,29 @@ _STEPS: dict[tuple[Any, ...], StepMemory] = {}
 
 
 def _stepped(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
-    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), _gpu_key(gpu), backend)
+    hopper = _gpu_key(gpu) is True
+    key = (_cfg_key(cfg, _KEY_GETTER), _arch_token(arch), hopper, backend)
     got = _STEPS.get(key)
     if got is None:
         if len(_STEPS) >= 1024:
             _STEPS.clear()
-        got = _STEPS[key] = _step(cfg, arch, gpu, backend)
+        if hopper:
+            # The card enters the step only as the cuBLAS workspace, allocated once and alive in every moment
+            # (timeline.moments), in no replayed tensor: Hopper's step is the older cards' with every moment that
+            # much larger (perf: half of a fit table's _step calls; test_step_cache holds it to a cold _step).
+            older = _stepped(cfg, arch, None, backend)
+            got = _with_workspace(older, CUBLAS_WS_HOPPER - CUBLAS_WS_OLDER)
+        else:
+            got = _step(cfg, arch, hopper, backend)
+        _STEPS[key] = got
     return got
+
+
+def _with_workspace(mem: StepMemory, extra: int) -> StepMemory:
+    """mem with `extra` bytes more workspace in every moment (the same moment peaks: all grow alike)."""
+    ms = [with_fields(m, parts={**m.parts, "workspace": m.parts["workspace"] + extra}) for m in mem.moments]
+    pk = ms[mem.moments.index(mem.peak)]
+    return with_fields(mem, moments=ms, peak=pk, replay_dynamic=mem.replay_dynamic + extra)
 
 
 CLEARS += [_STEPS.clear, _replayed.cache_clear, SPANS.clear, PREFIX.clear]
@@ -123,7 +139,7 @@ def clear_caches() -> None:
         clear()
 
 
-def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
+def _step(cfg: RunConfig, arch: Architecture, hopper: bool, backend: str) -> StepMemory:
     # the base leaves the shape out, but for whether the sequence reaches a sliding window (Regime.windowed)
     key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend, beyond_window(cfg, arch))
     base = _BASE.get(key)
@@ -191,8 +207,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     kept_input = ls.input_per_token if reg.checkpointing and not cfg.activation_offloading else 0
     layer_backward = lb.peak + ((ls.per_token - kept_input) * n + ls.constant if reg.checkpointing else 0)
     layer_backward += reentrant_output
-    # The only property of the GPU the memory model reads: solve.Sizer caches estimates on it.
-    hopper = _gpu_key(gpu) is True
+    # The only property of the GPU the memory model reads (_stepped derives Hopper's step from this one's).
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
     # 0.42 holds) until the next forward returns: through the head's forward and that return where the head says
