@@ -8,7 +8,7 @@ from typing import Any
 from .catalog import Gpu, find_gpu, gpus, resolve_architecture
 from .config import RunConfig
 from .errors import SizingError
-from .grid import grid_cell, grid_floor, grid_next
+from .grid import grid_cell, grid_floor, grid_next, virtual_tokens
 from .memory.adapters import Trainable, trainable
 from .memory.allocator import round_up, usable_bytes
 from .memory.regime import resolve
@@ -186,16 +186,33 @@ class Sizer:
                 return g
         return 0
 
+    def grid_guess(self, gpu: Gpu, name: str, high: int) -> int:
+        """The largest grid point of field `name` in [1, high] whose proxy (approx) fits `gpu`, 0: none. The same
+        as grid_floor of _largest's answer for a non-decreasing proxy, found by bisecting the grid's few dozen
+        points: every card of a fit table probes the same points, so most probes are cached (perf: a fit table's
+        other cards need nothing finer, grid_largest starts from a grid point)."""
+        usable = usable_bytes(gpu)
+        points = _grid_points(self.cfg, name, high)
+        lo, hi = -1, len(points)  # points[lo] fits, points[hi] does not (the ends: beyond the range)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.approx(gpu, (), **{name: points[mid]}) <= usable:
+                lo = mid
+            else:
+                hi = mid
+        return points[lo] if lo >= 0 else 0
+
     def max_micro_batch(self, gpu: Gpu, exact: bool = True, largest: bool = True) -> int:
         """Largest per-device micro-batch that fits `gpu` (0: none), confirmed by its own replay; largest=False:
         the largest grid point that fits by its exact replay."""
         if not runs_on(self.cfg, gpu):
             return 0
+        if exact and not largest:
+            guess = self.grid_guess(gpu, "per_device_train_batch_size", MAX_BATCH)
+            return self.grid_largest(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
         guess = _largest(lambda b: self.approx(gpu, per_device_train_batch_size=b), usable_bytes(gpu), MAX_BATCH)
         if not exact:
             return guess
-        if not largest:
-            return self.grid_largest(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
         found = self._settle(gpu, "per_device_train_batch_size", guess, MAX_BATCH)
         return self.confirm(gpu, "per_device_train_batch_size", found, MAX_BATCH, largest)
 
@@ -206,11 +223,11 @@ class Sizer:
             return 0
         limit = self.arch.max_positions or MAX_SEQ
         try:
+            if exact and not largest:
+                return self.grid_largest(gpu, "max_seq_length", self.grid_guess(gpu, "max_seq_length", limit), limit)
             guess = _largest(lambda s: self.approx(gpu, max_seq_length=s), usable_bytes(gpu), limit)
             if not exact:
                 return guess
-            if not largest:
-                return self.grid_largest(gpu, "max_seq_length", guess, limit)
             found = self._settle(gpu, "max_seq_length", guess, limit)
             return self.confirm(gpu, "max_seq_length", found, limit, largest)
         except SizingError:
@@ -239,6 +256,24 @@ class Sizer:
         if exact:
             guess = _settle(lambda k: k == 0 or not self.fits(gpu, num_gpus=k, parallelism=mode), guess, MAX_GPUS - 1)
         return guess + 1, mode
+
+
+# The grid points of a field up to a limit, by (field, limit, prompt-tuning offset): a fit table's cards share them
+_POINTS: dict[tuple[str, int, int], tuple[int, ...]] = {}
+
+
+def _grid_points(cfg: RunConfig, name: str, high: int) -> tuple[int, ...]:
+    """Every value of `name` in [1, high] whose shape is a grid point, ascending."""
+    key = (name, high, virtual_tokens(cfg) if name == "max_seq_length" else 0)
+    got = _POINTS.get(key)
+    if got is None:
+        out, v = [], grid_next(cfg, name, 0)
+        while v <= high:
+            if v >= 1:
+                out.append(v)
+            v = grid_next(cfg, name, v)
+        got = _POINTS[key] = tuple(out)
+    return got
 
 
 def _gpu(cfg: RunConfig) -> Gpu:

@@ -118,7 +118,7 @@ def _stepped(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) 
             older = _stepped(cfg, arch, None, backend)
             got = _with_workspace(older, CUBLAS_WS_HOPPER - CUBLAS_WS_OLDER)
         else:
-            got = _step(cfg, arch, hopper, backend)
+            got = _step(cfg, arch, gpu, backend)
         _STEPS[key] = got
     return got
 
@@ -139,7 +139,7 @@ def clear_caches() -> None:
         clear()
 
 
-def _step(cfg: RunConfig, arch: Architecture, hopper: bool, backend: str) -> StepMemory:
+def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> StepMemory:
     # the base leaves the shape out, but for whether the sequence reaches a sliding window (Regime.windowed)
     key = (_cfg_key(cfg, _BASE_GETTER), _arch_token(arch), backend, beyond_window(cfg, arch))
     base = _BASE.get(key)
@@ -207,7 +207,8 @@ def _step(cfg: RunConfig, arch: Architecture, hopper: bool, backend: str) -> Ste
     kept_input = ls.input_per_token if reg.checkpointing and not cfg.activation_offloading else 0
     layer_backward = lb.peak + ((ls.per_token - kept_input) * n + ls.constant if reg.checkpointing else 0)
     layer_backward += reentrant_output
-    # The only property of the GPU the memory model reads (_stepped derives Hopper's step from this one's).
+    # The only property of the GPU the memory model reads (_stepped derives Hopper's step from an older card's).
+    hopper = _gpu_key(gpu) is True
     ov = overhead(reg, w.largest_linear_elems, n, hopper, arch.vocab * arch.hidden)
     # LitGPT keeps `logits` (and through it the last micro-batch's graph, with the inputs bitsandbytes
     # 0.42 holds) until the next forward returns: through the head's forward and that return where the head says

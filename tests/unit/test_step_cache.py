@@ -51,7 +51,7 @@ def _one(cfg: RunConfig, seq: int, batch: int, cold: bool = False) -> Any:
     shaped = replace(cfg, max_seq_length=seq, per_device_train_batch_size=batch)
     try:
         if cold:
-            return step._step(shaped, arch, gpu is not None and gpu.sm >= (9, 0), "cuda")
+            return step._step(shaped, arch, gpu, "cuda")
         return step._stepped(shaped, arch, gpu, "cuda")
     except SizingError as err:
         return err.code
