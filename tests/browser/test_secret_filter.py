@@ -129,6 +129,8 @@ SECRETS = {
     "doppler": "dp.st.prd." + body(40),
     "square": "sq0atp-" + body(22),
     "figma": "figd_" + body(40),
+    "mysql_cli": "mysql -u root -p" + body(12) + " training_db",
+    "telegram_short": "bot " + body(9, string.digits) + ":AA" + body(32),
     # a value further from the password word, behind a label, or after "secret"; keys that read as names
     "en_password_far": "Password for the server is Summer2024!",
     "ru_labelled": "Пароль для входа: olma2024",
@@ -192,6 +194,7 @@ ORDINARY = {
     "password_later_en": "Password will be sent separately by the team lead via Signal",
     "ru_key_prose": "ключ: использовать SSH",
     "key_gpu": "key: 8xH100",
+    "mysql_prompt": "mysql -u root -p training_db (the password is typed at the prompt)",
     "credentials_role": "credentials: IAM role arn:aws:iam::123456789012:role/TrainingRole",
 }
 

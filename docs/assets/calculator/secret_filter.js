@@ -34,9 +34,11 @@ const FORMATS = [
   ["digitalocean", /do[pro]_v1_[a-f0-9]{64}/],
   ["replicate_groq_xai", /(?<![A-Za-z0-9])(?:r8_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{40,})/],
   ["sendgrid", /SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/],
-  ["telegram_bot", /(?<!\d)\d{8,10}:AA[A-Za-z0-9_-]{33}/],
+  ["telegram_bot", /(?<!\d)\d{8,10}:AA[A-Za-z0-9_-]{30,36}(?![A-Za-z0-9_-])/],
   ["bearer", /\bbearer\s+[A-Za-z0-9._~+/-]{16,}/i],
   ["sshpass", /\bsshpass\s+-p\s*\S+/],
+  // a password glued to -p on a database client's command line (mysql -u root -pS3cret)
+  ["cli_password", /\b(?:mysql(?:dump|admin|import|sh)?|mariadb(?:-dump)?)\b[^\n]*?\s-p(?!\s)[^\s-]\S*/],
   ["authorization_header", /authorization\s*:\s*(?:basic|bearer|token|digest)\s+\S{8,}/i],
   // Russian and CIS clouds: Yandex Cloud IAM token, API key, static access key, OAuth token
   ["yandex_cloud", /(?<![A-Za-z0-9])(?:t1\.[A-Za-z0-9_-]{20,}={0,2}\.[A-Za-z0-9_-]{40,}|AQVN[A-Za-z0-9_-]{35,}|YCAJ[A-Za-z0-9_-]{20,}|YC[A-Za-z0-9_-]{38}(?![A-Za-z0-9_-])|y[0-3]_[A-Za-z0-9_-]{50,})/],
@@ -206,7 +208,12 @@ export function findSecret(raw) {
       }
     }
     // a password word looks further for "... is <value>" (password for the server is Summer2024!)
-    const next = after.split(/\s+/u).filter(Boolean).slice(0, password ? 8 : 4).map(strip).filter(Boolean);
+    const words = after.split(/\s+/u).filter(Boolean);
+    const raw = words.slice(0, password ? 8 : 4).filter((w) => strip(w));
+    const next = raw.map(strip);
+    // a plain word after "is" is the value only where the clause ends with it ("my password is swordfish", not
+    // "the password is typed at the prompt")
+    const last = (i) => /[.,;:!?)\]»”]$/u.test(raw[i]) || (i === raw.length - 1 && words.length <= raw.length);
     for (let i = 0; i < next.length; i++) {
       const token = next[i];
       if (i >= 4) {  // far from the word: a copula, then a value a person picked (not "is shared via Vault")
@@ -225,7 +232,8 @@ export function findSecret(raw) {
       if (password && i === 0 && /^\d{4,}$/.test(token)) return { rule: "password", match: m[0] };
       // "my password is swordfish", "пароль — qwerty", "parolim bu olma"
       if (password && i > 0 && COPULA.has(next[i - 1].toLowerCase()) && token.length >= 4
-          && !NOT_A_VALUE.has(token.toLowerCase()) && !next.slice(0, i).some((w) => TOPIC.test(w))) {
+          && !NOT_A_VALUE.has(token.toLowerCase()) && !next.slice(0, i).some((w) => TOPIC.test(w))
+          && (last(i) || passwordLike(token))) {
         return { rule: "password", match: m[0] };
       }
     }
