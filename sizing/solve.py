@@ -325,16 +325,25 @@ def fit_row(sizer: Sizer, gpu: Gpu, largest: bool = True, searches: bool = True)
     if not runs_on(sizer.cfg, gpu):  # never a bf16 verdict on a card without bf16 (fp16 takes the same bytes)
         return {"gpu": gpu.id, "usable_bytes": usable, "fits": False, "headroom_bytes": usable - reserved,
                 "max_micro_batch": 0, "max_seq_length": 0, "refusal": "gpu_no_bf16"}
-    fits = reserved <= usable
-    row: dict[str, Any] = {"gpu": gpu.id, "usable_bytes": usable, "fits": fits, "headroom_bytes": usable - reserved}
-    if not searches:
+    row: dict[str, Any] = {"gpu": gpu.id, "usable_bytes": usable, "fits": reserved <= usable,
+                           "headroom_bytes": usable - reserved}
+    return _searched(sizer, gpu, row, largest) if searches else row
+
+
+def _searched(sizer: Sizer, gpu: Gpu, row: dict[str, Any], largest: bool) -> dict[str, Any]:
+    """fit_row's verdict `row` with the card's largest micro-batch and longest sequence (a refusal has them)."""
+    if "refusal" in row:
         return row
     batch = sizer.max_micro_batch(gpu, largest=largest)
     seq = sizer.max_seq_length(gpu, largest=largest)
-    if fits:  # the verdict's own replay fits the run's own values: the row never says less
+    if row["fits"]:  # the verdict's own replay fits the run's own values: the row never says less
         batch = max(batch, sizer.cfg.per_device_train_batch_size)
         seq = max(seq, sizer.cfg.max_seq_length)
-    return {**row, "max_micro_batch": batch, "max_seq_length": seq}
+    # the searched values after fit_row's and before a table row's own (fit_table's order either way)
+    out = {k: v for k, v in row.items() if k not in TABLE_ONLY}
+    out.update(max_micro_batch=batch, max_seq_length=seq)
+    out.update((k, row[k]) for k in TABLE_ONLY if k in row)
+    return out
 
 
 # What a fit table's row holds beyond its fit_row (fit_table): without them a row is the fit entry on that card.
@@ -346,7 +355,8 @@ def row_entry(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in TABLE_ONLY}
 
 
-def fit_table(cfg: RunConfig, searches: bool = True) -> list[dict[str, Any]]:
+def fit_table(cfg: RunConfig, searches: bool = True,
+              verdicts: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """For every catalog GPU: fits, headroom, largest micro-batch, longest sequence, fewest GPUs, and
     time (and cost when a price is given) on that many GPUs. On the configuration's own GPU the largest
     micro-batch and longest sequence are confirmed by their own replays (about five); on the other cards they
@@ -354,12 +364,16 @@ def fit_table(cfg: RunConfig, searches: bool = True) -> list[dict[str, Any]]:
     says a value fits that the estimate on that card refuses. searches=False: the rows without the largest
     micro-batch and longest sequence, every other value as with them: the page's verdicts first, since the
     searches are most of the table's cost (examples/qlora-llama31-8b.json at r=24 in CPython: 17 ms without
-    them, 441 ms with them)."""
-    sizer = Sizer(cfg)
+    them, 441 ms with them). verdicts: that table of the same configuration, already computed: its rows get the
+    searches (the page's third answer, without the fewest GPUs and times again)."""
+    sizer = _sizer(cfg)
     own = find_gpu(cfg.gpu).id if cfg.gpu else None
     rows: list[dict[str, Any]] = []
     tr: Trainable | None = None  # what trains: the card, GPU count and sharding are not among what trainable reads
-    for gpu in gpus().values():
+    for i, gpu in enumerate(gpus().values()):
+        if verdicts is not None and verdicts[i]["gpu"] == gpu.id:
+            rows.append(_searched(sizer, gpu, verdicts[i], gpu.id == own) if searches else verdicts[i])
+            continue
         count, mode = sizer.fewest_gpus(gpu)
         row: dict[str, Any] = {**fit_row(sizer, gpu, gpu.id == own, searches), "name": gpu.name,
                                "fewest_gpus": count, "fewest_gpus_parallelism": mode, "time": None}
@@ -370,3 +384,15 @@ def fit_table(cfg: RunConfig, searches: bool = True) -> list[dict[str, Any]]:
             row["time"] = time_estimate(run, sizer.arch, resolve(run, sizer.arch, "cuda"), tr, gpu)
         rows.append(row)
     return rows
+
+
+# The last fit table's Sizer: the page asks for a table's verdicts, then for the same table with its searches,
+# whose probes the first one's caches answer in part (perf). Only while the configuration is the same.
+_LAST: list[Sizer] = []
+
+
+def _sizer(cfg: RunConfig) -> Sizer:
+    if _LAST and _LAST[0].cfg == cfg:
+        return _LAST[0]
+    _LAST[:] = [Sizer(cfg)]
+    return _LAST[0]
