@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sizing import estimate, load_config, web
+from sizing import estimate, load_config, solve, step, web
 from sizing.catalog import gpus, model_records
 from sizing.solve import fit_table
 
@@ -26,6 +26,23 @@ def test_compute_wraps_the_engine_without_changing_a_number() -> None:
     assert answer["estimate"] == json.loads(json.dumps(estimate(cfg).to_dict()))
     assert answer["fit_table"] == json.loads(json.dumps(fit_table(cfg)))
     assert "get_peft_model(model, lora_config)" in answer["snippet"]
+
+
+def test_the_page_s_three_answers_end_in_the_table_computed_at_once() -> None:
+    """The page asks for the peak, then the table's verdicts, then the table with its searches, which builds on the
+    verdicts' rows and Sizer (solve.fit_table(verdicts=...)): its rows are those of one cold fit_table, in the same
+    order of keys (the JSON the worker sends)."""
+    changes = ({"r": 40}, {"r": 40, "gpu": "L4-24GB", "max_seq_length": 4096},
+               {"r": 12, "gradient_checkpointing": False})
+    for change in changes:
+        raw = {**EXAMPLE, **change}
+        web.compute(raw, table=False, peak=True)
+        web.compute(raw, table=True, searches=False)
+        got = web.compute_json(json.dumps(raw))
+        solve._LAST.clear()
+        step.clear_caches()
+        cold = json.dumps(fit_table(load_config(raw)), allow_nan=False)
+        assert json.dumps(json.loads(got)["fit_table"]) == cold
 
 
 def test_without_the_table_only_the_table_is_left_out() -> None:
