@@ -195,6 +195,7 @@ ORDINARY = {
     "ru_key_prose": "ключ: использовать SSH",
     "key_gpu": "key: 8xH100",
     "mysql_prompt": "mysql -u root -p training_db (the password is typed at the prompt)",
+    "password_manager": "password manager: Bitwarden; password policy: strong, rotated every 90 days",
     "credentials_role": "credentials: IAM role arn:aws:iam::123456789012:role/TrainingRole",
 }
 

@@ -202,7 +202,8 @@ export function findSecret(raw) {
     if (password) {
       // "password for the portal: Olma2024", "parolni yuboraman: 7788aa": a label of up to three words, then the value
       const labelled = LABELLED.exec(after);
-      if (labelled) {
+      // not a label about the password ("password manager: Bitwarden", "password policy: strong")
+      if (labelled && !labelled[0].split(/[\s:=]+/u).some((w) => TOPIC.test(w))) {
         const value = strip(labelled[1]);
         if (!placeholder(value) && (passwordLike(value) || /^\d{4,}$/.test(value))) return { rule: "password", match: m[0] };
       }
