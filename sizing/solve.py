@@ -371,7 +371,7 @@ def fit_table(cfg: RunConfig, searches: bool = True,
     rows: list[dict[str, Any]] = []
     tr: Trainable | None = None  # what trains: the card, GPU count and sharding are not among what trainable reads
     for i, gpu in enumerate(gpus().values()):
-        if verdicts is not None and verdicts[i]["gpu"] == gpu.id:
+        if verdicts is not None and i < len(verdicts) and verdicts[i]["gpu"] == gpu.id:
             rows.append(_searched(sizer, gpu, verdicts[i], gpu.id == own) if searches else verdicts[i])
             continue
         count, mode = sizer.fewest_gpus(gpu)

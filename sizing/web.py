@@ -128,9 +128,13 @@ def _memo(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
 
 def _fit_table(cfg: Any, searches: bool = True) -> list[dict[str, Any]]:
     key = repr(cfg)  # every field, the frozen dataclass's own repr
-    # the page's third answer: the second's verdicts, fewest GPUs and times, with the searches added
-    verdicts = copy.deepcopy(_TABLES.get((key, False))) if searches else None
-    return _memo(_TABLES, (key, searches), lambda: fit_table(cfg, searches, verdicts))  # type: ignore[no-any-return]
+
+    def make() -> list[dict[str, Any]]:
+        # the page's third answer: the second's verdicts, fewest GPUs and times, with the searches added
+        verdicts = _TABLES.get((key, False)) if searches else None
+        return fit_table(cfg, searches, copy.deepcopy(verdicts) if verdicts is not None else None)
+
+    return _memo(_TABLES, (key, searches), make)  # type: ignore[no-any-return]
 
 
 # Ladders already climbed, by normalised configuration (a few dozen estimates; the page asks twice per change).
