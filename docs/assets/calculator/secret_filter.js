@@ -210,11 +210,12 @@ export function findSecret(raw) {
     }
     // a password word looks further for "... is <value>" (password for the server is Summer2024!)
     const words = after.split(/\s+/u).filter(Boolean);
-    const raw = words.slice(0, password ? 8 : 4).filter((w) => strip(w));
-    const next = raw.map(strip);
+    const reach = password ? 8 : 4;
+    const taken = words.slice(0, reach).filter((w) => strip(w));  // as written, punctuation kept
+    const next = taken.map(strip);
     // a plain word after "is" is the value only where the clause ends with it ("my password is swordfish", not
     // "the password is typed at the prompt")
-    const last = (i) => /[.,;:!?)\]»”]$/u.test(raw[i]) || (i === raw.length - 1 && words.length <= raw.length);
+    const last = (i) => /[.,;:!?)\]»”]$/u.test(taken[i]) || (i === taken.length - 1 && words.length <= reach);
     for (let i = 0; i < next.length; i++) {
       const token = next[i];
       if (i >= 4) {  // far from the word: a copula, then a value a person picked (not "is shared via Vault")
