@@ -133,7 +133,7 @@ class LayerWalker:
                     shared = True
             if lin.name in self.targets:
                 cur, copied = tensor_bytes, False
-                if reg.peft_casts_input and (cur != reg.adapter or reg.adapter_mismatch):
+                if reg.peft_copies(cur):
                     cur, copied = reg.adapter, True  # lora.Linear._cast_input_dtype
                 if reg.dropout > 0:
                     mask = reg.mask_bytes(cur) * width

@@ -92,7 +92,7 @@ class _Layer(SinksOps):
     def _lora_input(self, x_bytes: int) -> int:
         """The dtype lora_A's matmul reads x in (consumers_saved's casts)."""
         reg, cur = self.reg, x_bytes
-        if reg.peft_casts_input and cur != reg.adapter:
+        if reg.peft_copies(cur):
             cur = reg.adapter
         if reg.autocast and cur != reg.compute:
             cur = reg.compute
@@ -100,7 +100,7 @@ class _Layer(SinksOps):
 
     def _lora_shares(self, x_bytes: int) -> bool:
         reg = self.reg
-        copied = (reg.peft_casts_input and (x_bytes != reg.adapter or reg.adapter_mismatch)) or reg.dropout > 0 or (
+        copied = reg.peft_copies(x_bytes) or reg.dropout > 0 or (
             reg.autocast and (self._lora_input(x_bytes) != x_bytes or reg.adapter_mismatch))
         return not copied
 

@@ -64,6 +64,11 @@ class Regime:
         not by size, since float16 and bfloat16 are both 2 bytes."""
         return self.autocast and (weight_bytes != self.compute or self.half_mismatch)
 
+    def peft_copies(self, x_bytes: int) -> bool:
+        """Whether lora.Linear's cast of its input (x_bytes per element) to the adapters' dtype makes a copy: by dtype,
+        as casts(), so float16 adapters under bf16 autocast copy a 2-byte input too."""
+        return self.peft_casts_input and (x_bytes != self.adapter or self.adapter_mismatch)
+
     @property
     def casts_adapters(self) -> bool:
         """Whether autocast casts the adapters' weights (and PEFT their input): by dtype, as casts()."""
