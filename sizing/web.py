@@ -130,9 +130,9 @@ def _fit_table(cfg: Any, searches: bool = True) -> list[dict[str, Any]]:
     key = repr(cfg)  # every field, the frozen dataclass's own repr
 
     def make() -> list[dict[str, Any]]:
-        # the page's third answer: the second's verdicts, fewest GPUs and times, with the searches added
-        verdicts = _TABLES.get((key, False)) if searches else None
-        return fit_table(cfg, searches, copy.deepcopy(verdicts) if verdicts is not None else None)
+        # the page's third answer: the second's verdicts, fewest GPUs and times, with the searches added. Read, not
+        # copied: fit_table builds new rows from them, and _memo hands every caller its own copy of either table.
+        return fit_table(cfg, searches, _TABLES.get((key, False)) if searches else None)
 
     return _memo(_TABLES, (key, searches), make)  # type: ignore[no-any-return]
 
