@@ -143,6 +143,20 @@ SECRETS = {
     # disguises
     "zero_width": "gh\u200bp_" + body(36),
     "full_width": "ｈｆ_" + body(34, string.ascii_letters),
+    # a plain word as the value: after a Cyrillic password word, behind a label at the clause's end, in quotes;
+    # a login and its password; an administrator account and its password; a PIN a few words on
+    "ru_plain_word": "пароль qwerty",
+    "ru_label_plain": "Пароль для входа: olma",
+    "en_quoted": "password 'letmein'",
+    "login_pair": "user: admin, pass: admin",
+    "ru_login_pair": "логин admin пароль admin",
+    "login_pair_weak_word": "login admin pass admin123",
+    "root_colon": "root:toor",
+    "root_slash": "root/Passw0rd!",
+    "account_spaced": "ubuntu / Qwerty123!",
+    "ru_pin_far": "пин-код карты 1234",
+    "pin_latin_cyrillic": "PIN-код: 0000",
+    "passphrase_words": "password: correct horse battery staple",
 }
 
 ORDINARY = {
@@ -197,6 +211,16 @@ ORDINARY = {
     "mysql_prompt": "mysql -u root -p training_db (the password is typed at the prompt)",
     "password_manager": "password manager: Bitwarden; password policy: strong, rotated every 90 days",
     "credentials_role": "credentials: IAM role arn:aws:iam::123456789012:role/TrainingRole",
+    # compounds, accounts and image tags, prose after "password:", a login without a password
+    "password_compound": "password-less sudo is fine; docker login --password-stdin",
+    "image_tags": "images ubuntu:jammy, postgres:16-alpine, ubuntu:22.04; paths root/lib/python3.11, admin/readme.md",
+    "ru_password_root": "нужен пароль root; пароль SSH не нужен",
+    "ru_password_see": "Пароль: смотрите в Bitwarden",
+    "uz_password_later": "Parol: keyinroq",
+    "login_password_prose": "user root, password provided.",
+    "ru_label_ssh_key": "Пароль для входа: SSH-ключ",
+    "admin_mode": "admin:read access is enough",
+    "login_node": "login node pass-through",
 }
 
 

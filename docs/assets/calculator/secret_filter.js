@@ -60,7 +60,7 @@ const FORMATS = [
 
 // Words that announce a secret, in the page's three languages (a letter or digit may not touch them).
 const APOSTROPHE = "[‘'ʻ’\\x60]?";
-const PASSWORD = String.raw`passwords?|passwd|pwd|passphrase|passcode|access\s+code|парол\p{L}*|пасворд|код\p{L}*\s+доступа|пин[\s-]?код\p{L}*|parol\p{L}*|maxfiy\s+so${APOSTROPHE}z\p{L}*|maxfiy\s+kod\p{L}*|kirish\s+(?:so${APOSTROPHE}z|kod)\p{L}*|pin[\s-]?(?:code|kod\p{L}*)`;
+const PASSWORD = String.raw`passwords?|passwd|pwd|passphrase|passcode|access\s+code|парол\p{L}*|пасворд|код\p{L}*\s+доступа|пин[\s-]?код\p{L}*|parol\p{L}*|maxfiy\s+so${APOSTROPHE}z\p{L}*|maxfiy\s+kod\p{L}*|kirish\s+(?:so${APOSTROPHE}z|kod)\p{L}*|pin[\s-]?(?:code|kod\p{L}*|код\p{L}*)`;
 // Short words that are also ordinary ones (a single pass, pin_memory): a secret only when a value is written
 // right after them with ":" or "=", or a password-looking value follows.
 const WEAK = String.raw`pass|pw|pin|пин`;
@@ -136,6 +136,19 @@ function scrambled(run) {
 
 // "password policy is strict", "password reset is done by IT": the sentence is about the password, no value follows
 const TOPIC = /^(?:polic(?:y|ies)|reset|rotation|requirements?|manager|length|changes?|expiry|expiration|strength|complexity|политика|сброс|смена|требования|длина|менеджер|siyosati|talablari|uzunligi)$/iu;
+// "login admin pass admin123", "user: admin, pass: admin": a login word, its value, then a password word and its value
+const LOGIN = /(?<![\p{L}\p{N}])(?:login|user(?:name)?|логин|пользователь|foydalanuvchi)(?![\p{L}\p{N}])\s*[:=]?\s*([^\s,;:=]+)[\s,;]+(pass(?:word)?|pwd|пароль|parol)(?![\p{L}\p{N}-])\s*([:=]?)\s*(\S+)/iu;
+// root:toor, root/Passw0rd!, ubuntu / Qwerty123!: an administrator account, then its password (a path or a file
+// after "root/" is not one: root/lib/python3.11, admin/readme.md)
+const ACCOUNT = /(?<![\p{L}\p{N}/._-])(?:root|admin(?:istrator)?|ubuntu|ec2-user|postgres|sa|pi)(?:(:)(?!\/)|\s*\/\s*)([^\s,;]+)/giu;
+// an account or a way in named right after "пароль" ("пароль root": root's password), not the value itself
+const ACCOUNT_WORDS = /^(?:root|sudo|admin|ssh|vpn|wifi|jupyter|ubuntu)$/iu;
+// words that make a sentence (prepositions, auxiliaries, "see", "later"), not a passphrase
+const GRAMMAR = new Set(["in", "via", "by", "to", "from", "on", "at", "with", "will", "be", "is", "see", "ask", "later",
+  "separately", "в", "во", "на", "по", "через", "из", "у", "от", "отдельно", "позже", "смотрите", "см", "спросите",
+  "orqali", "da", "dan", "ga", "keyin", "keyinroq", "alohida", "qarang"]);
+// a value written in quotes right after a password word ("password 'letmein'"): a literal
+const QUOTED = /^\s*(?:'([^'\s]{3,})'|"([^"\s]{3,})"|\x60([^\x60\s]{3,})\x60|«([^»\s]{3,})»)/u;
 const placeholder = (value) => PLACEHOLDER.test(value) || NOT_A_VALUE.has(value.toLowerCase());
 
 // A value written after "key" / "token" with ":" or "=" that is a key: a number is a count ("tokens: 50M") unless it
@@ -176,6 +189,33 @@ export function findSecret(raw) {
       return { rule: "url_credentials", match: `${m[1]}:…@` };
     }
   }
+  const login = LOGIN.exec(text);
+  if (login) {
+    const value = strip(login[4]);
+    const ends = /[.,;!?]$/u.test(login[4]) || /^\s*(?:$|[\n.,;!?])/u.test(text.slice(login.index + login[0].length));
+    // a plain word ending the clause is the value after ":" or "=", or the login's own word again (admin / admin),
+    // or a Latin word after a Cyrillic pair ("логин admin пароль admin"); not "user root, password provided."
+    const plain = ends && (Boolean(login[3]) || value === strip(login[1])
+      || (/\p{Script=Cyrillic}/u.test(login[0]) && /^[A-Za-z0-9]+$/.test(value)));
+    if (value.length >= 3 && !placeholder(value) && (plain || passwordLike(value) || /^\d{4,}$/.test(value))) {
+      return { rule: "password", match: login[0].split(/\s/u)[0] };
+    }
+  }
+  for (const m of text.matchAll(ACCOUNT)) {
+    const value = strip(m[2]);
+    if (!value || placeholder(value) || value.includes("/") || NUMBER.test(value)) continue;
+    // postgres, ubuntu and pi are also image names (postgres:16-alpine, ubuntu:jammy): there a password needs an
+    // upper-case letter or a symbol no version tag has
+    const image = /^(?:ubuntu|postgres|pi|ec2-user)/iu.test(m[0]);
+    const strong = /[A-Z]|[^A-Za-z0-9._-]/.test(value);
+    // a plain lower-case word after "admin:" is a password where the clause ends with it (root:toor), not a mode
+    // (admin:read access)
+    const ends = /^\s*(?:$|[\n.,;!?@])/u.test(text.slice(m.index + m[0].length)) || /[.,;!?]$/u.test(m[2]);
+    if (m[1] ? value.length >= 4 && (image ? strong : strong || /\d/.test(value) || ends)
+      : passwordLike(value, 3) && strong) {
+      return { rule: "password", match: m[0].split(/[:/\s]/u)[0] };
+    }
+  }
   for (const m of text.matchAll(WORD)) {
     const after = text.slice(m.index + m[0].length);
     if (m[2]) {  // pass / pw / PIN: only "word: value" or a value that looks like a picked password
@@ -194,10 +234,22 @@ export function findSecret(raw) {
     const assigned = ASSIGNED.exec(after);
     if (assigned) {
       const value = strip(assigned[1]);
-      const plain = !value || placeholder(value);
+      // "Пароль: смотрите в Bitwarden": a plain word with the sentence going on is prose, not the value
+      // ("correct horse battery staple" has no word of a sentence's grammar: a passphrase)
+      const clause = after.slice(after.indexOf(assigned[1])).split(/[.,;!?\n]/u)[0].split(/\s+/u).slice(0, 5);
+      const prose = password && /^\p{L}+$/u.test(value) && !passwordLike(value)
+        && (GRAMMAR.has(value.toLowerCase()) || (clause.length >= 3 && clause.some((w) => GRAMMAR.has(w.toLowerCase()))));
+      const plain = !value || placeholder(value) || prose;
       if (!plain && (password || keyValue(value) || (m[3] && passwordLike(value) && /\d/.test(value)))) {
         return { rule: "assigned", match: m[0] };
       }
+    }
+    // a compound (password-less, --password-stdin) names no value
+    if (/^-\p{L}/u.test(after)) continue;
+    const quoted = password && QUOTED.exec(after);
+    if (quoted) {  // "password 'letmein'": a literal in quotes right after the word
+      const value = quoted.slice(1).find(Boolean) || "";
+      if (!placeholder(value)) return { rule: "password", match: m[0] };
     }
     if (password) {
       // "password for the portal: Olma2024", "parolni yuboraman: 7788aa": a label of up to three words, then the value
@@ -205,7 +257,12 @@ export function findSecret(raw) {
       // not a label about the password ("password manager: Bitwarden", "password policy: strong")
       if (labelled && !labelled[0].split(/[\s:=]+/u).some((w) => TOPIC.test(w))) {
         const value = strip(labelled[1]);
-        if (!placeholder(value) && (passwordLike(value) || /^\d{4,}$/.test(value))) return { rule: "password", match: m[0] };
+        // a plain word there is the value where the clause ends with it ("Пароль для входа: olma")
+        const ends = /[.,;!?]$/u.test(labelled[1]) || /^\s*(?:$|[\n.,;!?])/u.test(after.slice(labelled[0].length));
+        const access = /ключ|key|kalit|sso|ssh/iu.test(value);  // "Пароль для входа: SSH-ключ" names another way in
+        if (!placeholder(value) && !access && (passwordLike(value) || /^\d{4,}$/.test(value) || (ends && value.length >= 3))) {
+          return { rule: "password", match: m[0] };
+        }
       }
     }
     // a password word looks further for "... is <value>" (password for the server is Summer2024!)
@@ -230,8 +287,15 @@ export function findSecret(raw) {
       if (password && passwordLike(token, i === 0 ? 2 : 3) && (i === 0 || /\d/.test(token))) {
         return { rule: "password", match: m[0] };
       }
-      // a PIN or an all-digit password right after the word: "password 123456", "пароль 4821"
-      if (password && i === 0 && /^\d{4,}$/.test(token)) return { rule: "password", match: m[0] };
+      // a PIN or an all-digit password right after the word: "password 123456", "пароль 4821", or two words on
+      // where the clause ends with it ("пин-код карты 1234")
+      if (password && /^\d{4,}$/.test(token) && (i === 0 || (i <= 2 && last(i)))) return { rule: "password", match: m[0] };
+      // a Latin word right after a Cyrillic password word, the clause ending with it: "пароль qwerty" (not an
+      // account or a protocol named after the word: "пароль root", "пароль SSH")
+      if (password && i === 0 && /\p{Script=Cyrillic}/u.test(m[1]) && /^[A-Za-z][A-Za-z0-9]{3,}$/.test(token)
+          && !/^[A-Z0-9]+$/.test(token) && !ACCOUNT_WORDS.test(token) && last(0)) {
+        return { rule: "password", match: m[0] };
+      }
       // "my password is swordfish", "пароль — qwerty", "parolim bu olma"
       if (password && i > 0 && COPULA.has(next[i - 1].toLowerCase()) && token.length >= 4
           && !NOT_A_VALUE.has(token.toLowerCase()) && !next.slice(0, i).some((w) => TOPIC.test(w))
