@@ -55,6 +55,12 @@ class Shares:
     own: OwnUnits | None = None  # FSDP: the embedding and the head wrapped as units of their own
     carried: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
     kept_gathered: int = 0  # SHARD_GRAD_OP: units gathered in forward beyond `gathered`, kept until their backward
+    # ZeRO-3 with parameters offloaded: the partition copied to the GPU for an all-gather, alive beside the gathered
+    # buffer until the gather completes (DeepSpeed all_gather_coalesced: `_dist_allgather_fn(param.ds_tensor.to(
+    # device), param_buffer, ...)`, runtime/zero/partition_parameters.py v0.8.0 l.838-850, unchanged in 2025):
+    # the LM head's, fetched by its backward hook once the logits' gradient exists, and a decoder layer's
+    head_gather_copy: int = 0
+    layer_gather_copy: int = 0
 
 
 @dataclass(frozen=True)
@@ -144,8 +150,10 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     # forward every decoder unit is gathered (measured: tests/physics/test_fsdp_shard_grad_op.py)
     kept = max(t.base + t.adapters - root_unit - UNITS_IN_FLIGHT * t.layer_unit, 0) if sgo else 0
     if cfg.cpu_offload:
+        # (without offload the partition is on the GPU already: `.to(device)` copies nothing)
+        copies = (-(-(t.head_unit or t.embed_unit) // n), -(-t.layer_unit // n)) if mode == "zero3" else (0, 0)
         return Shares(gathered, qs, 0, t.layer_grads, 0, comm, nccl,
                       share + t.optimizer // n + t.gradients // n, gathered, 0.0, root, 0, static, root_unit, own,
-                      carried, kept)
+                      carried, kept, *copies)
     return Shares(share + gathered, qs, 0, t.gradients // n, t.optimizer // n, comm, nccl, 0, gathered, 1 / n, root,
                   (t.gradients - root) // n, static, root_unit, own, carried, kept)

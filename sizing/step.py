@@ -269,7 +269,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         layer_gradients=sh.gradients // arch.layers,
         cache_shared=not reg.masked and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
-        own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered)
+        own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered,
+        head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
         "trainable_params": params + _untrained(arch, tr, reg.full),

@@ -78,6 +78,8 @@ class StepInputs:
     own_units: OwnUnits | None = None  # FSDP: the embedding and the head as units of their own (parallel.py)
     carried_grads: int = -1  # gradients resident through accumulation micro-batches (-1: `gradients`)
     kept_gathered: int = 0  # SHARD_GRAD_OP: decoder units gathered in forward and kept until their backward
+    head_gather_copy: int = 0  # ZeRO-3 parameter offload: the head's partition copied in for its all-gather
+    layer_gather_copy: int = 0  # the same for a decoder layer's (parallel.Shares)
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -120,7 +122,8 @@ def moments(s: StepInputs) -> list[Moment]:
             out.append(Moment("forward", "the model returns its logits (the last micro-batch's still held)", step, {
                 **returning, "logits_and_loss": s.returned_logits + prior * s.previous_logits}))
         out.append(Moment("backward", "gradient of the logits (start of backward)", step, {
-            **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
+            **base, "weights": s.weights + head_w + s.head_gather_copy,
+            "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_backward_extra + s.kept_logits}))
         if own and own.head_grads and not s.grads_freed_in_backward:
             # FSDP2 post-backward of the head's unit: it reshards the head, then foreach_reduce copies its unsharded
@@ -137,7 +140,8 @@ def moments(s: StepInputs) -> list[Moment]:
         held = s.grads_freed_in_backward and bool(s.tied_gradient)
         head_grads = carried or (0 if s.grads_freed_in_backward and not held else s.head_gradients)
         out.append(Moment("backward", "last decoder layer (backward through the body)", step, {
-            **base, "weights": s.weights + s.kept_gathered, "gradients": head_grads + s.comm_buffers,
+            **base, "weights": s.weights + s.kept_gathered + s.layer_gather_copy,
+            "gradients": head_grads + s.comm_buffers,
             "activations": s.body + s.shared + s.layer_backward + own_cache, "logits_and_loss": kept,
             "workspace": s.workspace + s.backward_transient}))
         if s.first_layer and not s.grads_freed_in_backward:

@@ -134,3 +134,28 @@ def test_fit_table_rows_are_the_largest_that_fit() -> None:
             best_b, best_s = max_micro_batch(run), max_seq_length(run)
             assert b <= best_b and best_b - b <= best_b // 4
             assert s <= best_s and best_s - s <= best_s // 4
+
+
+def test_zero3_parameter_offload_copies_the_partition_in_for_each_gather() -> None:
+    # DeepSpeed all_gather_coalesced (runtime/zero/partition_parameters.py, v0.8.0 l.838-850 and 2025): the gathered
+    # buffer is allocated, then `param.ds_tensor.to(device)` (the rank's partition, on the host under offload) is
+    # copied in for the all-gather; both are alive until it completes. FSDP's offload copies on a stream of its own.
+    # Qwen2.5-0.5B's config.json: vocab_size 151936, hidden_size 896, intermediate_size 4864, 2 KV heads of 64, tied
+    # embeddings (the head's weight is the embedding), q/k/v biases.
+    run = {"model": "Qwen/Qwen2.5-0.5B", "method": "full", "torch_dtype": "float32", "bf16": False,
+           "max_seq_length": 256, "per_device_train_batch_size": 1, "optim": "adamw_torch", "gpu": "H100-SXM-80GB",
+           "num_gpus": 2, "cpu_offload": True}
+    zero, fsdp = (estimate({**run, "parallelism": mode}) for mode in ("zero3", "fsdp"))
+
+    def weights(est: Any, what: str) -> int:
+        return next(m.parts["weights"] for m in est.moments if m.step == 1 and m.what.startswith(what))
+
+    head = 151936 * 896 * 4
+    assert weights(zero, "gradient of the logits") - weights(fsdp, "gradient of the logits") == -(-head // 2)
+    h, kv, mlp = 896, 128, 4864
+    layer = 4 * (2 * h * h + 2 * h * kv + h + 2 * kv + 3 * h * mlp + 2 * h)
+    assert weights(zero, "last decoder layer") - weights(fsdp, "last decoder layer") == -(-layer // 2)
+    # without offload the partition is on the GPU already: nothing is copied
+    plain = {**run, "cpu_offload": False}
+    assert weights(estimate({**plain, "parallelism": "zero3"}), "gradient of the logits") == \
+        weights(estimate({**plain, "parallelism": "fsdp"}), "gradient of the logits")
