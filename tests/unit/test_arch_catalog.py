@@ -1,6 +1,8 @@
 # Architectures and catalog records: target names of other stacks, refusals, catalog loading.
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sizing import SizingError, estimate
@@ -290,6 +292,19 @@ def test_bloomz_7b1_auto_loads_its_float16_checkpoint() -> None:
     assert est.detail["param_bytes"] == 2 * 7_069_016_064 + 4 * 3_932_160
 
 
+def test_llama_2_auto_loads_its_float16_checkpoint() -> None:
+    # The Hub's config.json of Llama-2-7b-hf says "torch_dtype": "float16" (the copy in scaleapi/llm-engine's tests,
+    # models.json). By hand (h=4096, 32 layers, FFN 11008, untied vocab 32000): 2 * 32000*4096 + 32 * (4*4096^2 +
+    # 3*4096*11008 + 2*4096) + 4096 = 6,738,415,616 parameters, 2 bytes each; LoRA r=8 on q_proj and v_proj (PEFT's
+    # llama default): 32 * 2 * 8 * (4096 + 4096) = 4,194,304, kept in fp32.
+    est = estimate({**AUTO, "model": "meta-llama/Llama-2-7b-hf"})
+    assert est.regime.load_dtype == "float16"
+    assert est.detail["param_bytes"] == 2 * 6_738_415_616 + 4 * 4_194_304
+
+
 def test_checkpoint_dtypes_cite_the_hub() -> None:
+    # the Hub's own files, or a commit-pinned copy of its config.json on GitHub
+    pinned = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{40}/")
     recs = [r for r in models().values() if r.checkpoint_dtype is not None]
-    assert recs and all("https://huggingface.co/" in r.checkpoint_dtype_source for r in recs)
+    sources = [r.checkpoint_dtype_source for r in recs]
+    assert sources and all("https://huggingface.co/" in s or pinned.match(s) for s in sources)
