@@ -154,6 +154,8 @@ SECRETS = {
     "root_colon": "root:toor",
     "root_slash": "root/Passw0rd!",
     "account_spaced": "ubuntu / Qwerty123!",
+    "account_same_word": "panel login: admin / admin",
+    "account_same_word_end": "ssh as root/root.",
     "ru_pin_far": "пин-код карты 1234",
     "pin_latin_cyrillic": "PIN-код: 0000",
     "passphrase_words": "password: correct horse battery staple",
@@ -221,6 +223,7 @@ ORDINARY = {
     "ru_label_ssh_key": "Пароль для входа: SSH-ключ",
     "admin_mode": "admin:read access is enough",
     "login_node": "login node pass-through",
+    "account_same_word_prose": "root / root directory holds the data; admin / admin panel is not needed",
 }
 
 

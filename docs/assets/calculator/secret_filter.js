@@ -211,8 +211,10 @@ export function findSecret(raw) {
     // a plain lower-case word after "admin:" is a password where the clause ends with it (root:toor), not a mode
     // (admin:read access)
     const ends = /^\s*(?:$|[\n.,;!?@])/u.test(text.slice(m.index + m[0].length)) || /[.,;!?]$/u.test(m[2]);
+    // "admin / admin", "root/root.": the default pair, the account's name as its password, where the clause ends
+    const same = ends && value.toLowerCase() === m[0].split(/[:/\s]/u)[0].toLowerCase();
     if (m[1] ? value.length >= 4 && (image ? strong : strong || /\d/.test(value) || ends)
-      : passwordLike(value, 3) && strong) {
+      : same || passwordLike(value, 3) && strong) {
       return { rule: "password", match: m[0].split(/[:/\s]/u)[0] };
     }
   }
