@@ -60,7 +60,7 @@ TIERS = ("allocated", "reserved", "device", "unstated")
 _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalora"), ("ia3", "ia3"),
                ("loha", "loha"), ("lokr", "lokr"), ("boft", "boft"), ("oft", "oft"), ("vera", "vera"),
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
-               ("ln tuning", "ln_tuning"))
+               ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"))
 _OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hra", "bone")
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
@@ -97,6 +97,8 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     peft_type = next((t for name, t in _PEFT_TYPES if re.search(rf"\b{re.escape(name)}\b", detail)), None)
     if peft_type and method != "full":
         method = "qlora" if method == "qlora" else "lora"  # the base's precision follows the quantization column
+    if peft_type == "miss" and re.search(r"\b(bat|mini)\b", detail):
+        other = "miss"  # MiSS's init_weights="bat" (a full weight per module) and "mini" (mini_r) are not walked
     if other or method not in ("full", "lora", "qlora"):
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
@@ -131,6 +133,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
         out["use_dora"] = True
     if peft_type:
         out["peft_type"] = peft_type
+    k = re.search(r"gralora_k\W*(\d+)", " ".join(str(v) for v in row.values()).lower())
+    if peft_type == "gralora" and k:
+        out["gralora_k"] = int(k.group(1))
     return out
 
 

@@ -54,6 +54,7 @@ class RunConfig:
     peft_type: str = "lora"  # the PEFT tuner (contract.PEFT_TYPES)
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
+    gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default

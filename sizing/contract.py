@@ -144,11 +144,14 @@ FIELDS: tuple[Field, ...] = (
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "gralora (gralora_k блоков, hybrid_r = 0)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "gralora (gralora_k ta blok, hybrid_r = 0)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning"),
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "gralora (gralora_k blocks, hybrid_r = 0)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
@@ -159,6 +162,10 @@ FIELDS: tuple[Field, ...] = (
                                           "LoKrConfig.decompose_factor; -1 — ildizga yaqin ko‘paytuvchilar",
                                           "LoKrConfig.decompose_factor; -1: factors near the square root"),
           low=-1, high=65536),
+    Field("gralora_k", "int", 2, ("GraloraConfig.gralora_k: на сколько блоков делятся вход и выход слоя",
+                                  "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
+                                  "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
+          low=1, high=65536),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
                                            "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
                                            "bf16",

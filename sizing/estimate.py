@@ -12,10 +12,10 @@ from .catalog import Gpu, find_gpu, resolve_architecture
 from .config import RunConfig, config_to_dict, parse_config
 from .errors import SizingError
 from .frameworks import moe_measured
-from .memory.adapters import trainable
+from .memory.adapters import approximate, trainable
 from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_bytes
 from .memory.overhead import CUDA_CONTEXT
-from .memory.regime import Regime, mixed_window
+from .memory.regime import Regime, mixed_window, resolve
 from .memory.timeline import COMPONENTS, Moment
 from .solve import Sizer, fit_row, runs_on
 from .step import outside as outside_moments
@@ -83,7 +83,7 @@ def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = N
     out = [name for name, on in (("moe", bool(arch.experts) and not moe_measured(cfg, sm)),
                                  ("torch_compile", cfg.torch_compile),
                                  # a Python-formula activation (gelu_new) is modelled: memory/activations.py
-                                 ("peft_approximate", bool(trainable(cfg, arch).approximate)))
+                                 ("peft_approximate", bool(approximate(cfg, arch, resolve(cfg, arch, "cuda")))))
            if on]
     if isinstance(cfg.model_config, Mapping) and not model_type_of(cfg.model_config):
         out.append("shape_matched")
@@ -175,7 +175,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda", searc
     est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts)
     if load_hidden > allocated:
         est.warnings.append(load_above_logged_peak(load_hidden, allocated))
-    why = trainable(cfg, arch).approximate  # a PEFT method whose saved tensors are not walked exactly
+    why = approximate(cfg, arch, reg)  # a PEFT method whose saved tensors are not walked exactly
     if why:
         est.warnings.append({"code": "peft_method_approximate", "message": f"{why}: confidence low",
                              "params": {"method": cfg.peft_type}})

@@ -159,6 +159,7 @@ class RunConfig:
     peft_type: str = "lora"  # the PEFT tuner (contract.PEFT_TYPES)
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
+    gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default
@@ -494,11 +495,14 @@ FIELDS: tuple[Field, ...] = (
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "gralora (gralora_k блоков, hybrid_r = 0)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning",
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "gralora (gralora_k ta blok, hybrid_r = 0)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning"),
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "gralora (gralora_k blocks, hybrid_r = 0)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
@@ -509,6 +513,10 @@ FIELDS: tuple[Field, ...] = (
                                           "LoKrConfig.decompose_factor; -1 — ildizga yaqin ko‘paytuvchilar",
                                           "LoKrConfig.decompose_factor; -1: factors near the square root"),
           low=-1, high=65536),
+    Field("gralora_k", "int", 2, ("GraloraConfig.gralora_k: на сколько блоков делятся вход и выход слоя",
+                                  "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
+                                  "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
+          low=1, high=65536),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
                                            "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
                                            "bf16",
@@ -635,7 +643,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
-              "prefix_tuning", "ln_tuning")
+              "prefix_tuning", "ln_tuning", "miss", "gralora")
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).

@@ -56,6 +56,8 @@ class LayerWalker:
         self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
         self.targets = {lin.name for lin in trainable.targets}
         self.frozen_a = trainable.frozen_a
+        self.inner = trainable.inner or r  # the saved intermediate's width (lora_A's output: r)
+        self.has_a = trainable.has_a
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
         self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
@@ -149,7 +151,7 @@ class LayerWalker:
                     extra += cur * width
                 else:
                     shared = True
-                extra += self.r * (c if reg.autocast else reg.adapter)  # lora_B input: lora_A output
+                extra += self.inner * (c if reg.autocast else reg.adapter)  # lora_B input: lora_A output
                 if reg.dora:
                     extra += 2 * c * lin.out_features  # base_result and lora_result kept by the magnitude
         self.shared = tensor_bytes * width if shared and not already_saved else 0
@@ -314,7 +316,7 @@ class LayerWalker:
                     const += size
                     cached += size if reg.full else 0
                 if lin.name in self.targets and reg.casts_adapters:
-                    size = 2 * self.r * (lin.in_features + lin.out_features) * lin.count
+                    size = 2 * self.r * (lin.in_features * self.has_a + lin.out_features) * lin.count
                     const += size
                     cached += size
         for lin in self.arch.linears:
@@ -334,7 +336,7 @@ class LayerWalker:
         """Autocast copies of fp32 lora_A weights fed by the layer input: not saved in layer 0 when
         that input needs no gradient (lora_A's matmul then saves only its input)."""
         reg = self.reg
-        if not reg.casts_adapters:
+        if not reg.casts_adapters or not self.has_a:
             return 0
         return sum(2 * self.r * lin.in_features for lin in self.by_source(ATTN_IN) if lin.name in self.targets)
 

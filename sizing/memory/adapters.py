@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import MLP_IN, Architecture, Linear, target_aliases
+from ..arch import ATTN_IN, MLP_IN, Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
 from .peft_methods import APPROXIMATE, LORA_SHAPED, module_tensors, norm_tensors, prompt_tensors, widths_ok
+from .regime import Regime
 
 LM_HEAD = "lm_head"
 
@@ -23,6 +24,8 @@ class Trainable:
     frozen_a: bool = False  # LoRA-FA: lora_A does not train (peft optimizers/lorafa.py create_lorafa_optimizer)
     idle: int = 0  # adapter parameters on the vision tower (shapes.Tower): stored, never given a gradient
     scaled: tuple[Linear, ...] = ()  # IA3: the modules whose output (or feed-forward input) ia3_l scales
+    inner: int = 0  # per-token width of the saved adapter intermediate when it is not r (GraLoRA: gralora_k * r)
+    has_a: bool = True  # False for MiSS: no [r, in] matrix; its input is summed in blocks of r, which saves nothing
 
     @property
     def params(self) -> int:
@@ -138,21 +141,46 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
-    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3) on the resolved target modules."""
+    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA) on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
     bad = [lin.name for lin in targets if not widths_ok(kind, lin, cfg.r)]
     if bad:
-        raise SizingError("rank_too_large", f"r={cfg.r} must divide the input width of {', '.join(bad)} for OFT",
+        need = "divide the input width" if kind == "oft" else "be at most the input width"
+        raise SizingError("rank_too_large", f"r={cfg.r} must {need} of {', '.join(bad)} for {kind}",
                           field="r", value=cfg.r, max=min(lin.in_features for lin in targets))
+    k = cfg.gralora_k
+    if kind == "gralora" and (cfg.r % k or any(lin.in_features % k or lin.out_features % k for lin in targets)):
+        # tuners/gralora/layer.py update_layer (in and out) and forward's view into k blocks of r // k (r)
+        raise SizingError("invalid_value", f"gralora_k={k} must divide r ({cfg.r}) and the input and output widths "
+                          "of every targeted layer", field="gralora_k", value=k)
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
         tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor)
     if kind == "ia3":
         return Trainable((), False, tuple(tensors), scaled=targets)
     shaped = targets if kind in LORA_SHAPED else ()
-    return Trainable(shaped, False, tuple(tensors), APPROXIMATE[kind])
+    # MiSS saves what LoRA-FA saves (the r-wide block sum, not its input); GraLoRA what LoRA saves, its intermediate
+    # k * r wide (tests/physics/test_peft_methods.py, byte-exact)
+    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=kind == "miss",
+                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss")
+
+
+def approximate(cfg: RunConfig, arch: Architecture, reg: Regime) -> str:
+    """Why this run's PEFT activations are not walked exactly ("" when they are). MiSS and GraLoRA end with
+    result.to(previous_dtype), the input's dtype, where LoRA keeps the base output's: under autocast over 32-bit
+    (or the other 16-bit) weights, an adapted q/gate/up returns fp32 and what reads it saves fp32 copies (measured
+    in tests/physics/test_peft_methods.py; the walk keeps LoRA's dtypes), except for q/k/v alone."""
+    tr = trainable(cfg, arch)
+    if not tr.approximate and cfg.peft_type in ("miss", "gralora") and cfg.method != "full" and reg.autocast \
+            and not reg.quant and reg.weight != reg.compute \
+            and any(lin.feeds_from != ATTN_IN for lin in tr.targets):
+        # q/k/v alone measured byte-exact: their fp32 outputs go into the rotary and attention, which autocast
+        # casts; gate/up (and, by 128 B per token, o/down) were not
+        return (f"{cfg.peft_type} returns its input's dtype under autocast, so the outputs of adapted MLP layers are "
+                f"saved in {8 * reg.weight}-bit; the walk keeps LoRA's dtypes")
+    return tr.approximate
 
 
 def _all_tensors(arch: Architecture) -> tuple[tuple[int, int, int], ...]:

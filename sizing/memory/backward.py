@@ -45,9 +45,9 @@ class _Layer(SinksOps):
             elif lin.name in self.walker.targets:
                 scaled = s.alloc(n * lin.out_features * c)  # lora_B(...) * scaling
                 s.alloc(self.r * lin.out_features * reg.adapter, replay=False)  # lora_B.weight.grad
-                mid = s.alloc(n * self.r * c)
+                mid = s.alloc(n * self.walker.inner * c)
                 s.free(scaled)
-                s.release(n * self.r * c)  # lora_B's saved input: lora_A's output
+                s.release(n * self.walker.inner * c)  # lora_B's saved input: lora_A's output
                 if not self.walker.frozen_a:
                     s.alloc(self.r * width * reg.adapter, replay=False)  # lora_A.weight.grad
                 parts.append(s.alloc(n * width * c))

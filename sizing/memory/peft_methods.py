@@ -20,7 +20,7 @@ APPROXIMATE = {
     "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
 }
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
-LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft")
+LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -72,6 +72,10 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int) -> Tenso
         return [(r, b * (b - 1) // 2, k)]
     if kind == "boft":  # PEFT defaults boft_block_size=4, boft_n_butterfly_factor=1: boft_R [1, in/4, 4, 4], boft_s
         return [(i // 4, 16, k), (o, 1, k)]
+    if kind == "miss":  # miss_block [r, out] (init_weights=True: tuners/miss/layer.py update_layer)
+        return [(r, o, k)]
+    if kind == "gralora":  # gralora_A [gk, in/gk, r], gralora_B [gk, r, out/gk]: LoRA's count (hybrid_r = 0)
+        return [(r, i, k), (o, r, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward (MLP output) module, else [out, 1]
         return [(1, i if lin.feeds_from == MLP_MID else o, k)]
     raise ValueError(kind)
@@ -91,7 +95,10 @@ def ia3_constant(scaled: tuple[Linear, ...], adapter_bytes: int) -> int:
 
 
 def widths_ok(kind: str, lin: Linear, r: int) -> bool:
-    """Whether PEFT accepts rank r on `lin`: OFT needs in_features divisible by r (oft/layer.py update_layer)."""
+    """Whether PEFT accepts rank r on `lin`: OFT needs in_features divisible by r (oft/layer.py update_layer), MiSS
+    r <= in_features (miss/layer.py update_layer)."""
+    if kind == "miss":
+        return r <= lin.in_features
     return kind != "oft" or lin.in_features % r == 0
 
 

@@ -138,11 +138,23 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "OFT", "oft"), ("other", "BOFT", "boft"), ("other", "VeRA", "vera"),
     ("other", "prefix tuning", "prefix_tuning"), ("other", "prompt tuning", "prompt_tuning"),
     ("other", "LayerNorm tuning", "ln_tuning"), ("lora", "LoRA-FA optimizer (A frozen)", "lora_fa"),
+    ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
     c = vr.row_case(_as("X", method=method, method_detail=detail)).config
     assert (c["method"], c["peft_type"]) == ("lora", peft_type)
+
+
+def test_miss_variants_refused_and_gralora_k_read() -> None:
+    """MiSS's init_weights "bat" (a full weight per module) and "mini" are not walked; GraLoRA's gralora_k is read
+    where the row states it (PEFT's default 2 otherwise)."""
+    for detail in ("MiSS (init_weights=bat)", "MiSS mini (mini_r=1)"):
+        with pytest.raises(vr.RowRefused) as err:
+            vr.row_case(_as("X", method_detail=detail))
+        assert err.value.code == "row_method_not_modelled"
+    assert vr.row_case(_as("X", method_detail="GraLoRA (gralora_k=4)")).config["gralora_k"] == 4
+    assert "gralora_k" not in vr.row_case(_as("X", method_detail="GraLoRA")).config
 
 
 def test_virtual_tokens_read_from_trainable_params() -> None:

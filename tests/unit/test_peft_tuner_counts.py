@@ -1,0 +1,40 @@
+"""Trainable parameter counts of PEFT tuners on a real-size model against the counts PEFT's own benchmark logged
+(huggingface/peft@51c2ff66 method_comparison/MetaMathQA/results/*.json, train_info.num_trainable_params,
+Llama-3.2-3B)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sizing.catalog import resolve_architecture
+from sizing.config import parse_config
+from sizing.errors import SizingError
+from sizing.memory.adapters import trainable
+
+QV = ["q_proj", "v_proj"]
+
+
+@pytest.mark.parametrize(("fields", "logged"), [
+    # miss--llama-3.2-3B-default.json: MissConfig(r=64, target_modules=[q_proj, v_proj]), init_weights=True
+    ({"peft_type": "miss", "r": 64}, 7_340_032),
+    # gralora--llama-3.2-3B-rank32.json: GraloraConfig(r=32, gralora_k=2, hybrid_r=0)
+    ({"peft_type": "gralora", "r": 32}, 9_175_040),
+])
+def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
+    cfg = parse_config({"model": "meta-llama/Llama-3.2-3B", "target_modules": QV, **fields})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    assert trainable(cfg, arch).params == logged
+
+
+@pytest.mark.parametrize(("fields", "code", "field"), [
+    ({"peft_type": "miss", "r": 4096}, "rank_too_large", "r"),  # MiSS: r <= in_features (3072)
+    ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
+    ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
+])
+def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> None:
+    """What PEFT's update_layer (or GraLoRA's forward view into k blocks) rejects is refused, naming the field."""
+    cfg = parse_config({"model": "meta-llama/Llama-3.2-3B", "target_modules": QV, **fields})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    with pytest.raises(SizingError) as err:
+        trainable(cfg, arch)
+    assert (err.value.code, err.value.field) == (code, field)
