@@ -159,6 +159,10 @@ SECRETS = {
     "ru_pin_far": "пин-код карты 1234",
     "pin_latin_cyrillic": "PIN-код: 0000",
     "passphrase_words": "password: correct horse battery staple",
+    # a weak word opening its clause, its value closing it: a label and a password however plain
+    "pass_label_plain": "pass: abc",
+    "pw_after_login": "user: root, pw: toor",
+    "pass_label_line": "host 10.0.0.5\npass = qwerty.",
 }
 
 ORDINARY = {
@@ -224,6 +228,9 @@ ORDINARY = {
     "admin_mode": "admin:read access is enough",
     "login_node": "login node pass-through",
     "account_same_word_prose": "root / root directory holds the data; admin / admin panel is not needed",
+    "pass_sentence": "we pass: yes; eval pass: 3 of 5",
+    "pass_label_prose": "Pass: the results to the team",
+    "pass_label_count": "pass: 2, pw: 10",
 }
 
 

@@ -230,6 +230,14 @@ export function findSecret(raw) {
       if (!value || placeholder(value)) continue;
       if (pin ? /^\d{4,8}$/.test(value) : direct || stated ? passwordLike(value) || /^\d{4,}$/.test(value)
         : passwordLike(value, 3)) return { rule: "password", match: m[0] };
+      // "pass: abc", "user: root, pw: toor": the word opens its clause (after the start, a line break, "," or ";")
+      // and the value closes it: a label and its value ("we pass: yes" is a sentence; "Pass: the results to the
+      // team" goes on)
+      const opens = /(?:^|[\n,;(])\s*$/u.test(text.slice(0, m.index));
+      const closes = direct && /^\s*(?:$|[\n.,;!?)])/u.test(after.slice(direct[0].length));
+      if (!pin && opens && closes && value.length >= 3 && !NUMBER.test(value)) {
+        return { rule: "password", match: m[0] };
+      }
       continue;
     }
     const password = Boolean(m[1]);
