@@ -133,9 +133,15 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
         out["use_dora"] = True
     if peft_type:
         out["peft_type"] = peft_type
-    k = re.search(r"gralora_k\W*(\d+)", " ".join(str(v) for v in row.values()).lower())
+    text = " ".join(str(v) for v in row.values()).lower()
+    k = re.search(r"gralora_k\W*(\d+)", text)
     if peft_type == "gralora" and k:
         out["gralora_k"] = int(k.group(1))
+    # IA3's feed-forward modules where the row names them ("feedforward_modules: up_proj, gate_proj, down_proj");
+    # else PEFT's per-model mapping
+    ff = re.search(r"feed[_ -]?forward(?:[_ ]modules)?\W+([a-z0-9_.]+(?:\s*(?:,|\band\b)\s*[a-z0-9_.]+)*)", text)
+    if peft_type == "ia3" and ff:
+        out["feedforward_modules"] = re.split(r"\s*(?:,|\band\b)\s*", ff.group(1))
     return out
 
 

@@ -166,6 +166,11 @@ FIELDS: tuple[Field, ...] = (
                                   "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
                                   "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
           low=1, high=65536),
+    Field("feedforward_modules", "targets", None,
+          ("IA3Config.feedforward_modules: модули, чей вход масштабирует IA3; null — умолчание PEFT для модели",
+           "IA3Config.feedforward_modules: IA3 kirishini masshtablaydigan modullar; null — model uchun PEFT standarti",
+           "IA3Config.feedforward_modules: modules whose input IA3 scales; null: PEFT's per-model default"),
+          nullable=True),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
                                            "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
                                            "bf16",

@@ -33,8 +33,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Gemma2Model.forward causal_mask_mapping: create_causal_mask + create_sliding_window_causal_mask)
     "gemma2": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "masks": 2},
     "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True, "masks": 2},
+    # PEFT's mapping has no phi3 entry (0.21.2 and after): get_peft_model asks for target_modules
     "phi3": {"norm": "rms", "tie": False, "qkv": "qkv_proj", "fused_mlp": ("gate_up_proj", "down_proj"),
-             "targets": ("qkv_proj",)},
+             "targets": ()},
     "phi": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc1", "fc2"), "out": "dense",
             "targets": ("q_proj", "v_proj", "fc1", "fc2"), "bias": True, "act": "gelu_new"},
     # microsoft/phi-1_5 and phi-2 before transformers 4.37: remote code modeling_phi.py (MHA mixer.Wqkv,

@@ -160,6 +160,7 @@ class RunConfig:
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
+    feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default
@@ -244,8 +245,8 @@ def _parse_targets(spec: Field, value: Any) -> str | tuple[str, ...]:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-        raise SizingError("wrong_type", "target_modules must be \\"all-linear\\" or a list of module names",
-                          field="target_modules", value=value)
+        raise SizingError("wrong_type", f"{spec.name} must be \\"all-linear\\" or a list of module names",
+                          field=spec.name, value=value)
     return tuple(dict.fromkeys(value))
 
 
@@ -342,8 +343,8 @@ def config_to_dict(cfg: RunConfig) -> dict[str, Any]:
 def normalize(data: Mapping[str, Any]) -> dict[str, Any]:
     \"\"\"The complete normalised configuration: every field explicit, aliases resolved, defaults applied.
 
-    Two fields keep a meaningful null, resolved per model by the estimate: `target_modules` (PEFT's
-    per-model default) and `torch_dtype: "auto"` (the framework's loading dtype for that checkpoint);
+    Fields that keep a meaningful null, resolved per model by the estimate: `target_modules` and IA3's
+    `feedforward_modules` (PEFT's per-model defaults) and `torch_dtype: "auto"` (the framework's loading dtype);
     `loss_implementation` null is the framework's own loss. parse_config(normalize(x)) == parse_config(x).
     \"\"\"
     return config_to_dict(parse_config(data))
@@ -517,6 +518,11 @@ FIELDS: tuple[Field, ...] = (
                                   "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
                                   "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
           low=1, high=65536),
+    Field("feedforward_modules", "targets", None,
+          ("IA3Config.feedforward_modules: модули, чей вход масштабирует IA3; null — умолчание PEFT для модели",
+           "IA3Config.feedforward_modules: IA3 kirishini masshtablaydigan modullar; null — model uchun PEFT standarti",
+           "IA3Config.feedforward_modules: modules whose input IA3 scales; null: PEFT's per-model default"),
+          nullable=True),
     Field("adapter_dtype", "str", "auto", ("Тип весов адаптера; auto — fp32 у PEFT, bf16 у TRL на k-битной базе",
                                            "Adapter vaznlari turi; auto — PEFT uchun fp32, k-bitli asosda TRL uchun "
                                            "bf16",

@@ -220,6 +220,10 @@ TEXT: dict[str, dict[str, str]] = {
         "ru": "У PEFT нет модулей по умолчанию для этой модели: укажите target_modules",
         "uz": "PEFT’da bu model uchun standart modullar yo‘q: target_modules ni kiriting",
         "en": "PEFT has no default modules for this model: set target_modules"},
+    "e_feedforward_modules_required": {
+        "ru": "У PEFT нет feedforward_modules IA3 по умолчанию для этой модели: укажите их (среди target_modules)",
+        "uz": "PEFT’da bu model uchun standart IA3 feedforward_modules yo‘q: ularni kiriting (target_modules ichidan)",
+        "en": "PEFT has no default IA3 feedforward_modules for this model: set them (among target_modules)"},
     "e_target_not_linear": {
         "ru": "Эти модули не nn.Linear (эксперты MoE в transformers 5): LoRA их не оборачивает",
         "uz": "Bu modullar nn.Linear emas (transformers 5 dagi MoE ekspertlari): LoRA ularni o‘ramaydi",

@@ -345,11 +345,11 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     """What one decoder layer saves for backward, per token and per layer, and its layer-0 correction."""
     layer = LayerWalker(arch, reg, trainable, r, seq)
     per_token = layer.walk()
-    scaled = ia3_pieces(trainable.scaled, reg.adapter, layer.linear_out(reg.compute))  # IA3: peft_methods.py
+    scaled = ia3_pieces(trainable.scaled, trainable.feedforward, reg.adapter, layer.linear_out(reg.compute))  # IA3
     layer.pieces.extend(x for x in scaled if x)
     per_token += sum(scaled)
     const, cached = layer.constants()
-    const += ia3_constant(trainable.scaled, reg.adapter)
+    const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
     delta = delta_const = 0
     if not reg.full and not reg.checkpointing:
         # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its

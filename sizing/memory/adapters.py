@@ -3,10 +3,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import ATTN_IN, MLP_IN, Architecture, Linear, target_aliases
+from ..arch import ATTN_IN, MLP_IN, MLP_MID, Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
-from .peft_methods import APPROXIMATE, LORA_SHAPED, module_tensors, norm_tensors, prompt_tensors, widths_ok
+from .peft_methods import (
+    APPROXIMATE,
+    IA3_DEFAULTS,
+    LORA_SHAPED,
+    default_targets,
+    module_tensors,
+    norm_tensors,
+    prompt_tensors,
+    widths_ok,
+)
 from .regime import Regime
 
 LM_HEAD = "lm_head"
@@ -24,6 +33,7 @@ class Trainable:
     frozen_a: bool = False  # LoRA-FA: lora_A does not train (peft optimizers/lorafa.py create_lorafa_optimizer)
     idle: int = 0  # adapter parameters on the vision tower (shapes.Tower): stored, never given a gradient
     scaled: tuple[Linear, ...] = ()  # IA3: the modules whose output (or feed-forward input) ia3_l scales
+    feedforward: tuple[Linear, ...] = ()  # IA3: those of `scaled` whose input it scales (feedforward_modules)
     inner: int = 0  # per-token width of the saved adapter intermediate when it is not r (GraLoRA: gralora_k * r)
     has_a: bool = True  # False for MiSS: no [r, in] matrix; its input is summed in blocks of r, which saves nothing
 
@@ -58,11 +68,16 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         # router and the fused experts by their v4 names (utils/transformers_weight_conversion.py
         # _resolve_string_target_modules: "all-linear matched every nn.Linear on the v4 model").
         return reachable, False
-    wanted = arch.default_lora_targets if cfg.target_modules is None else cfg.target_modules
+    wanted = default_targets(cfg.peft_type, arch.model_type, arch.default_lora_targets) \
+        if cfg.target_modules is None else cfg.target_modules
     if not wanted:
+        tuner = "" if cfg.peft_type == "lora" else f"{cfg.peft_type} "
         raise SizingError("target_modules_required",
-                          f"PEFT has no default target_modules for model_type '{arch.model_type}': name them "
+                          f"PEFT has no default {tuner}target_modules for model_type '{arch.model_type}': name them "
                           f"(this model has: {', '.join(names)})", field="target_modules", available=list(names))
+    # "mlp.c_proj" (PEFT's IA3 defaults for GPT-2): the MLP's c_proj, not the attention's; PEFT matches name endings
+    mlp_only = {n[4:] for n in wanted if n.startswith("mlp.")}
+    wanted = tuple(n[4:] if n.startswith("mlp.") else n for n in wanted)
     if own_code:
         # Their own model code: LitGPT / torchtune names (query, projection, mlp, w1...) by role.
         wanted = tuple(dict.fromkeys(m for n in wanted for m in (target_aliases(arch, n) or (n,))))
@@ -75,7 +90,8 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         raise SizingError("unknown_target_module",
                           f"target_modules: {', '.join(unknown)} not found in this model (it has: {', '.join(names)})",
                           field="target_modules", unknown=unknown, available=list(names))
-    chosen = tuple(lin for lin in reachable if lin.name in wanted)
+    chosen = tuple(lin for lin in reachable if lin.name in wanted
+                   and (lin.name not in mlp_only or lin.feeds_from == MLP_MID))
     pair = _fused_pair(arch)
     if pair and not own_code and (pair[0] in wanted) != (pair[1] in wanted):
         # PEFT 0.21 _convert_peft_config_moe: "Cannot convert PEFT target(s) ... because they are fused".
@@ -155,16 +171,39 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/gralora/layer.py update_layer (in and out) and forward's view into k blocks of r // k (r)
         raise SizingError("invalid_value", f"gralora_k={k} must divide r ({cfg.r}) and the input and output widths "
                           "of every targeted layer", field="gralora_k", value=k)
+    ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
-        tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor)
+        tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor, lin in ff)
     if kind == "ia3":
-        return Trainable((), False, tuple(tensors), scaled=targets)
+        return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()
     # MiSS saves what LoRA-FA saves (the r-wide block sum, not its input); GraLoRA what LoRA saves, its intermediate
     # k * r wide (tests/physics/test_peft_methods.py, byte-exact)
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=kind == "miss",
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss")
+
+
+def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> tuple[Linear, ...]:
+    """IA3's feed-forward modules among the targets: feedforward_modules, else PEFT's per-model mapping (peft
+    tuners/ia3/model.py _prepare_adapter_config raises without either; IA3Config wants them among target_modules)."""
+    names = cfg.feedforward_modules
+    if names is None:
+        if arch.model_type not in IA3_DEFAULTS:
+            raise SizingError("feedforward_modules_required", f"PEFT has no default IA3 feedforward_modules for "
+                              f"model_type '{arch.model_type}': name them (a subset of target_modules)",
+                              field="feedforward_modules")
+        names = IA3_DEFAULTS[arch.model_type][1]
+    if names == "all-linear":
+        raise SizingError("invalid_value", "feedforward_modules must name modules, not all-linear",
+                          field="feedforward_modules", value=names)
+    mlp_only = {n[4:] for n in names if n.startswith("mlp.")}
+    bare = {n[4:] if n.startswith("mlp.") else n for n in names}
+    if cfg.feedforward_modules is not None and isinstance(cfg.target_modules, tuple) \
+            and not bare <= set(cfg.target_modules):
+        raise SizingError("invalid_value", "feedforward_modules must be a subset of target_modules (IA3Config)",
+                          field="feedforward_modules", value=list(names))
+    return tuple(lin for lin in targets if lin.name in bare and (lin.name not in mlp_only or lin.feeds_from == MLP_MID))
 
 
 def approximate(cfg: RunConfig, arch: Architecture, reg: Regime) -> str:

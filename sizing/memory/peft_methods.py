@@ -1,7 +1,7 @@
 # Trainable tensors of the PEFT tuners other than LoRA/DoRA, from peft 0.21.2 tuners/<name>/layer.py.
 from __future__ import annotations
 
-from ..arch import MLP_MID, Architecture, Linear
+from ..arch import Architecture, Linear
 
 Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trainable.tensors
 
@@ -19,6 +19,37 @@ APPROXIMATE = {
     "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
     "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
 }
+# PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
+# TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
+# modules whose input ia3_l scales (TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING); a model type missing
+# from a mapping has no default, and PEFT asks for target_modules (or feedforward_modules). "mlp.X": X of the MLP.
+_KVD, _QVD = (("k_proj", "v_proj", "down_proj"), ("down_proj",)), (("q_proj", "v_proj", "down_proj"), ("down_proj",))
+IA3_DEFAULTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "llama": _KVD, "mistral": _KVD, "mixtral": (("k_proj", "v_proj", "w2"), ("w2",)),
+    "llama4": (("q_proj", "v_proj", "down_proj"), ("down_proj",)),
+    "qwen2": _QVD, "qwen3": _QVD, "gemma": _QVD, "gemma2": _QVD, "gemma3_text": _QVD,
+    "gpt_neox": (("query_key_value", "dense_4h_to_h"), ("dense_4h_to_h",)),
+    "falcon": (("query_key_value", "dense_4h_to_h"), ("dense_4h_to_h",)),
+    "bloom": (("query_key_value", "mlp.dense_4h_to_h"), ("mlp.dense_4h_to_h",)),
+    "gpt2": (("c_attn", "mlp.c_proj"), ("mlp.c_proj",)), "gpt_bigcode": (("c_attn", "mlp.c_proj"), ("mlp.c_proj",)),
+    "opt": (("q_proj", "k_proj", "fc2"), ("fc2",)), "gptj": (("q_proj", "v_proj", "fc_out"), ("fc_out",)),
+    "phi": (("q_proj", "v_proj", "fc2"), ("fc2",)),
+}
+# AdaLoRA's mapping lists every projection of OPT and leaves out some model types LoRA's has; VeRA's Phi: q and v.
+_OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "adalora": {"opt": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"), "mistral": (), "falcon": (),
+                "mixtral": (), "stablelm": (), "mpt": (), "phi": (), "chatglm": ()},
+    "vera": {"phi": ("q_proj", "v_proj")},
+}
+
+
+def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[str, ...]:
+    """PEFT's target_modules for `kind` when none are given (empty: PEFT has none for this model type)."""
+    if kind == "ia3":
+        return IA3_DEFAULTS.get(model_type, ((), ()))[0]
+    return _OWN_DEFAULTS.get(kind, {}).get(model_type, lora)
+
+
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora")
 
@@ -54,8 +85,8 @@ def _lokr(lin: Linear, r: int, factor: int, k: int) -> Tensors:
     return t
 
 
-def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int) -> Tensors:
-    """The trainable tensors one tuner adds to `k` copies of the Linear `lin`."""
+def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforward: bool = False) -> Tensors:
+    """The trainable tensors one tuner adds to `k` copies of the Linear `lin` (`feedforward`: IA3 scales its input)."""
     i, o = lin.in_features, lin.out_features
     if kind == "lora_fa":  # lora_A frozen by create_lorafa_optimizer: only lora_B [out, r] trains
         return [(o, r, k)]
@@ -76,22 +107,21 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int) -> Tenso
         return [(r, o, k)]
     if kind == "gralora":  # gralora_A [gk, in/gk, r], gralora_B [gk, r, out/gk]: LoRA's count (hybrid_r = 0)
         return [(r, i, k), (o, r, k)]
-    if kind == "ia3":  # ia3_l: [1, in] on a feed-forward (MLP output) module, else [out, 1]
-        return [(1, i if lin.feeds_from == MLP_MID else o, k)]
+    if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
+        return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
 
 
-def ia3_pieces(scaled: tuple[Linear, ...], adapter_bytes: int, result_bytes: int) -> list[int]:
+def ia3_pieces(scaled: tuple[Linear, ...], ff: tuple[Linear, ...], adapter_bytes: int, result_bytes: int) -> list[int]:
     """Per-token bytes IA3 saves per layer (ia3/layer.py Linear.forward): the multiply by ia3_l keeps the frozen
     output (result_bytes) of a non-feed-forward module, and the input cast to ia3_l's dtype of a feed-forward one."""
-    return [(lin.in_features * adapter_bytes if lin.feeds_from == MLP_MID else lin.out_features * result_bytes)
-            * lin.count for lin in scaled]
+    return [(lin.in_features * adapter_bytes if lin in ff else lin.out_features * result_bytes) * lin.count
+            for lin in scaled]
 
 
-def ia3_constant(scaled: tuple[Linear, ...], adapter_bytes: int) -> int:
+def ia3_constant(scaled: tuple[Linear, ...], ff: tuple[Linear, ...], adapter_bytes: int) -> int:
     """Bytes per layer: `ia3_scaling = 1 * ia3_l.flatten()` is a new tensor, saved by each multiply."""
-    return sum((lin.in_features if lin.feeds_from == MLP_MID else lin.out_features) * lin.count * adapter_bytes
-               for lin in scaled)
+    return sum((lin.in_features if lin in ff else lin.out_features) * lin.count * adapter_bytes for lin in scaled)
 
 
 def widths_ok(kind: str, lin: Linear, r: int) -> bool:

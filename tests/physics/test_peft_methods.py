@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.physics, pytest.mark.filterwarnings("ignore::FutureWar
 
 QV, KVD = ["q_proj", "v_proj"], ["k_proj", "v_proj", "down_proj"]
 ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+FF3 = ["gate_proj", "up_proj", "down_proj"]
 
 # (engine config, PEFT config); every PEFT value is one the engine reads or PEFT's default.
 CASES = {
@@ -43,11 +44,15 @@ CASES = {
                lambda: peft.PrefixTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=10)),
     "ln": ({"peft_type": "ln_tuning"}, lambda: peft.LNTuningConfig(
         target_modules=["input_layernorm", "post_attention_layernorm", "norm"])),
+    # IA3 with no target_modules: PEFT's IA3 mapping (Llama k/v/down, Qwen q/v/down), not LoRA's q/v
+    "ia3_default": ({"peft_type": "ia3"}, lambda: peft.IA3Config()),
+    "ia3_ff3": ({"peft_type": "ia3", "target_modules": ALL, "feedforward_modules": FF3},
+                lambda: peft.IA3Config(target_modules=ALL, feedforward_modules=FF3)),
     "miss": ({"peft_type": "miss", "r": 16, "target_modules": QV}, lambda: peft.MissConfig(r=16, target_modules=QV)),
     "gralora": ({"peft_type": "gralora", "r": 16, "gralora_k": 4, "target_modules": ALL},
                 lambda: peft.GraloraConfig(r=16, gralora_k=4, target_modules=ALL)),
 }
-WALKED = ("lora_fa", "ia3", "miss", "gralora")  # saved tensors walked exactly (tests below)
+WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora")  # saved tensors walked exactly (tests below)
 
 
 def _peft_count(style: str, name: str) -> int:
@@ -122,9 +127,11 @@ def test_lora_fa_saved_activations(engine, load, autocast, dropout):
     assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
 
-def test_ia3_saved_activations(engine):
-    """IA3 (k_proj, v_proj, feed-forward down_proj) on a bf16 base: the frozen k/v outputs and the fp32 cast of
-    down_proj's input are saved by the multiply with ia3_l; byte-exact per decoder layer >= 1."""
+@pytest.mark.parametrize("name", ["ia3", "ia3_ff3"])
+def test_ia3_saved_activations(engine, name):
+    """IA3 on a bf16 base: the frozen outputs of the modules it scales (k_proj, v_proj; all attention projections)
+    and the fp32 casts of the feed-forward modules' inputs (down_proj; gate, up and down) are saved by the multiply
+    with ia3_l; byte-exact per decoder layer >= 1."""
     from torch.autograd.graph import saved_tensors_hooks
 
     from sizing.catalog import resolve_architecture
@@ -134,12 +141,12 @@ def test_ia3_saved_activations(engine):
 
     cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": "bfloat16",
                               "max_seq_length": harness.S, "per_device_train_batch_size": harness.B,
-                              "packing": True, **CASES["ia3"][0]})
+                              "packing": True, **CASES[name][0]})
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
     ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
-    pm = peft.get_peft_model(model, CASES["ia3"][1]())
+    pm = peft.get_peft_model(model, CASES[name][1]())
     rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
     ids = torch.randint(0, 8192, (harness.B, harness.S))
     with saved_tensors_hooks(rec.pack, lambda t: t):
@@ -226,3 +233,38 @@ def test_miss_gralora_autocast_over_fp32_is_approximate(engine, kind):
     assert ls.per_token * harness.N + ls.constant < got["L1"]
     est = engine.estimate(cfg, backend="cpu")
     assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "bloom"])
+def test_ia3_defaults_on_mlp_named_targets(engine, model_type):
+    """PEFT's IA3 defaults name the MLP's output projection as "mlp.c_proj" (GPT-2) or "mlp.dense_4h_to_h" (BLOOM):
+    GPT-2's attention c_proj is not adapted; the engine counts what PEFT builds on a tiny model of each."""
+    if model_type == "gpt2":
+        hf = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128)
+    else:
+        hf = transformers.BloomConfig(n_layer=2, hidden_size=64, n_head=4, vocab_size=512)
+    torch.manual_seed(0)
+    pm = peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(hf), peft.IA3Config())
+    est = engine.estimate(engine.load_config({"model_config": hf.to_dict(), "peft_type": "ia3",
+                                              "torch_dtype": "float32", "max_seq_length": 64,
+                                              "per_device_train_batch_size": 1}), backend="cpu")
+    assert est.detail["trainable_params"] == int(pm.get_nb_trainable_parameters()[0])
+
+
+@pytest.mark.parametrize(("kind", "model_type"), [("lora", "phi3"), ("ia3", "phi3"), ("adalora", "mistral")])
+def test_no_peft_default_targets_refused(engine, kind, model_type):
+    """Where PEFT's mapping for the tuner has no entry for the model type, get_peft_model asks for target_modules
+    (LoRA on Phi-3, IA3 on Phi-3, AdaLoRA on Mistral); the engine refuses the same configuration, naming the field."""
+    from sizing.errors import SizingError
+
+    cls = {"phi3": transformers.Phi3Config, "mistral": transformers.MistralConfig}[model_type]
+    hf = cls(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+             num_key_value_heads=2, vocab_size=512, pad_token_id=0)
+    tuner = {"lora": lambda: peft.LoraConfig(), "ia3": lambda: peft.IA3Config(),
+             "adalora": lambda: peft.AdaLoraConfig(total_step=10)}[kind]
+    with pytest.raises(ValueError, match="target_modules"):
+        peft.get_peft_model(transformers.AutoModelForCausalLM.from_config(hf), tuner())
+    with pytest.raises(SizingError) as err:
+        engine.estimate(engine.load_config({"model_config": hf.to_dict(), "peft_type": kind, "max_seq_length": 64,
+                                            "per_device_train_batch_size": 1}), backend="cpu")
+    assert (err.value.code, err.value.field) == ("target_modules_required", "target_modules")

@@ -19,6 +19,12 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "miss", "r": 64}, 7_340_032),
     # gralora--llama-3.2-3B-rank32.json: GraloraConfig(r=32, gralora_k=2, hybrid_r=0)
     ({"peft_type": "gralora", "r": 32}, 9_175_040),
+    # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
+    ({"peft_type": "ia3", "target_modules": None}, 286_720),
+    # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
+    ({"peft_type": "ia3", "target_modules": ["gate_proj", "o_proj", "q_proj", "k_proj", "v_proj", "down_proj",
+                                             "up_proj"], "feedforward_modules": ["up_proj", "gate_proj", "down_proj"]},
+     630_784),
 ])
 def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     cfg = parse_config({"model": "meta-llama/Llama-3.2-3B", "target_modules": QV, **fields})
@@ -30,6 +36,8 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "miss", "r": 4096}, "rank_too_large", "r"),  # MiSS: r <= in_features (3072)
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
+    # IA3Config: feedforward_modules must be among target_modules
+    ({"peft_type": "ia3", "feedforward_modules": ["down_proj"]}, "invalid_value", "feedforward_modules"),
 ])
 def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> None:
     """What PEFT's update_layer (or GraLoRA's forward view into k blocks) rejects is refused, naming the field."""

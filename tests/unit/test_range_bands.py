@@ -229,7 +229,8 @@ def test_a_window_mixed_with_full_layers_is_a_reason_only_where_sdpa_gets_the_wi
     assert "sliding_window" not in codes({**base, "attn_implementation": "eager"})
     assert "sliding_window" not in codes({**base, "attn_implementation": "flash_attention_2"})
     assert "sliding_window" not in codes({**base, "packing": False})
-    assert "sliding_window" not in codes({**base, "model": "microsoft/Phi-3-mini-4k-instruct", "max_seq_length": 4096})
+    assert "sliding_window" not in codes({**base, "model": "microsoft/Phi-3-mini-4k-instruct", "max_seq_length": 4096,
+                                         "target_modules": ["qkv_proj"]})
     assert "sliding_window" not in codes({**base, "model": "Qwen/Qwen2.5-7B"})
 
 

@@ -157,6 +157,15 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
     assert "gralora_k" not in vr.row_case(_as("X", method_detail="GraLoRA")).config
 
 
+def test_ia3_feedforward_modules_read_where_stated() -> None:
+    """PEFT's all-attention IA3 run (ia3--llama-3.2-3B-all-attn) scales the inputs of up, gate and down; a row that
+    says so is estimated with them, one that does not with PEFT's mapping (down_proj)."""
+    row = _as("X", method_detail="IA3, feedforward_modules: up_proj, gate_proj, down_proj",
+              lora_target_modules="gate_proj,o_proj,q_proj,k_proj,v_proj,down_proj,up_proj")
+    assert vr.row_case(row).config["feedforward_modules"] == ["up_proj", "gate_proj", "down_proj"]
+    assert "feedforward_modules" not in vr.row_case(_as("X", method_detail="IA3")).config
+
+
 def test_virtual_tokens_read_from_trainable_params() -> None:
     """R016 states 614,400 trainable = 200 x 3072 (Llama-3.2-3B hidden); R015 11,468,800 = 200 x 28 x 2 x 1024."""
     prompt = _as("R016", method_detail="prompt tuning", trainable_params="614400")
