@@ -137,9 +137,12 @@ FIELDS: tuple[Field, ...] = (
                                          "Dropout before the LoRA A matrix"),
           low=0.0, high=0.99, form="float", group=_L),
     Field("target_modules", "targets", None,
-          ("all-linear или имена модулей; null — умолчание PEFT для модели (q_proj, v_proj у Llama)",
-           "all-linear yoki modul nomlari; null — model uchun PEFT standarti (Llama uchun q_proj, v_proj)",
-           "all-linear or module names; null: PEFT's per-model default (q_proj, v_proj for Llama)"),
+          ("all-linear или имена модулей; null — умолчание PEFT для модели и метода (LoRA у Llama: q_proj, v_proj; "
+           "IA3: k_proj, v_proj, down_proj)",
+           "all-linear yoki modul nomlari; null — model va usul uchun PEFT standarti (Llama’da LoRA: q_proj, v_proj; "
+           "IA3: k_proj, v_proj, down_proj)",
+           "all-linear or module names; null: PEFT's default for the model and method (LoRA on Llama: q_proj, v_proj; "
+           "IA3: k_proj, v_proj, down_proj)"),
           nullable=True, form="text", group=_L),
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
