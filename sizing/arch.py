@@ -209,7 +209,10 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         experts=experts, experts_per_token=experts_per_token, mask_kinds=int(fam.get("masks", 1)),
         sliding_window=_window(cfg),
         default_dtype=dtype if isinstance(dtype, str) else None,
-        default_lora_targets=tuple(fam.get("targets", ("q_proj", "v_proj"))),
+        # PEFT maps defaults by the top-level model_type: a wrapped model's ("gemma3") is in none of its mappings
+        # (0.21.2), so get_peft_model asks for target_modules there
+        default_lora_targets=() if wrapped else tuple(fam.get("targets", ("q_proj", "v_proj"))),
+        peft_model_type=str(raw.get("model_type") or model_type) if wrapped else model_type,
         position_params=(max_pos + positions) * h if positions is not None and max_pos else 0,
         checkpoint_quant=CheckpointQuant(*quant) if quant else None, outer_norms=2 if fam.get("embed_norm") else 1,
         act_saved=act_saved, act_fp32_cuda_autocast=act_fp32, act_backward_extra=act_bwd,

@@ -27,7 +27,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "mixtral": {"norm": "rms", "tie": False, "moe": True},
     "qwen2": {"norm": "rms", "tie": False, "qkv_bias": True},
     "qwen3": {"norm": "rms", "tie": False, "qk_norm": True},
-    "qwen3_moe": {"norm": "rms", "tie": False, "qk_norm": True, "moe": True},
+    "qwen3_moe": {"norm": "rms", "tie": False, "qk_norm": True, "moe": True, "targets": ()},  # not in PEFT's mapping
     "gemma": {"norm": "rms_gemma", "tie": True},
     # Gemma 2 / 3 interleave sliding-window and full layers: each forward builds both masks (modeling_gemma2.py
     # Gemma2Model.forward causal_mask_mapping: create_causal_mask + create_sliding_window_causal_mask)

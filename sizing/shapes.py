@@ -88,6 +88,7 @@ class Architecture:
     experts_per_token: int = 0
     default_dtype: str | None = None
     default_lora_targets: tuple[str, ...] = ("q_proj", "v_proj")
+    peft_model_type: str = ""  # the model_type PEFT maps defaults by: the top-level one of a wrapped model ("gemma3")
     position_params: int = 0  # learned absolute position embedding (GPT-BigCode wpe, OPT embed_positions)
     outer_norms: int = 1  # norms outside the layers: the final one (+ BLOOM's word_embeddings_layernorm)
     checkpoint_quant: CheckpointQuant | None = None  # a pre-quantized checkpoint (GPTQ, AWQ, bitsandbytes)

@@ -68,12 +68,13 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         # router and the fused experts by their v4 names (utils/transformers_weight_conversion.py
         # _resolve_string_target_modules: "all-linear matched every nn.Linear on the v4 model").
         return reachable, False
-    wanted = default_targets(cfg.peft_type, arch.model_type, arch.default_lora_targets) \
+    wanted = default_targets(cfg.peft_type, arch.peft_model_type or arch.model_type, arch.default_lora_targets) \
         if cfg.target_modules is None else cfg.target_modules
     if not wanted:
         tuner = "" if cfg.peft_type == "lora" else f"{cfg.peft_type} "
         raise SizingError("target_modules_required",
-                          f"PEFT has no default {tuner}target_modules for model_type '{arch.model_type}': name them "
+                          f"PEFT has no default {tuner}target_modules for model_type "
+                          f"'{arch.peft_model_type or arch.model_type}': name them "
                           f"(this model has: {', '.join(names)})", field="target_modules", available=list(names))
     # "mlp.c_proj" (PEFT's IA3 defaults for GPT-2): the MLP's c_proj, not the attention's; PEFT matches name endings
     mlp_only = {n[4:] for n in wanted if n.startswith("mlp.")}
@@ -188,12 +189,13 @@ def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]
     """IA3's feed-forward modules among the targets: feedforward_modules, else PEFT's per-model mapping (peft
     tuners/ia3/model.py _prepare_adapter_config raises without either; IA3Config wants them among target_modules)."""
     names = cfg.feedforward_modules
+    mapped = arch.peft_model_type or arch.model_type  # the model_type PEFT's mappings are keyed by
     if names is None:
-        if arch.model_type not in IA3_DEFAULTS:
+        if mapped not in IA3_DEFAULTS:
             raise SizingError("feedforward_modules_required", f"PEFT has no default IA3 feedforward_modules for "
-                              f"model_type '{arch.model_type}': name them (a subset of target_modules)",
+                              f"model_type '{mapped}': name them (a subset of target_modules)",
                               field="feedforward_modules")
-        names = IA3_DEFAULTS[arch.model_type][1]
+        names = IA3_DEFAULTS[mapped][1]
     if names == "all-linear":
         raise SizingError("invalid_value", "feedforward_modules must name modules, not all-linear",
                           field="feedforward_modules", value=names)

@@ -251,15 +251,30 @@ def test_ia3_defaults_on_mlp_named_targets(engine, model_type):
     assert est.detail["trainable_params"] == int(pm.get_nb_trainable_parameters()[0])
 
 
-@pytest.mark.parametrize(("kind", "model_type"), [("lora", "phi3"), ("ia3", "phi3"), ("adalora", "mistral")])
+_TINY = dict(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+             vocab_size=512, pad_token_id=0)
+NO_DEFAULT = {  # model types PEFT 0.21.2's mappings leave out (utils/constants.py), as tiny configs
+    "phi3": lambda: transformers.Phi3Config(**_TINY),
+    "mistral": lambda: transformers.MistralConfig(**_TINY),
+    "qwen3_moe": lambda: transformers.Qwen3MoeConfig(**_TINY, moe_intermediate_size=32, num_experts=4,
+                                                     num_experts_per_tok=2),
+    # Gemma 3 with its vision tower: PEFT reads the top-level model_type, gemma3, not gemma3_text
+    "gemma3": lambda: transformers.Gemma3Config(
+        text_config={k: v for k, v in _TINY.items() if k != "pad_token_id"} | {"head_dim": 16},
+        vision_config=dict(num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=2,
+                           image_size=28, patch_size=14, vision_use_head=False), mm_tokens_per_image=4),
+}
+
+
+@pytest.mark.parametrize(("kind", "model_type"), [("lora", "phi3"), ("ia3", "phi3"), ("adalora", "mistral"),
+                                                  ("lora", "qwen3_moe"), ("lora", "gemma3")])
 def test_no_peft_default_targets_refused(engine, kind, model_type):
     """Where PEFT's mapping for the tuner has no entry for the model type, get_peft_model asks for target_modules
-    (LoRA on Phi-3, IA3 on Phi-3, AdaLoRA on Mistral); the engine refuses the same configuration, naming the field."""
+    (LoRA on Phi-3, Qwen3-MoE or a Gemma 3 with its vision tower, IA3 on Phi-3, AdaLoRA on Mistral); the engine
+    refuses the same configuration, naming the field."""
     from sizing.errors import SizingError
 
-    cls = {"phi3": transformers.Phi3Config, "mistral": transformers.MistralConfig}[model_type]
-    hf = cls(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=512, pad_token_id=0)
+    hf = NO_DEFAULT[model_type]()
     tuner = {"lora": lambda: peft.LoraConfig(), "ia3": lambda: peft.IA3Config(),
              "adalora": lambda: peft.AdaLoraConfig(total_step=10)}[kind]
     with pytest.raises(ValueError, match="target_modules"):

@@ -46,3 +46,15 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
     with pytest.raises(SizingError) as err:
         trainable(cfg, arch)
     assert (err.value.code, err.value.field) == (code, field)
+
+
+@pytest.mark.parametrize("model", ["google/gemma-3-4b-it", "Qwen/Qwen3-30B-A3B", "microsoft/phi-4"])
+def test_models_without_a_peft_default_ask_for_targets(model: str) -> None:
+    """PEFT keys its default target_modules by the top-level model_type: gemma3 (the multimodal checkpoints),
+    qwen3_moe and phi3 (Phi-4) are in none of its mappings (utils/constants.py, 0.21.2), so get_peft_model asks for
+    target_modules (measured on tiny models: tests/physics/test_peft_methods.py); the engine asks too."""
+    cfg = parse_config({"model": model, "target_modules": None})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    with pytest.raises(SizingError) as err:
+        trainable(cfg, arch)
+    assert (err.value.code, err.value.field) == ("target_modules_required", "target_modules")
