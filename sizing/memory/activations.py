@@ -58,6 +58,7 @@ class LayerWalker:
         self.frozen_a = trainable.frozen_a
         self.inner = trainable.inner or r  # the saved intermediate's width (lora_A's output: r)
         self.has_a = trainable.has_a
+        self.out_saved = trainable.out_saved
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
         self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
@@ -152,6 +153,8 @@ class LayerWalker:
                 else:
                     shared = True
                 extra += self.inner * (c if reg.autocast else reg.adapter)  # lora_B input: lora_A output
+                if self.out_saved:  # VeRA: the product lambda_b multiplies
+                    extra += lin.out_features * (c if reg.autocast else reg.adapter)
                 if reg.dora:
                     extra += 2 * c * lin.out_features  # base_result and lora_result kept by the magnitude
         self.shared = tensor_bytes * width if shared and not already_saved else 0

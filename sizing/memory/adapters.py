@@ -36,6 +36,7 @@ class Trainable:
     feedforward: tuple[Linear, ...] = ()  # IA3: those of `scaled` whose input it scales (feedforward_modules)
     inner: int = 0  # per-token width of the saved adapter intermediate when it is not r (GraLoRA: gralora_k * r)
     has_a: bool = True  # False for MiSS: no [r, in] matrix; its input is summed in blocks of r, which saves nothing
+    out_saved: bool = False  # VeRA: lambda_b * (h @ vera_B^T) keeps that [tokens, out] product for lambda_b's gradient
 
     @property
     def params(self) -> int:
@@ -179,10 +180,12 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     if kind == "ia3":
         return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()
-    # MiSS saves what LoRA-FA saves (the r-wide block sum, not its input); GraLoRA what LoRA saves, its intermediate
-    # k * r wide (tests/physics/test_peft_methods.py, byte-exact)
-    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=kind == "miss",
-                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss")
+    # MiSS saves what LoRA-FA saves (the r-wide block sum, not its input); VeRA too (its vera_A is a frozen buffer,
+    # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA saves, its intermediate k * r wide
+    # (tests/physics/test_peft_methods.py, byte-exact)
+    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=kind in ("miss", "vera"),
+                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss",
+                     out_saved=kind == "vera")
 
 
 def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> tuple[Linear, ...]:
@@ -209,12 +212,12 @@ def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]
 
 
 def approximate(cfg: RunConfig, arch: Architecture, reg: Regime) -> str:
-    """Why this run's PEFT activations are not walked exactly ("" when they are). MiSS and GraLoRA end with
+    """Why this run's PEFT activations are not walked exactly ("" when they are). MiSS, GraLoRA and VeRA end with
     result.to(previous_dtype), the input's dtype, where LoRA keeps the base output's: under autocast over 32-bit
     (or the other 16-bit) weights, an adapted q/gate/up returns fp32 and what reads it saves fp32 copies (measured
     in tests/physics/test_peft_methods.py; the walk keeps LoRA's dtypes), except for q/k/v alone."""
     tr = trainable(cfg, arch)
-    if not tr.approximate and cfg.peft_type in ("miss", "gralora") and cfg.method != "full" and reg.autocast \
+    if not tr.approximate and cfg.peft_type in ("miss", "gralora", "vera") and cfg.method != "full" and reg.autocast \
             and not reg.quant and reg.weight != reg.compute \
             and any(lin.feeds_from != ATTN_IN for lin in tr.targets):
         # q/k/v alone measured byte-exact: their fp32 outputs go into the rotary and attention, which autocast

@@ -43,6 +43,8 @@ class _Layer(SinksOps):
             if wrapped:  # PEFT's ParamWrapper: no lora_B(lora_A(x)) path, the experts' own weights' gradients below
                 left -= saves and not reg.full
             elif lin.name in self.walker.targets:
+                if self.walker.out_saved:  # VeRA: lambda_b's node runs first and frees the product it kept
+                    s.release(n * lin.out_features * (c if reg.autocast else reg.adapter))
                 scaled = s.alloc(n * lin.out_features * c)  # lora_B(...) * scaling
                 s.alloc(self.r * lin.out_features * reg.adapter, replay=False)  # lora_B.weight.grad
                 mid = s.alloc(n * self.walker.inner * c)

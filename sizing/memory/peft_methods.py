@@ -9,7 +9,6 @@ Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trai
 # for the methods with no per-module adapter), so the estimate says confidence "low" and why.
 APPROXIMATE = {
     "adalora": "AdaLoRA's saved tensors are modelled as LoRA's at r = init_r (lora_E scaling not walked)",
-    "vera": "VeRA's saved tensors are modelled as LoRA's at rank r (the shared vera_A/vera_B buffers are not counted)",
     "loha": "LoHa's saved tensors are modelled as LoRA's at rank r (its forward builds the full delta weight)",
     "lokr": "LoKr's saved tensors are modelled as LoRA's at rank r (its forward builds the full Kronecker weight)",
     "oft": "OFT's saved tensors are modelled as LoRA's at rank r (the rotation of the input is not walked)",
@@ -92,7 +91,8 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
         return [(o, r, k)]
     if kind == "adalora":  # SVDLinear: lora_A [r, in], lora_E [r, 1], lora_B [out, r]; ranknum is frozen
         return [(r, i, k), (r, 1, k), (o, r, k)]
-    if kind == "vera":  # vera_lambda_d [r], vera_lambda_b [out]; vera_A/vera_B are shared buffers
+    if kind == "vera":  # vera_lambda_d [r], vera_lambda_b [out]; vera_A/vera_B are shared buffers (fp32
+        # [r, widest in] and [widest out, r] for the whole model: a few MB, not counted)
         return [(1, r, k), (1, o, k)]
     if kind == "loha":  # hada_w1_a/w2_a [out, r], hada_w1_b/w2_b [r, in]
         return [(o, r, 2 * k), (r, i, 2 * k)]

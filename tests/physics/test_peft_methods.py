@@ -52,7 +52,7 @@ CASES = {
     "gralora": ({"peft_type": "gralora", "r": 16, "gralora_k": 4, "target_modules": ALL},
                 lambda: peft.GraloraConfig(r=16, gralora_k=4, target_modules=ALL)),
 }
-WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora")  # saved tensors walked exactly (tests below)
+WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera")  # saved tensors walked exactly (tests below)
 
 
 def _peft_count(style: str, name: str) -> int:
@@ -158,6 +158,7 @@ def test_ia3_saved_activations(engine, name):
 
 
 TUNERS = {  # PEFT's own dropout field, per tuner
+    "vera": lambda r, targets, dropout: peft.VeraConfig(r=r, target_modules=targets, vera_dropout=dropout),
     "miss": lambda r, targets, dropout: peft.MissConfig(r=r, target_modules=targets, miss_dropout=dropout),
     "gralora": lambda r, targets, dropout: peft.GraloraConfig(r=r, gralora_k=4, target_modules=targets,
                                                               gralora_dropout=dropout),
@@ -168,10 +169,13 @@ TUNERS = {  # PEFT's own dropout field, per tuner
     ("miss", QV, "bfloat16", False, 0.0), ("miss", QV, "bfloat16", False, 0.1), ("miss", QV, "float32", True, 0.0),
     ("miss", ALL, "bfloat16", False, 0.1),
     ("gralora", QV, "bfloat16", False, 0.0), ("gralora", QV, "float32", True, 0.1),
-    ("gralora", ALL, "bfloat16", False, 0.0), ("gralora", ALL, "bfloat16", False, 0.1)])
+    ("gralora", ALL, "bfloat16", False, 0.0), ("gralora", ALL, "bfloat16", False, 0.1),
+    ("vera", QV, "bfloat16", False, 0.0), ("vera", QV, "bfloat16", False, 0.1), ("vera", QV, "float32", True, 0.0),
+    ("vera", ALL, "bfloat16", False, 0.0)])
 def test_miss_gralora_saved_activations(engine, kind, targets, load, autocast, dropout):
     """MiSS saves LoRA-FA's tensors (the r-wide block sum its matmul reads, not its input: the sum keeps nothing);
-    GraLoRA saves LoRA's, with the intermediate gralora_k * r wide (its block-diagonal einsum's permuted copy).
+    GraLoRA saves LoRA's, with the intermediate gralora_k * r wide (its block-diagonal einsum's permuted copy); VeRA
+    saves no input (vera_A is a buffer), the r-wide product lambda_d scales and the out-wide one lambda_b scales.
     Byte-exact per decoder layer >= 1 on a tiny Llama."""
     from torch.autograd.graph import saved_tensors_hooks
 
