@@ -52,7 +52,8 @@ CASES = {
     "gralora": ({"peft_type": "gralora", "r": 16, "gralora_k": 4, "target_modules": ALL},
                 lambda: peft.GraloraConfig(r=16, gralora_k=4, target_modules=ALL)),
 }
-WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera")  # saved tensors walked exactly (tests below)
+# saved tensors walked exactly (tests below)
+WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera")
 
 
 def _peft_count(style: str, name: str) -> int:
@@ -86,20 +87,9 @@ ALL_FA = {"peft_type": "lora_fa", "r": 8, "target_modules": ALL}
 def _saved_per_layer(dtype: torch.dtype, autocast: bool, dropout: float) -> dict[str, int]:
     """Bytes saved for backward by layers 0 and 1 of a tiny Llama under LoRA-FA (harness.SavedRecorder)."""
     from peft.optimizers import create_lorafa_optimizer
-    from torch.autograd.graph import saved_tensors_hooks
 
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=dtype)
-    pm = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=ALL, lora_dropout=dropout))
-    create_lorafa_optimizer(pm, r=8, lora_alpha=8, lr=1e-4)
-    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
-    ids = torch.randint(0, 8192, (harness.B, harness.S))
-    with saved_tensors_hooks(rec.pack, lambda t: t), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
-        out = pm(input_ids=ids, labels=ids)
-    got = rec.by_label()
-    rec.remove()
-    del out
-    return got
+    return _recorded(peft.LoraConfig(r=8, target_modules=ALL, lora_dropout=dropout), dtype, autocast,
+                     prepare=lambda pm: create_lorafa_optimizer(pm, r=8, lora_alpha=8, lr=1e-4))  # freezes lora_A
 
 
 @pytest.mark.parametrize(("load", "autocast", "dropout"), [
@@ -127,35 +117,51 @@ def test_lora_fa_saved_activations(engine, load, autocast, dropout):
     assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
 
-@pytest.mark.parametrize("name", ["ia3", "ia3_ff3"])
-def test_ia3_saved_activations(engine, name):
-    """IA3 on a bf16 base: the frozen outputs of the modules it scales (k_proj, v_proj; all attention projections)
-    and the fp32 casts of the feed-forward modules' inputs (down_proj; gate, up and down) are saved by the multiply
-    with ia3_l; byte-exact per decoder layer >= 1."""
+def _recorded(pcfg, dtype: torch.dtype, autocast: bool, prepare=None) -> dict[str, int]:
+    """Bytes each decoder layer of a tiny Llama under the PEFT config `pcfg` saves for backward (harness.SavedRecorder),
+    by layer label; `prepare` runs on the PEFT model first (LoRA-FA's optimizer freezes lora_A)."""
     from torch.autograd.graph import saved_tensors_hooks
 
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=dtype)
+    pm = peft.get_peft_model(model, pcfg)
+    if prepare is not None:
+        prepare(pm)
+    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+    ids = torch.randint(0, 8192, (harness.B, harness.S))
+    with saved_tensors_hooks(rec.pack, lambda t: t), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        out = pm(input_ids=ids, labels=ids)
+    got = rec.by_label()
+    rec.remove()
+    del out
+    return got
+
+
+def _recorded_layer1(pcfg, dtype: torch.dtype, autocast: bool) -> int:
+    return _recorded(pcfg, dtype, autocast)["L1"]
+
+
+def _walked_layer1(engine, fields: dict):
+    """The engine's configuration for the same tiny Llama run and what it says one middle layer saves."""
     from sizing.catalog import resolve_architecture
     from sizing.memory.activations import layer_saved
     from sizing.memory.adapters import trainable
     from sizing.memory.regime import resolve
 
-    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": "bfloat16",
-                              "max_seq_length": harness.S, "per_device_train_batch_size": harness.B,
-                              "packing": True, **CASES[name][0]})
+    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "max_seq_length": harness.S,
+                              "per_device_train_batch_size": harness.B, "packing": True, **fields})
     arch, _ = resolve_architecture(cfg.model, cfg.model_config)
     ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
-    pm = peft.get_peft_model(model, CASES[name][1]())
-    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
-    ids = torch.randint(0, 8192, (harness.B, harness.S))
-    with saved_tensors_hooks(rec.pack, lambda t: t):
-        out = pm(input_ids=ids, labels=ids)
-    got = rec.by_label()
-    rec.remove()
-    del out
-    assert ls.per_token * harness.N + ls.constant == got["L1"]
+    return cfg, ls.per_token * harness.N + ls.constant
 
+
+@pytest.mark.parametrize("name", ["ia3", "ia3_ff3"])
+def test_ia3_saved_activations(engine, name):
+    """IA3 on a bf16 base: the frozen outputs of the modules it scales (k_proj, v_proj; all attention projections)
+    and the fp32 casts of the feed-forward modules' inputs (down_proj; gate, up and down) are saved by the multiply
+    with ia3_l; byte-exact per decoder layer >= 1."""
+    _, walked = _walked_layer1(engine, {"torch_dtype": "bfloat16", **CASES[name][0]})
+    assert walked == _recorded_layer1(CASES[name][1](), torch.bfloat16, False)
 
 TUNERS = {  # PEFT's own dropout field, per tuner
     "vera": lambda r, targets, dropout: peft.VeraConfig(r=r, target_modules=targets, vera_dropout=dropout),
@@ -177,64 +183,23 @@ def test_miss_gralora_saved_activations(engine, kind, targets, load, autocast, d
     GraLoRA saves LoRA's, with the intermediate gralora_k * r wide (its block-diagonal einsum's permuted copy); VeRA
     saves no input (vera_A is a buffer), the r-wide product lambda_d scales and the out-wide one lambda_b scales.
     Byte-exact per decoder layer >= 1 on a tiny Llama."""
-    from torch.autograd.graph import saved_tensors_hooks
-
-    from sizing.catalog import resolve_architecture
-    from sizing.memory.activations import layer_saved
-    from sizing.memory.adapters import trainable
-    from sizing.memory.regime import resolve
-
     extra = {"gralora_k": 4} if kind == "gralora" else {}
-    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": load,
-                              "bf16": autocast, "max_seq_length": harness.S, "lora_dropout": dropout,
-                              "per_device_train_batch_size": harness.B, "packing": True, "peft_type": kind, "r": 16,
-                              "target_modules": targets, **extra})
-    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-    ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=getattr(torch, load))
-    pm = peft.get_peft_model(model, TUNERS[kind](16, targets, dropout))
-    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
-    ids = torch.randint(0, 8192, (harness.B, harness.S))
-    with saved_tensors_hooks(rec.pack, lambda t: t), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
-        out = pm(input_ids=ids, labels=ids)
-    got = rec.by_label()
-    rec.remove()
-    del out
-    assert ls.per_token * harness.N + ls.constant == got["L1"]
+    cfg, walked = _walked_layer1(engine, {"torch_dtype": load, "bf16": autocast, "lora_dropout": dropout,
+                                          "peft_type": kind, "r": 16, "target_modules": targets, **extra})
+    assert walked == _recorded_layer1(TUNERS[kind](16, targets, dropout), getattr(torch, load), autocast)
     est = engine.estimate(cfg, backend="cpu")
     assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
 
 @pytest.mark.parametrize("kind", sorted(TUNERS))
-def test_miss_gralora_autocast_over_fp32_is_approximate(engine, kind):
-    """Under autocast over fp32 weights, MiSS and GraLoRA cast their result to the input's dtype: gate_proj's and
-    up_proj's outputs come out fp32 and the MLP saves them so (measured: 2,880 and 1,504 bytes per token more than
-    the walk on this tiny Llama). The estimate must say its activations are approximate, and be below the truth."""
-    from torch.autograd.graph import saved_tensors_hooks
-
-    from sizing.catalog import resolve_architecture
-    from sizing.memory.activations import layer_saved
-    from sizing.memory.adapters import trainable
-    from sizing.memory.regime import resolve
-
+def test_output_cast_tuners_under_autocast_over_fp32_are_approximate(engine, kind):
+    """Under autocast over fp32 weights, MiSS, GraLoRA and VeRA cast their result to the input's dtype: gate_proj's and
+    up_proj's outputs come out fp32 and the MLP saves them so (MiSS measured 2,880 and 1,504 bytes per token more
+    than the walk on this tiny Llama). The estimate must say its activations are approximate, and be below the truth."""
     extra = {"gralora_k": 4} if kind == "gralora" else {}
-    cfg = engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]), "torch_dtype": "float32",
-                              "bf16": True, "max_seq_length": harness.S, "per_device_train_batch_size": harness.B,
-                              "packing": True, "peft_type": kind, "r": 16, "target_modules": ALL, **extra})
-    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
-    ls = layer_saved(arch, resolve(cfg, arch, "cpu"), trainable(cfg, arch), cfg.r, cfg.max_seq_length)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.float32)
-    pm = peft.get_peft_model(model, TUNERS[kind](16, ALL, 0.0))
-    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
-    ids = torch.randint(0, 8192, (harness.B, harness.S))
-    with saved_tensors_hooks(rec.pack, lambda t: t), torch.autocast("cpu", torch.bfloat16):
-        out = pm(input_ids=ids, labels=ids)
-    got = rec.by_label()
-    rec.remove()
-    del out
-    assert ls.per_token * harness.N + ls.constant < got["L1"]
+    cfg, walked = _walked_layer1(engine, {"torch_dtype": "float32", "bf16": True, "peft_type": kind, "r": 16,
+                                          "target_modules": ALL, **extra})
+    assert walked < _recorded_layer1(TUNERS[kind](16, ALL, 0.0), torch.float32, True)
     est = engine.estimate(cfg, backend="cpu")
     assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
