@@ -181,8 +181,8 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()
     # MiSS saves what LoRA-FA saves (the r-wide block sum, not its input); VeRA too (its vera_A is a frozen buffer,
-    # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA saves, its intermediate k * r wide
-    # (tests/physics/test_peft_methods.py, byte-exact)
+    # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA
+    # saves, its intermediate k * r wide (tests/physics/test_peft_methods.py, byte-exact)
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=kind in ("miss", "vera"),
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss",
                      out_saved=kind == "vera")
