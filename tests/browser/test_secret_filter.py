@@ -231,6 +231,7 @@ ORDINARY = {
     "pass_sentence": "we pass: yes; eval pass: 3 of 5",
     "pass_label_prose": "Pass: the results to the team",
     "pass_label_count": "pass: 2, pw: 10",
+    "pass_label_rate": "pass: 95%; pass: OK",
 }
 
 

@@ -149,6 +149,8 @@ const GRAMMAR = new Set(["in", "via", "by", "to", "from", "on", "at", "with", "w
   "orqali", "da", "dan", "ga", "keyin", "keyinroq", "alohida", "qarang"]);
 // a value written in quotes right after a password word ("password 'letmein'"): a literal
 const QUOTED = /^\s*(?:'([^'\s]{3,})'|"([^"\s]{3,})"|\x60([^\x60\s]{3,})\x60|«([^»\s]{3,})»)/u;
+// a test's outcome after "pass:" (a rate, a verdict), not a password
+const VERDICT = /^(?:[~≈]?\d+(?:[.,]\d+)?\s*%|ok|okay|passed|failed|fail|success|done|all)$/iu;
 const placeholder = (value) => PLACEHOLDER.test(value) || NOT_A_VALUE.has(value.toLowerCase());
 
 // A value written after "key" / "token" with ":" or "=" that is a key: a number is a count ("tokens: 50M") unless it
@@ -235,7 +237,7 @@ export function findSecret(raw) {
       // team" goes on)
       const opens = /(?:^|[\n,;(])\s*$/u.test(text.slice(0, m.index));
       const closes = direct && /^\s*(?:$|[\n.,;!?)])/u.test(after.slice(direct[0].length));
-      if (!pin && opens && closes && value.length >= 3 && !NUMBER.test(value)) {
+      if (!pin && opens && closes && value.length >= 3 && !NUMBER.test(value) && !VERDICT.test(value)) {
         return { rule: "password", match: m[0] };
       }
       continue;
