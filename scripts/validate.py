@@ -176,7 +176,7 @@ def _scored(rid: str, source: str, cfg: dict[str, Any], metric: str, measured: f
     return Scored(rid, source, str(cfg.get("method", "lora")), "allocated" if metric == "active" else metric,
                   int(cfg.get("num_gpus", 1)), measured, value / GiB, oom, str(est.config.framework),
                   low / GiB, high / GiB, est.confidence, est.allocated_bytes / GiB, est.reserved_bytes / GiB,
-                  ((dev_lo - res_lo) / GiB, (dev_hi - res_hi) / GiB), gaps(est.config, est.arch),
+                  ((dev_lo - res_lo) / GiB, (dev_hi - res_hi) / GiB), gaps(est.config, est.arch, est.regime),
                   wall_gib=usable_bytes(find_gpu(est.config.gpu)) // ALLOC_ROUND * ALLOC_ROUND / GiB
                   if est.fits and est.fits[0]["fits"] and est.config.gpu else None)
 

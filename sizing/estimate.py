@@ -15,7 +15,7 @@ from .frameworks import moe_measured
 from .memory.adapters import approximate, trainable
 from .memory.allocator import ALLOC_ROUND, reserved_bytes, round_up, usable_bytes
 from .memory.overhead import CUDA_CONTEXT
-from .memory.regime import Regime, mixed_window, resolve
+from .memory.regime import Regime, mixed_window
 from .memory.timeline import COMPONENTS, Moment
 from .solve import Sizer, fit_row, runs_on
 from .step import outside as outside_moments
@@ -76,14 +76,14 @@ class Estimate:
 _OWN_CHECKPOINTING = ("custom", "litgpt", "torchtune")
 
 
-def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+def gaps(cfg: RunConfig, arch: Architecture, reg: Regime, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """The inputs the estimate knows it models less exactly (codes of uncertainty.REASONS); `given` is the
     configuration as the user wrote it, before defaults (None: a normalised one, every field stated)."""
     sm = find_gpu(cfg.gpu).sm if cfg.gpu else None
     out = [name for name, on in (("moe", bool(arch.experts) and not moe_measured(cfg, sm)),
                                  ("torch_compile", cfg.torch_compile),
                                  # a Python-formula activation (gelu_new) is modelled: memory/activations.py
-                                 ("peft_approximate", bool(approximate(cfg, arch, resolve(cfg, arch, "cuda")))))
+                                 ("peft_approximate", bool(approximate(cfg, arch, reg))))
            if on]
     if isinstance(cfg.model_config, Mapping) and not model_type_of(cfg.model_config):
         out.append("shape_matched")
@@ -98,10 +98,10 @@ def gaps(cfg: RunConfig, arch: Architecture, given: Mapping[str, Any] | None = N
     return tuple(out)
 
 
-def _bands(cfg: RunConfig, arch: Architecture,
+def _bands(cfg: RunConfig, arch: Architecture, reg: Regime,
            given: Mapping[str, Any] | None) -> tuple[dict[str, tuple[float, float]], str, list[dict[str, Any]]]:
     """Measured/estimated ratio bands per tier for the run's regime, the confidence label and its reasons."""
-    multi, why = cfg.num_gpus > 1, gaps(cfg, arch, given)
+    multi, why = cfg.num_gpus > 1, gaps(cfg, arch, reg, given)
     out = {tier: uncertainty.widen(*uncertainty.band(cfg.method, tier, multi)[:2], why)
            for tier in ("allocated", "reserved")}
     key, grp = uncertainty.group(cfg.method, "reserved", multi)
@@ -129,7 +129,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda", searc
     gpu = find_gpu(cfg.gpu) if cfg.gpu else None
     mem = step_memory(cfg, arch, gpu, backend)
     reg, ms, detail, pk = mem.regime, mem.moments, mem.detail, mem.peak
-    bands, confidence, reasons = _bands(cfg, arch, None if isinstance(config, RunConfig) else config)
+    bands, confidence, reasons = _bands(cfg, arch, reg, None if isinstance(config, RunConfig) else config)
     allocated = pk.total
     paged = detail["paged_optimizer_bytes"]
 

@@ -64,7 +64,7 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
     reachable = tuple(lin for lin in arch.linears if lin.nn_linear or arch.experts_targetable or own_code)
     names = tuple(dict.fromkeys(lin.name for lin in reachable)) + (
         tuple(lin.name for lin in arch.tower.linears) if arch.tower else ())
-    if cfg.target_modules == "all-linear":
+    if isinstance(cfg.target_modules, str):  # "all-linear", the one string config._parse_targets keeps
         # PEFT: every nn.Linear except the output embedding. On a transformers-5 MoE model PEFT 0.21 adds the
         # router and the fused experts by their v4 names (utils/transformers_weight_conversion.py
         # _resolve_string_target_modules: "all-linear matched every nn.Linear on the v4 model").
@@ -77,13 +77,11 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
                           f"PEFT has no default {tuner}target_modules for model_type "
                           f"'{arch.peft_model_type or arch.model_type}': name them "
                           f"(this model has: {', '.join(names)})", field="target_modules", available=list(names))
-    # "mlp.c_proj" (PEFT's IA3 defaults for GPT-2): the MLP's c_proj, not the attention's; PEFT matches name endings
-    mlp_only = {n[4:] for n in wanted if n.startswith("mlp.")}
-    wanted = tuple(n[4:] if n.startswith("mlp.") else n for n in wanted)
     if own_code:
         # Their own model code: LitGPT / torchtune names (query, projection, mlp, w1...) by role.
         wanted = tuple(dict.fromkeys(m for n in wanted for m in (target_aliases(arch, n) or (n,))))
-    unknown = [n for n in wanted if n not in names and n != LM_HEAD]
+    bare = tuple(n.removeprefix("mlp.") for n in wanted)  # "mlp.c_proj": _named keeps the MLP's c_proj only
+    unknown = [n for n in bare if n not in names and n != LM_HEAD]
     if unknown and set(unknown) <= set(arch.linear_names()):
         raise SizingError("target_not_linear", f"target_modules: {', '.join(unknown)} of model_type "
                           f"'{arch.model_type}' are not nn.Linear modules PEFT can adapt (it has: {', '.join(names)})",
@@ -92,15 +90,14 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         raise SizingError("unknown_target_module",
                           f"target_modules: {', '.join(unknown)} not found in this model (it has: {', '.join(names)})",
                           field="target_modules", unknown=unknown, available=list(names))
-    chosen = tuple(lin for lin in reachable if lin.name in wanted
-                   and (lin.name not in mlp_only or lin.feeds_from == MLP_MID))
+    chosen = _named(reachable, wanted)
     pair = _fused_pair(arch)
-    if pair and not own_code and (pair[0] in wanted) != (pair[1] in wanted):
+    if pair and not own_code and (pair[0] in bare) != (pair[1] in bare):
         # PEFT 0.21 _convert_peft_config_moe: "Cannot convert PEFT target(s) ... because they are fused".
         raise SizingError("target_not_linear", f"target_modules: {pair[0]} and {pair[1]} are one fused gate_up_proj "
                           "parameter in transformers 5: target both or neither", field="target_modules",
-                          unknown=[n for n in pair if n not in wanted])
-    return chosen, LM_HEAD in wanted
+                          unknown=[n for n in pair if n not in bare])
+    return chosen, LM_HEAD in bare
 
 
 def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
@@ -199,16 +196,22 @@ def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]
                               f"model_type '{mapped}': name them (a subset of target_modules)",
                               field="feedforward_modules")
         names = IA3_DEFAULTS[mapped][1]
-    if names == "all-linear":
+    if isinstance(names, str):  # "all-linear", the one string config._parse_targets keeps
         raise SizingError("invalid_value", "feedforward_modules must name modules, not all-linear",
                           field="feedforward_modules", value=names)
-    mlp_only = {n[4:] for n in names if n.startswith("mlp.")}
-    bare = {n[4:] if n.startswith("mlp.") else n for n in names}
     if cfg.feedforward_modules is not None and isinstance(cfg.target_modules, tuple) \
-            and not bare <= set(cfg.target_modules):
+            and not {n.removeprefix("mlp.") for n in names} <= set(cfg.target_modules):
         raise SizingError("invalid_value", "feedforward_modules must be a subset of target_modules (IA3Config)",
                           field="feedforward_modules", value=list(names))
-    return tuple(lin for lin in targets if lin.name in bare and (lin.name not in mlp_only or lin.feeds_from == MLP_MID))
+    return _named(targets, names)
+
+
+def _named(linears: tuple[Linear, ...], names: tuple[str, ...]) -> tuple[Linear, ...]:
+    """The linears PEFT matches by these names. "mlp.X" (PEFT's IA3 defaults for GPT-2, BLOOM) is X of the MLP: GPT-2's
+    MLP c_proj, not its attention's, as PEFT's name-ending match on "mlp.c_proj" picks."""
+    bare = {n.removeprefix("mlp.") for n in names}
+    mlp_only = {n.removeprefix("mlp.") for n in names if n.startswith("mlp.")}
+    return tuple(lin for lin in linears if lin.name in bare and (lin.name not in mlp_only or lin.feeds_from == MLP_MID))
 
 
 def approximate(cfg: RunConfig, arch: Architecture, reg: Regime) -> str:
