@@ -93,3 +93,70 @@ def test_the_table_verdicts_come_before_its_searches(watched: Watched, base_url:
     assert int(page.get_attribute("html", "data-table-ms") or -1) >= 0
     assert page.get_attribute("html", "data-table-shown") == page.get_attribute("html", "data-shown")
     assert not watched.errors, watched.errors
+
+
+# Before the page's scripts: every compute message the page posts to its worker, as the configuration sent.
+RECORD_COMPUTES = """(() => {
+  const Native = window.Worker;
+  window.__computes = [];
+  window.Worker = function (...args) {
+    const worker = new Native(...args);
+    const post = worker.postMessage.bind(worker);
+    worker.postMessage = (msg, ...rest) => {
+      if (msg && msg.type === "compute") window.__computes.push(JSON.parse(msg.config));
+      return post(msg, ...rest);
+    };
+    return worker;
+  };
+})();"""
+
+# One edit as a script makes it, returning the ranks of the computes posted before the script ends (synchronously).
+EDIT = """([selector, values, change]) => {
+  const before = window.__computes.length;
+  const field = document.querySelector(selector);
+  for (const value of values) {
+    field.value = value;
+    field.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  if (change) field.dispatchEvent(new Event("change", { bubbles: true }));
+  return window.__computes.slice(before).map((c) => [c.r, c.gpu]);
+}"""
+
+
+def test_an_edit_after_a_pause_is_computed_at_once_and_once(watched: Watched, base_url: str) -> None:
+    """A single edit (a spin button, a select, a paste) is sent to the worker within the event that made it, not a
+    typing pause later; the "change" that follows its "input" sends nothing more (the same form)."""
+    page = watched.page
+    page.add_init_script(RECORD_COMPUTES)
+    default = calculator_pages.default_config()
+    page.goto(base_url + "en/calculator/")
+    wait_ready(page)
+    page.wait_for_timeout(200)  # well past the typing pause of the first compute
+    other = next(v for v in page.eval_on_selector_all("#calc-gpu option", "os => os.map(o => o.value)")
+                 if v != default["gpu"])
+    assert page.evaluate(EDIT, ["#calc-gpu", [other], True]) == [[default["r"], other]]
+    wait_ready(page)
+    page.wait_for_timeout(200)
+    assert page.evaluate(EDIT, ["#calc-r", ["40"], True]) == [[40, other]]
+    wait_ready(page)
+    page.wait_for_timeout(200)
+    assert [c["r"] for c in page.evaluate("window.__computes")][-2:] == [default["r"], 40]  # nothing sent again
+    assert shown(page) == want(expected({**default, "gpu": other, "r": 40}))
+    assert not watched.errors, watched.errors
+
+
+def test_typing_is_computed_once_it_pauses(watched: Watched, base_url: str) -> None:
+    """Keys typed in a row: the first is sent at once, the rest once the typing pauses, as one compute of the
+    value the field then holds; the numbers shown are that value's."""
+    page = watched.page
+    page.add_init_script(RECORD_COMPUTES)
+    default = calculator_pages.default_config()
+    page.goto(base_url + "en/calculator/")
+    wait_ready(page)
+    page.wait_for_timeout(200)
+    count = len(page.evaluate("window.__computes"))
+    assert page.evaluate(EDIT, ["#calc-r", ["4", "48"], False]) == [[4, default["gpu"]]]
+    wait_ready(page)
+    assert [c["r"] for c in page.evaluate("window.__computes")[count:]] == [4, 48]
+    assert shown(page) == want(expected({**default, "r": 48}))
+    assert not watched.errors, watched.errors

@@ -193,7 +193,12 @@ function main() {
   let latestQuery = "";
   let pending = 0; // the compute sent and not fully answered yet
   let reportId = 0;
-  let timer = null;
+  let timer = null; // a compute waiting for the typing to pause (schedule)
+  // An edit after a pause is computed at once; edits that follow it within PAUSE_MS are typing, computed once
+  // the typing pauses (the worker drops a configuration overtaken by a newer one between its answers anyway).
+  // A fixed 60 ms wait before every compute used to delay each single edit (a select, a spin button, a paste).
+  const PAUSE_MS = 60;
+  let typingUntil = 0;
   let current = null; // the configuration of the latest answer
   let snippet = "";
   let defaultQuery = ""; // the form as the build filled it: the numbers first painted are its
@@ -427,13 +432,24 @@ function main() {
       compute(); // the form's own refusals still show; the numbers are greyed when they are not the form's
       return;
     }
+    // The form asked already (a select's "change" after its "input", a field's "change" as it loses focus):
+    // its compute is sent, its answers are on their way or on the page.
+    if (timer === null && query === latestQuery) {
+      if (runtimeReady && !pending) doc.dataset.runtime = "ready"; // a file read again that changed nothing
+      return;
+    }
     if (runtimeReady) {
       doc.dataset.runtime = "busy";
       setStatus("busy", t("status_busy"));
       stale(true); // not the form's numbers any more: greyed until its peak comes (its fit table until that comes)
     } else waiting();
     if (timer) clearTimeout(timer);
-    timer = setTimeout(compute, 60); // typing: one compute per pause; the worker drops stale ones too
+    timer = null;
+    const now = performance.now();
+    const typing = now < typingUntil;
+    typingUntil = now + PAUSE_MS;
+    if (typing) timer = setTimeout(compute, PAUSE_MS);
+    else compute();
   }
 
   function linkRequest(query = toQuery()) {
