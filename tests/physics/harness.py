@@ -436,6 +436,28 @@ def totals(**measured: int):
 
 
 # ----------------------------------------------------------------------------------------------
+# Test speed: bf16 matrix products computed in fp32
+
+
+class Fp32Matmul(TorchDispatchMode):
+    """bf16 mm/addmm/bmm computed in fp32 and rounded back to a new contiguous bf16 tensor, as the kernel returns.
+    On a CPU without bf16 matrix instructions (AVX2 only, as CI's) PyTorch's bf16 kernel runs at 0.4-2 GFLOP/s, 10-90x
+    slower than fp32 (a [512, 8192] x [8192, 256] product: 2.8 s against 0.03 s), and a tiny model's backward spent
+    about 95 % of a measurement there. What autograd saves, the tensors' shapes and dtypes, and so every byte a
+    measurement records, are decided above this level: only the values' last bits can differ. So it runs only where
+    values decide no shape: a backward that recomputes no MoE routing (harness.MOE_STYLES under checkpointing)."""
+
+    OPS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if (func in self.OPS and not kwargs
+                and all(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 and a.device.type == "cpu"
+                        for a in args)):
+            return func(*(a.float() for a in args)).to(torch.bfloat16)
+        return func(*args, **(kwargs or {}))
+
+
+# ----------------------------------------------------------------------------------------------
 # Live-tensor tracker (like torch.distributed._tools.mem_tracker.MemTracker)
 
 
@@ -525,7 +547,7 @@ def layer_backward_peak(m, index: int, inputs: dict, autocast: bool) -> int:
     for t in list(m.parameters()) + list(m.buffers()) + list(inputs.values()):
         tr.add(t)
     gc.collect()
-    with tr:
+    with Fp32Matmul(), tr:  # the tracker innermost: it sees each product's result, not its fp32 copies
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             out = m(**inputs)
         loss = out.loss
@@ -787,7 +809,9 @@ def _measure(style: str, regime: str, dropout: float, gc_mode: str | None) -> di
         else:
             res["layer_saved_bytes_per_token"] = None
 
-        loss.backward()
+        # an MoE's checkpointed backward routes the recomputed tokens again: there values decide shapes
+        with Fp32Matmul() if style not in MOE_STYLES or gc_mode is None else contextlib.nullcontext():
+            loss.backward()
         del loss
         res["gradient_bytes"] = sum(_nbytes(p.grad) for p in trainable if p.grad is not None)
         res["grad_dtypes"] = sorted({str(p.grad.dtype) for p in trainable if p.grad is not None})

@@ -60,7 +60,7 @@ def _measure(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: st
     for t in params + list(m.buffers()) + list(inputs.values()):
         tracker.add(t)
     gc.collect()
-    with tracker:
+    with harness.Fp32Matmul(), tracker:  # the tracker innermost: it sees each product's result, not fp32 copies
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = m(**inputs)
         loss = out.loss

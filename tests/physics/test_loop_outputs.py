@@ -30,7 +30,7 @@ def _held_after_backward(keep: bool, gc_on: bool) -> int:
     for t in params + list(m.buffers()) + list(inputs.values()):
         tracker.add(t)
     gc.collect()
-    with tracker:
+    with harness.Fp32Matmul(), tracker:  # the tracker innermost: it sees each product's result, not fp32 copies
         out = m(**inputs)  # a bf16 model without autocast: what a plain loop over a bf16 checkpoint runs
         loss = out.loss
         if not keep:
