@@ -10,6 +10,7 @@ sublayer outputs) when it was added: within -1.9 % .. +0.7 %."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import warnings
 
@@ -32,15 +33,17 @@ def _config(style: str = "llama") -> dict:
     return {**harness.MODEL_CONFIGS[style], "vocab_size": 64}
 
 
-def _measured(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: str = "bfloat16") -> int:
+def _measured(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: str = "bfloat16",
+              fp32: bool = True) -> int:
     # the project's pytest config turns warnings into errors; transformers/peft deprecation notices say
     # nothing about memory (as in harness._measure)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _measure(attn, method, ckpt, style, dtype)
+        return _measure(attn, method, ckpt, style, dtype, fp32)
 
 
-def _measure(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: str = "bfloat16") -> int:
+def _measure(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: str = "bfloat16",
+             fp32: bool = True) -> int:
     torch.manual_seed(0)
     hf = transformers.AutoConfig.for_model(**_config(style))
     m = transformers.AutoModelForCausalLM.from_config(hf, attn_implementation=attn).to(getattr(torch, dtype))
@@ -60,7 +63,8 @@ def _measure(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: st
     for t in params + list(m.buffers()) + list(inputs.values()):
         tracker.add(t)
     gc.collect()
-    with harness.Fp32Matmul(), tracker:  # the tracker innermost: it sees each product's result, not fp32 copies
+    speed = harness.Fp32Matmul() if fp32 else contextlib.nullcontext()
+    with speed, tracker:  # the tracker innermost: it sees each product's result, not fp32 copies
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = m(**inputs)
         loss = out.loss
@@ -102,3 +106,16 @@ def test_backward_peak_of_the_decoder_body(style: str, attn: str, dtype: str, me
     print(f"{style} {attn} {dtype} {method} ckpt={ckpt}: measured {measured / 2**20:.2f} MiB, "
           f"engine {engine / 2**20:.2f} MiB")
     assert engine == pytest.approx(measured, rel=TOL[ckpt])
+
+
+@pytest.mark.parametrize(("attn", "method", "ckpt"), [("eager", "lora", True), ("sdpa", "full", False)])
+def test_fp32_products_leave_every_byte_as_it_was(attn: str, method: str, ckpt: bool) -> None:
+    """harness.Fp32Matmul (bf16 products computed in fp32 for speed) changes no byte a measurement records: the
+    backward's live-bytes peak with it equals the peak with PyTorch's own bf16 kernels."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        fast, plain = (_measured(attn, method, ckpt, fp32=fp32) for fp32 in (True, False))
+    finally:
+        torch.set_num_threads(threads)
+    assert fast == plain
