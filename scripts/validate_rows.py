@@ -60,8 +60,9 @@ TIERS = ("allocated", "reserved", "device", "unstated")
 _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalora"), ("ia3", "ia3"),
                ("loha", "loha"), ("lokr", "lokr"), ("boft", "boft"), ("oft", "oft"), ("vera", "vera"),
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
-               ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"))
-_OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hra", "bone")
+               ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"), ("shira", "shira"),
+               ("hra", "hra"), ("delora", "delora"))
+_OTHER_PEFT = ("p-tuning", "osf", "fourierft", "bone", "hira")
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")

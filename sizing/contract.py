@@ -148,13 +148,13 @@ FIELDS: tuple[Field, ...] = (
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k блоков, hybrid_r = 0)",
+                                       "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k ta blok, hybrid_r = 0)",
+                                       "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k blocks, hybrid_r = 0)"),
+                                       "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",

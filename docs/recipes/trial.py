@@ -500,13 +500,13 @@ FIELDS: tuple[Field, ...] = (
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k блоков, hybrid_r = 0)",
+                                       "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k ta blok, hybrid_r = 0)",
+                                       "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k blocks, hybrid_r = 0)"),
+                                       "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
@@ -652,7 +652,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
-              "prefix_tuning", "ln_tuning", "miss", "gralora")
+              "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora")
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).

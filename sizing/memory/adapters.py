@@ -156,15 +156,19 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
-    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA) on the resolved target modules."""
+    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA) on the resolved
+    target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
     bad = [lin.name for lin in targets if not widths_ok(kind, lin, cfg.r)]
     if bad:
-        need = "divide the input width" if kind == "oft" else "be at most the input width"
+        need = {"oft": "divide the input width", "shira": "keep r * (in + out) within in * out"}.get(
+            kind, "be at most the input width")
+        most = min(lin.in_features * lin.out_features // (lin.in_features + lin.out_features) if kind == "shira"
+                   else lin.in_features for lin in targets)
         raise SizingError("rank_too_large", f"r={cfg.r} must {need} of {', '.join(bad)} for {kind}",
-                          field="r", value=cfg.r, max=min(lin.in_features for lin in targets))
+                          field="r", value=cfg.r, max=most)
     k = cfg.gralora_k
     if kind == "gralora" and (cfg.r % k or any(lin.in_features % k or lin.out_features % k for lin in targets)):
         # tuners/gralora/layer.py update_layer (in and out) and forward's view into k blocks of r // k (r)

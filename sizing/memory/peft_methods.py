@@ -17,6 +17,11 @@ APPROXIMATE = {
                      "attended by every layer are not walked)",
     "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
     "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
+    "shira": "SHiRA's saved tensors are modelled as LoRA's at rank r (its forward builds and keeps a full copy of "
+             "each adapted weight)",
+    "hra": "HRA's saved tensors are modelled as LoRA's at rank r (its forward builds the reflected weight from an fp32 "
+           "in x in product)",
+    "delora": "DeLoRA's saved tensors are modelled as LoRA's at rank r (its normalised input and scaling not walked)",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -39,6 +44,7 @@ _OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
     "adalora": {"opt": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"), "mistral": (), "falcon": (),
                 "mixtral": (), "stablelm": (), "mpt": (), "phi": (), "chatglm": ()},
     "vera": {"phi": ("q_proj", "v_proj")},
+    "shira": {"phi": ("q_proj", "v_proj")},
 }
 
 
@@ -50,7 +56,8 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
-LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora")
+LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
+               "delora")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -107,6 +114,12 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
         return [(r, o, k)]
     if kind == "gralora":  # gralora_A [gk, in/gk, r], gralora_B [gk, r, out/gk]: LoRA's count (hybrid_r = 0)
         return [(r, i, k), (o, r, k)]
+    if kind == "shira":  # shira_weight: r * (in + out) values of a sparse delta (LoRA's count at rank r)
+        return [(1, r * (i + o), k)]
+    if kind == "hra":  # hra_u [in, r]: r Householder vectors
+        return [(i, r, k)]
+    if kind == "delora":  # delora_A [r, in], delora_B [out, r], delora_lambda [1]; delora_w_norm is a buffer
+        return [(r, i, k), (o, r, k), (1, 1, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
@@ -126,9 +139,12 @@ def ia3_constant(scaled: tuple[Linear, ...], ff: tuple[Linear, ...], adapter_byt
 
 def widths_ok(kind: str, lin: Linear, r: int) -> bool:
     """Whether PEFT accepts rank r on `lin`: OFT needs in_features divisible by r (oft/layer.py update_layer), MiSS
-    r <= in_features (miss/layer.py update_layer)."""
+    r <= in_features (miss/layer.py update_layer), SHiRA no more values than the weight has (shira/layer.py
+    update_layer: r * (in + out) <= in * out)."""
     if kind == "miss":
         return r <= lin.in_features
+    if kind == "shira":
+        return r * (lin.in_features + lin.out_features) <= lin.in_features * lin.out_features
     return kind != "oft" or lin.in_features % r == 0
 
 

@@ -51,6 +51,12 @@ CASES = {
     "miss": ({"peft_type": "miss", "r": 16, "target_modules": QV}, lambda: peft.MissConfig(r=16, target_modules=QV)),
     "gralora": ({"peft_type": "gralora", "r": 16, "gralora_k": 4, "target_modules": ALL},
                 lambda: peft.GraloraConfig(r=16, gralora_k=4, target_modules=ALL)),
+    "shira": ({"peft_type": "shira", "r": 8, "target_modules": ALL}, lambda: peft.ShiraConfig(r=8, target_modules=ALL)),
+    "hra": ({"peft_type": "hra", "r": 8, "target_modules": ALL}, lambda: peft.HRAConfig(r=8, target_modules=ALL)),
+    "delora": ({"peft_type": "delora", "r": 8, "target_modules": ALL},
+               lambda: peft.DeloraConfig(r=8, target_modules=ALL)),
+    # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v)
+    "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
 }
 # saved tensors walked exactly (tests below)
 WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera")

@@ -1,6 +1,6 @@
 """Trainable parameter counts of PEFT tuners on a real-size model against the counts PEFT's own benchmark logged
 (huggingface/peft@51c2ff66 method_comparison/MetaMathQA/results/*.json, train_info.num_trainable_params,
-Llama-3.2-3B)."""
+Llama-3.2-3B; DeLoRA's and SHiRA's from later commits, named per case)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "miss", "r": 64}, 7_340_032),
     # gralora--llama-3.2-3B-rank32.json: GraloraConfig(r=32, gralora_k=2, hybrid_r=0)
     ({"peft_type": "gralora", "r": 32}, 9_175_040),
+    # delora--llama-3.2-3B-rank32.json (huggingface/peft@52903c83): DeloraConfig(r=32, target_modules=[v_proj, q_proj])
+    ({"peft_type": "delora", "r": 32}, 9_175_096),
+    # shira--llama-3.2-3B-lr_0.0003-random_seed_42.json (@10f97f83): ShiraConfig(r=32, target_modules=[q_proj, v_proj])
+    ({"peft_type": "shira", "r": 32}, 9_175_040),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -34,6 +38,8 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
 
 @pytest.mark.parametrize(("fields", "code", "field"), [
     ({"peft_type": "miss", "r": 4096}, "rank_too_large", "r"),  # MiSS: r <= in_features (3072)
+    # SHiRA: r * (in + out) <= in * out; v_proj is 3072 -> 1024, so r <= 768 (shira/layer.py update_layer)
+    ({"peft_type": "shira", "r": 769}, "rank_too_large", "r"),
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
     # IA3Config: feedforward_modules must be among target_modules

@@ -127,10 +127,11 @@ def _as(row_id: str, **cols: str) -> dict[str, str]:
 
 
 def test_other_peft_methods_refused_with_code() -> None:
-    with pytest.raises(vr.RowRefused) as err:
-        vr.row_case(_as("R018", method_detail="OSF"))  # no peft_type for it
-    assert err.value.code == "row_method_not_modelled"
-    assert "adalora" in str(err.value)  # the message names what is supported
+    for detail in ("OSF", "HiRA"):  # no peft_type for them (HiRA is not HRA, nor SHiRA)
+        with pytest.raises(vr.RowRefused) as err:
+            vr.row_case(_as("R018", method_detail=detail))
+        assert err.value.code == "row_method_not_modelled"
+        assert "adalora" in str(err.value)  # the message names what is supported
 
 
 @pytest.mark.parametrize(("method", "detail", "peft_type"), [
@@ -138,7 +139,8 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "OFT", "oft"), ("other", "BOFT", "boft"), ("other", "VeRA", "vera"),
     ("other", "prefix tuning", "prefix_tuning"), ("other", "prompt tuning", "prompt_tuning"),
     ("other", "LayerNorm tuning", "ln_tuning"), ("lora", "LoRA-FA optimizer (A frozen)", "lora_fa"),
-    ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"),
+    ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"), ("other", "SHiRA", "shira"), ("other", "HRA", "hra"),
+    ("other", "DeLoRA", "delora"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
