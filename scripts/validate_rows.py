@@ -56,13 +56,15 @@ __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
 # PEFT tuners named in method_detail -> the contract's peft_type (sizing/memory/peft_methods.py); the
-# others (peft/tuners/*) are refused. Order matters: "lora-fa" before LoRA, "prefix" before "prompt".
+# others (peft/tuners/*) are refused. Order matters: "lora-fa" before LoRA, "prefix" before "prompt". Bone is MiSS's
+# name before PEFT renamed it: the same bone_block [r, out] and the same block-sum forward (tuners/bone/layer.py
+# @093b4311, tuners/miss/layer.py 0.21.2), and its "bat" init is MiSS's, refused below as MiSS's is.
 _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalora"), ("ia3", "ia3"),
                ("loha", "loha"), ("lokr", "lokr"), ("boft", "boft"), ("oft", "oft"), ("vera", "vera"),
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
                ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"), ("shira", "shira"),
-               ("hra", "hra"), ("delora", "delora"))
-_OTHER_PEFT = ("p-tuning", "osf", "fourierft", "bone", "hira")
+               ("hra", "hra"), ("delora", "delora"), ("bone", "miss"))
+_OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hira")
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")

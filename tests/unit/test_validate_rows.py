@@ -140,7 +140,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "prefix tuning", "prefix_tuning"), ("other", "prompt tuning", "prompt_tuning"),
     ("other", "LayerNorm tuning", "ln_tuning"), ("lora", "LoRA-FA optimizer (A frozen)", "lora_fa"),
     ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"), ("other", "SHiRA", "shira"), ("other", "HRA", "hra"),
-    ("other", "DeLoRA", "delora"),
+    ("other", "DeLoRA", "delora"), ("other", "Bone", "miss"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -151,7 +151,7 @@ def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> No
 def test_miss_variants_refused_and_gralora_k_read() -> None:
     """MiSS's init_weights "bat" (a full weight per module) and "mini" are not walked; GraLoRA's gralora_k is read
     where the row states it (PEFT's default 2 otherwise)."""
-    for detail in ("MiSS (init_weights=bat)", "MiSS mini (mini_r=1)"):
+    for detail in ("MiSS (init_weights=bat)", "MiSS mini (mini_r=1)", "Bone (init_weights=bat)"):
         with pytest.raises(vr.RowRefused) as err:
             vr.row_case(_as("X", method_detail=detail))
         assert err.value.code == "row_method_not_modelled"
