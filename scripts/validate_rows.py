@@ -63,8 +63,8 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("loha", "loha"), ("lokr", "lokr"), ("boft", "boft"), ("oft", "oft"), ("vera", "vera"),
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
                ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"), ("shira", "shira"),
-               ("hra", "hra"), ("delora", "delora"), ("bone", "miss"))
-_OTHER_PEFT = ("p-tuning", "osf", "fourierft", "hira")
+               ("hra", "hra"), ("delora", "delora"), ("bone", "miss"), ("hira", "hira"), ("fourierft", "fourierft"))
+_OTHER_PEFT = ("p-tuning", "osf", "waveft")
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -140,6 +140,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     k = re.search(r"gralora_k\W*(\d+)", text)
     if peft_type == "gralora" and k:
         out["gralora_k"] = int(k.group(1))
+    freq = re.search(r"n_frequency\W*(\d+)", text)
+    if peft_type == "fourierft" and freq:
+        out["n_frequency"] = int(freq.group(1))
     # IA3's feed-forward modules where the row names them ("feedforward_modules: up_proj, gate_proj, down_proj");
     # else PEFT's per-model mapping
     ff = re.search(r"feed[_ -]?forward(?:[_ ]modules)?\W+([a-z0-9_.]+(?:\s*(?:,|\band\b)\s*[a-z0-9_.]+)*)", text)

@@ -9,7 +9,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
-              "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora")
+              "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
+              "fourierft")
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).

@@ -55,6 +55,7 @@ class RunConfig:
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
+    n_frequency: int = 1000  # FourierFT (FourierFTConfig's default)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default

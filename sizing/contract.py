@@ -148,13 +148,16 @@ FIELDS: tuple[Field, ...] = (
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora",
+                                       "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
+                                       "fourierft (n_frequency)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora",
+                                       "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
+                                       "fourierft (n_frequency)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora"),
+                                       "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
+                                       "fourierft (n_frequency)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
@@ -169,6 +172,11 @@ FIELDS: tuple[Field, ...] = (
                                   "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
                                   "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
           low=1, high=65536),
+    Field("n_frequency", "int", 1000, ("FourierFTConfig.n_frequency: обучаемых частот спектра в каждом слое",
+                                       "FourierFTConfig.n_frequency: har bir qatlamdagi o‘qitiladigan spektr "
+                                       "chastotalari",
+                                       "FourierFTConfig.n_frequency: trainable spectral frequencies per layer"),
+          low=1, high=1 << 31),
     Field("feedforward_modules", "targets", None,
           ("IA3Config.feedforward_modules: модули, чей вход масштабирует IA3; null — умолчание PEFT для модели",
            "IA3Config.feedforward_modules: IA3 kirishini masshtablaydigan modullar; null — model uchun PEFT standarti",

@@ -160,6 +160,7 @@ class RunConfig:
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
+    n_frequency: int = 1000  # FourierFT (FourierFTConfig's default)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
@@ -500,13 +501,16 @@ FIELDS: tuple[Field, ...] = (
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora",
+                                       "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
+                                       "fourierft (n_frequency)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora",
+                                       "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
+                                       "fourierft (n_frequency)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
-                                       "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora"),
+                                       "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
+                                       "fourierft (n_frequency)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
@@ -521,6 +525,11 @@ FIELDS: tuple[Field, ...] = (
                                   "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
                                   "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
           low=1, high=65536),
+    Field("n_frequency", "int", 1000, ("FourierFTConfig.n_frequency: обучаемых частот спектра в каждом слое",
+                                       "FourierFTConfig.n_frequency: har bir qatlamdagi o‘qitiladigan spektr "
+                                       "chastotalari",
+                                       "FourierFTConfig.n_frequency: trainable spectral frequencies per layer"),
+          low=1, high=1 << 31),
     Field("feedforward_modules", "targets", None,
           ("IA3Config.feedforward_modules: модули, чей вход масштабирует IA3; null — умолчание PEFT для модели",
            "IA3Config.feedforward_modules: IA3 kirishini masshtablaydigan modullar; null — model uchun PEFT standarti",
@@ -652,7 +661,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # The PEFT tuner trained on the (full-precision, 4-bit or 8-bit) base of a non-full method: peft 0.21.2
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
-              "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora")
+              "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
+              "fourierft")
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).

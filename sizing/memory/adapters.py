@@ -156,8 +156,8 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
-    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA) on the resolved
-    target modules."""
+    """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
+    FourierFT) on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
@@ -174,10 +174,16 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/gralora/layer.py update_layer (in and out) and forward's view into k blocks of r // k (r)
         raise SizingError("invalid_value", f"gralora_k={k} must divide r ({cfg.r}) and the input and output widths "
                           "of every targeted layer", field="gralora_k", value=k)
+    if kind == "fourierft" and any(cfg.n_frequency > lin.in_features * lin.out_features for lin in targets):
+        # tuners/fourierft/layer.py update_layer: the frequencies are positions in the out x in weight
+        raise SizingError("invalid_value", f"n_frequency={cfg.n_frequency} exceeds in x out of a targeted layer "
+                          f"({min(lin.in_features * lin.out_features for lin in targets)})", field="n_frequency",
+                          value=cfg.n_frequency)
     ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
-        tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor, lin in ff)
+        tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor, lin in ff,
+                                  cfg.n_frequency)
     if kind == "ia3":
         return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()

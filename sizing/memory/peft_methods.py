@@ -22,6 +22,10 @@ APPROXIMATE = {
     "hra": "HRA's saved tensors are modelled as LoRA's at rank r (its forward builds the reflected weight from an fp32 "
            "in x in product)",
     "delora": "DeLoRA's saved tensors are modelled as LoRA's at rank r (its normalised input and scaling not walked)",
+    "hira": "HiRA's saved tensors are modelled as LoRA's at rank r (its forward builds the full Hadamard-product "
+            "weight)",
+    "fourierft": "FourierFT's saved tensors are modelled as the frozen base's (its forward builds a dense out x in "
+                 "update from the spectrum, not counted)",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -45,6 +49,7 @@ _OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
                 "mixtral": (), "stablelm": (), "mpt": (), "phi": (), "chatglm": ()},
     "vera": {"phi": ("q_proj", "v_proj")},
     "shira": {"phi": ("q_proj", "v_proj")},
+    "fourierft": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
 }
 
 
@@ -57,7 +62,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora")
+               "delora", "hira")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -91,7 +96,8 @@ def _lokr(lin: Linear, r: int, factor: int, k: int) -> Tensors:
     return t
 
 
-def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforward: bool = False) -> Tensors:
+def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforward: bool = False,
+                   n_frequency: int = 0) -> Tensors:
     """The trainable tensors one tuner adds to `k` copies of the Linear `lin` (`feedforward`: IA3 scales its input)."""
     i, o = lin.in_features, lin.out_features
     if kind == "lora_fa":  # lora_A frozen by create_lorafa_optimizer: only lora_B [out, r] trains
@@ -120,6 +126,10 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
         return [(i, r, k)]
     if kind == "delora":  # delora_A [r, in], delora_B [out, r], delora_lambda [1]; delora_w_norm is a buffer
         return [(r, i, k), (o, r, k), (1, 1, k)]
+    if kind == "hira":  # hira_A [r, in], hira_B [out, r]: LoRA's count
+        return [(r, i, k), (o, r, k)]
+    if kind == "fourierft":  # fourierft_spectrum [n_frequency]; its indices are a buffer
+        return [(1, n_frequency, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)

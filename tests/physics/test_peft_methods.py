@@ -55,6 +55,9 @@ CASES = {
     "hra": ({"peft_type": "hra", "r": 8, "target_modules": ALL}, lambda: peft.HRAConfig(r=8, target_modules=ALL)),
     "delora": ({"peft_type": "delora", "r": 8, "target_modules": ALL},
                lambda: peft.DeloraConfig(r=8, target_modules=ALL)),
+    "hira": ({"peft_type": "hira", "r": 8, "target_modules": ALL}, lambda: peft.HiraConfig(r=8, target_modules=ALL)),
+    "fourierft": ({"peft_type": "fourierft", "n_frequency": 300, "target_modules": ALL},
+                  lambda: peft.FourierFTConfig(n_frequency=300, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
 }

@@ -23,6 +23,11 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "delora", "r": 32}, 9_175_096),
     # shira--llama-3.2-3B-lr_0.0003-random_seed_42.json (@10f97f83): ShiraConfig(r=32, target_modules=[q_proj, v_proj])
     ({"peft_type": "shira", "r": 32}, 9_175_040),
+    # hira--llama-3.2-3B-rank32-lr4.5e-3.json: HiraConfig(r=32, target_modules=[q_proj, v_proj])
+    ({"peft_type": "hira", "r": 32}, 9_175_040),
+    # fourierft--llama-3.2-3B-default.json and -n_frequency-5000.json: FourierFTConfig(n_frequency=1000 / 5000)
+    ({"peft_type": "fourierft"}, 56_000),
+    ({"peft_type": "fourierft", "n_frequency": 5000}, 280_000),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -40,6 +45,8 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "miss", "r": 4096}, "rank_too_large", "r"),  # MiSS: r <= in_features (3072)
     # SHiRA: r * (in + out) <= in * out; v_proj is 3072 -> 1024, so r <= 768 (shira/layer.py update_layer)
     ({"peft_type": "shira", "r": 769}, "rank_too_large", "r"),
+    # FourierFT: n_frequency <= in * out (v_proj: 3072 * 1024; fourierft/layer.py update_layer)
+    ({"peft_type": "fourierft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
     # IA3Config: feedforward_modules must be among target_modules

@@ -127,7 +127,7 @@ def _as(row_id: str, **cols: str) -> dict[str, str]:
 
 
 def test_other_peft_methods_refused_with_code() -> None:
-    for detail in ("OSF", "HiRA"):  # no peft_type for them (HiRA is not HRA, nor SHiRA)
+    for detail in ("OSF", "WaveFT"):  # no peft_type for them
         with pytest.raises(vr.RowRefused) as err:
             vr.row_case(_as("R018", method_detail=detail))
         assert err.value.code == "row_method_not_modelled"
@@ -140,7 +140,8 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "prefix tuning", "prefix_tuning"), ("other", "prompt tuning", "prompt_tuning"),
     ("other", "LayerNorm tuning", "ln_tuning"), ("lora", "LoRA-FA optimizer (A frozen)", "lora_fa"),
     ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"), ("other", "SHiRA", "shira"), ("other", "HRA", "hra"),
-    ("other", "DeLoRA", "delora"), ("other", "Bone", "miss"),
+    ("other", "DeLoRA", "delora"), ("other", "Bone", "miss"), ("other", "HiRA", "hira"),
+    ("other", "FourierFT", "fourierft"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -157,6 +158,7 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
         assert err.value.code == "row_method_not_modelled"
     assert vr.row_case(_as("X", method_detail="GraLoRA (gralora_k=4)")).config["gralora_k"] == 4
     assert "gralora_k" not in vr.row_case(_as("X", method_detail="GraLoRA")).config
+    assert vr.row_case(_as("X", method_detail="FourierFT (n_frequency=5000)")).config["n_frequency"] == 5000
 
 
 def test_ia3_feedforward_modules_read_where_stated() -> None:
