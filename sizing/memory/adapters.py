@@ -157,7 +157,7 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
-    FourierFT) on the resolved target modules."""
+    FourierFT, RandLoRA, PVeRA) on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
@@ -190,9 +190,9 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     # MiSS saves what LoRA-FA saves (the r-wide block sum, not its input); VeRA too (its vera_A is a frozen buffer,
     # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA
     # saves, its intermediate k * r wide (tests/physics/test_peft_methods.py, byte-exact)
-    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=kind in ("miss", "vera"),
-                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss",
-                     out_saved=kind == "vera")
+    vera_like = kind in ("vera", "pvera")  # PVeRA: VeRA's frozen shared A and B, approximate (APPROXIMATE)
+    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=vera_like or kind == "miss",
+                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like)
 
 
 def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> tuple[Linear, ...]:

@@ -26,6 +26,10 @@ APPROXIMATE = {
             "weight)",
     "fourierft": "FourierFT's saved tensors are modelled as the frozen base's (its forward builds a dense out x in "
                  "update from the spectrum, not counted)",
+    "randlora": "RandLoRA's saved tensors are modelled as LoRA's at rank r (its intermediate is min(in, out) wide and "
+                "its random bases are buffers: not counted)",
+    "pvera": "PVeRA's saved tensors are modelled as VeRA's (its sampled intermediate, 2r wide before sampling, not "
+             "walked)",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -50,6 +54,7 @@ _OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
     "vera": {"phi": ("q_proj", "v_proj")},
     "shira": {"phi": ("q_proj", "v_proj")},
     "fourierft": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
+    "pvera": {"phi": ("q_proj", "v_proj")},  # a copy of VeRA's mapping
 }
 
 
@@ -62,7 +67,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora", "hira")
+               "delora", "hira", "randlora", "pvera")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -130,6 +135,11 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
         return [(r, i, k), (o, r, k)]
     if kind == "fourierft":  # fourierft_spectrum [n_frequency]; its indices are a buffer
         return [(1, n_frequency, k)]
+    if kind == "randlora":  # randlora_lambda [r, nb], randlora_gamma [nb, min(in, out)], nb = ceil(min(in, out) / r)
+        bases = -(-min(i, o) // r)
+        return [(r, bases, k), (bases, min(i, o), k)]
+    if kind == "pvera":  # pvera_lambda_d [2r] (mean and log-variance), pvera_lambda_b [out]; A, B shared buffers
+        return [(1, 2 * r, k), (1, o, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)

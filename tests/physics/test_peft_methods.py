@@ -58,6 +58,9 @@ CASES = {
     "hira": ({"peft_type": "hira", "r": 8, "target_modules": ALL}, lambda: peft.HiraConfig(r=8, target_modules=ALL)),
     "fourierft": ({"peft_type": "fourierft", "n_frequency": 300, "target_modules": ALL},
                   lambda: peft.FourierFTConfig(n_frequency=300, target_modules=ALL)),
+    "randlora": ({"peft_type": "randlora", "r": 8, "target_modules": ALL},
+                 lambda: peft.RandLoraConfig(r=8, target_modules=ALL)),
+    "pvera": ({"peft_type": "pvera", "r": 16, "target_modules": QV}, lambda: peft.PveraConfig(r=16, target_modules=QV)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
 }

@@ -28,6 +28,10 @@ QV = ["q_proj", "v_proj"]
     # fourierft--llama-3.2-3B-default.json and -n_frequency-5000.json: FourierFTConfig(n_frequency=1000 / 5000)
     ({"peft_type": "fourierft"}, 56_000),
     ({"peft_type": "fourierft", "n_frequency": 5000}, 280_000),
+    # randlora--llama-3.2-3B-default.json: RandLoraConfig(r=32); pvera--llama-3.2-3B-default.json and -rank64.json
+    ({"peft_type": "randlora", "r": 32}, 9_289_728),
+    ({"peft_type": "pvera", "r": 256}, 143_360),
+    ({"peft_type": "pvera", "r": 64}, 121_856),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
