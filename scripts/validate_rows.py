@@ -64,7 +64,7 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
                ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"), ("shira", "shira"),
                ("hra", "hra"), ("delora", "delora"), ("bone", "miss"), ("hira", "hira"), ("fourierft", "fourierft"),
-               ("randlora", "randlora"), ("pvera", "pvera"))
+               ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"))
 _OTHER_PEFT = ("p-tuning", "osf", "waveft")
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
@@ -144,6 +144,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     freq = re.search(r"n_frequency\W*(\d+)", text)
     if peft_type == "fourierft" and freq:
         out["n_frequency"] = int(freq.group(1))
+    block = re.search(r"block_size\W*(\d+)", text)
+    if peft_type == "c3a" and block:
+        out["block_size"] = int(block.group(1))
     # IA3's feed-forward modules where the row names them ("feedforward_modules: up_proj, gate_proj, down_proj");
     # else PEFT's per-model mapping
     ff = re.search(r"feed[_ -]?forward(?:[_ ]modules)?\W+([a-z0-9_.]+(?:\s*(?:,|\band\b)\s*[a-z0-9_.]+)*)", text)

@@ -56,6 +56,7 @@ class RunConfig:
     decompose_factor: int = -1  # LoKr
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
     n_frequency: int = 1000  # FourierFT (FourierFTConfig's default)
+    block_size: int = 256  # C3A (C3AConfig's default)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default

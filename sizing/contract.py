@@ -149,15 +149,15 @@ FIELDS: tuple[Field, ...] = (
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
-                                       "fourierft (n_frequency), randlora, pvera",
+                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
-                                       "fourierft (n_frequency), randlora, pvera",
+                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
-                                       "fourierft (n_frequency), randlora, pvera"),
+                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
@@ -177,6 +177,12 @@ FIELDS: tuple[Field, ...] = (
                                        "chastotalari",
                                        "FourierFTConfig.n_frequency: trainable spectral frequencies per layer"),
           low=1, high=1 << 31),
+    Field("block_size", "int", 256, ("C3AConfig.block_size: размер циркулянтного блока; делит вход и выход слоя",
+                                     "C3AConfig.block_size: sirkulyant blok o‘lchami; qatlam kirishi va chiqishini "
+                                     "bo‘ladi",
+                                     "C3AConfig.block_size: the circulant block size; divides the layer's input and "
+                                     "output"),
+          low=1, high=65536),
     Field("feedforward_modules", "targets", None,
           ("IA3Config.feedforward_modules: модули, чей вход масштабирует IA3; null — умолчание PEFT для модели",
            "IA3Config.feedforward_modules: IA3 kirishini masshtablaydigan modullar; null — model uchun PEFT standarti",

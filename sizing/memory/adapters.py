@@ -157,7 +157,7 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
-    FourierFT, RandLoRA, PVeRA) on the resolved target modules."""
+    FourierFT, RandLoRA, PVeRA, C3A) on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
@@ -179,11 +179,16 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         raise SizingError("invalid_value", f"n_frequency={cfg.n_frequency} exceeds in x out of a targeted layer "
                           f"({min(lin.in_features * lin.out_features for lin in targets)})", field="n_frequency",
                           value=cfg.n_frequency)
+    b = cfg.block_size
+    if kind == "c3a" and any(lin.in_features % b or lin.out_features % b for lin in targets):
+        # tuners/c3a/layer.py update_layer: the block size divides the input and the output width
+        raise SizingError("invalid_value", f"block_size={b} must divide the input and output widths of every "
+                          "targeted layer", field="block_size", value=b)
     ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
         tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor, lin in ff,
-                                  cfg.n_frequency)
+                                  cfg.n_frequency, cfg.block_size)
     if kind == "ia3":
         return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()

@@ -30,6 +30,8 @@ APPROXIMATE = {
                 "its random bases are buffers: not counted)",
     "pvera": "PVeRA's saved tensors are modelled as VeRA's (its sampled intermediate, 2r wide before sampling, not "
              "walked)",
+    "c3a": "C3A's saved tensors are modelled as LoRA's at rank r (it keeps an fp32 copy of the input, as LoRA's "
+           "fp32 adapters do; its block-circulant FFT temporaries are not walked)",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -55,6 +57,7 @@ _OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
     "shira": {"phi": ("q_proj", "v_proj")},
     "fourierft": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
     "pvera": {"phi": ("q_proj", "v_proj")},  # a copy of VeRA's mapping
+    "c3a": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
 }
 
 
@@ -67,7 +70,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora", "hira", "randlora", "pvera")
+               "delora", "hira", "randlora", "pvera", "c3a")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -102,7 +105,7 @@ def _lokr(lin: Linear, r: int, factor: int, k: int) -> Tensors:
 
 
 def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforward: bool = False,
-                   n_frequency: int = 0) -> Tensors:
+                   n_frequency: int = 0, block_size: int = 1) -> Tensors:
     """The trainable tensors one tuner adds to `k` copies of the Linear `lin` (`feedforward`: IA3 scales its input)."""
     i, o = lin.in_features, lin.out_features
     if kind == "lora_fa":  # lora_A frozen by create_lorafa_optimizer: only lora_B [out, r] trains
@@ -140,6 +143,8 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
         return [(r, bases, k), (bases, min(i, o), k)]
     if kind == "pvera":  # pvera_lambda_d [2r] (mean and log-variance), pvera_lambda_b [out]; A, B shared buffers
         return [(1, 2 * r, k), (1, o, k)]
+    if kind == "c3a":  # c3a_kernel [out / b, in / b, b] (fp32 whatever the adapter dtype: a few MB)
+        return [((o // block_size) * (i // block_size), block_size, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)

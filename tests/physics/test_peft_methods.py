@@ -61,6 +61,8 @@ CASES = {
     "randlora": ({"peft_type": "randlora", "r": 8, "target_modules": ALL},
                  lambda: peft.RandLoraConfig(r=8, target_modules=ALL)),
     "pvera": ({"peft_type": "pvera", "r": 16, "target_modules": QV}, lambda: peft.PveraConfig(r=16, target_modules=QV)),
+    "c3a": ({"peft_type": "c3a", "block_size": 8, "target_modules": ALL},
+            lambda: peft.C3AConfig(block_size=8, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
 }

@@ -32,6 +32,8 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "randlora", "r": 32}, 9_289_728),
     ({"peft_type": "pvera", "r": 256}, 143_360),
     ({"peft_type": "pvera", "r": 64}, 121_856),
+    # c3a--llama-3.2-3B-default.json: C3AConfig(block_size=64, target_modules=[q_proj, v_proj])
+    ({"peft_type": "c3a", "block_size": 64}, 5_505_024),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -51,6 +53,7 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "shira", "r": 769}, "rank_too_large", "r"),
     # FourierFT: n_frequency <= in * out (v_proj: 3072 * 1024; fourierft/layer.py update_layer)
     ({"peft_type": "fourierft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
+    ({"peft_type": "c3a", "block_size": 480}, "invalid_value", "block_size"),  # 480 divides neither 3072 nor 1024
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
     # IA3Config: feedforward_modules must be among target_modules

@@ -142,6 +142,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"), ("other", "SHiRA", "shira"), ("other", "HRA", "hra"),
     ("other", "DeLoRA", "delora"), ("other", "Bone", "miss"), ("other", "HiRA", "hira"),
     ("other", "FourierFT", "fourierft"), ("other", "RandLoRA", "randlora"), ("other", "PVeRA", "pvera"),
+    ("other", "C3A", "c3a"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -159,6 +160,7 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
     assert vr.row_case(_as("X", method_detail="GraLoRA (gralora_k=4)")).config["gralora_k"] == 4
     assert "gralora_k" not in vr.row_case(_as("X", method_detail="GraLoRA")).config
     assert vr.row_case(_as("X", method_detail="FourierFT (n_frequency=5000)")).config["n_frequency"] == 5000
+    assert vr.row_case(_as("X", method_detail="C3A (block_size=64)")).config["block_size"] == 64
 
 
 def test_ia3_feedforward_modules_read_where_stated() -> None:
