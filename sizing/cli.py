@@ -37,7 +37,7 @@ def _read_bytes(path: str, code: str) -> bytes:
 
 
 def _read_config(path: str) -> dict[str, Any]:
-    data = read_json(_read_bytes(path, "config_unreadable"), path)
+    data = read_json(_read_bytes(path, "config_unreadable"), path, unique_keys=True)
     if not isinstance(data, dict):
         raise SizingError("invalid_config", f"the configuration must be a JSON object, not a JSON {_kind(data)}",
                           field=None)

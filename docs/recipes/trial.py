@@ -73,17 +73,31 @@ def _no_constant(word: str) -> Any:
     raise SizingError("bad_json", f"{word} is not a JSON number", field=None, value=word)
 
 
-def read_json(text: str | bytes, where: str = "the configuration") -> Any:
+def read_json(text: str | bytes, where: str = "the configuration", unique_keys: bool = False) -> Any:
     \"\"\"Parse JSON text strictly: NaN/Infinity, numbers past float range, 4300+ digit integers and deep nesting
-    are refused with one SizingError instead of a traceback or a silent infinity.\"\"\"
+    are refused with one SizingError instead of a traceback or a silent infinity. unique_keys: a key written twice
+    in the outermost object (a run configuration's field) is refused too; json keeps the last silently, so
+    {"r": 8, ..., "r": 64} would run at 64 without a word. Nested objects keep that behaviour: a model's config.json
+    is read by Transformers with json.load, duplicates and all.\"\"\"
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise SizingError("not_utf8", f"{where} is not UTF-8 text (byte {exc.start})", field=None,
                               offset=exc.start) from None
+    repeated: list[list[str]] = []  # per object, in the order objects close: the outermost one last
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for key, _ in items:
+            (twice if key in seen else seen).add(key)
+        repeated.append(sorted(twice))
+        return dict(items)
+
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float,
+                          object_pairs_hook=pairs if unique_keys else None)
     except json.JSONDecodeError as exc:
         raise SizingError("bad_json", f"{where} is not valid JSON (line {exc.lineno}, column {exc.colno})",
                           field=None, line=exc.lineno, column=exc.colno) from None
@@ -94,6 +108,11 @@ def read_json(text: str | bytes, where: str = "the configuration") -> Any:
     except ValueError as exc:  # int() past sys.get_int_max_str_digits()
         raise SizingError("bad_json", f"{where} holds a number too long to read ({str(exc)[:60]})",
                           field=None) from None
+    if isinstance(data, dict) and repeated and repeated[-1]:
+        keys = repeated[-1]
+        raise SizingError("duplicate_key", f"{where} sets {', '.join(k[:60] for k in keys[:5])} more than once: keep "
+                          "one value", field=keys[0][:200], keys=[k[:200] for k in keys[:5]])
+    return data
 
 
 def _finite_float(text: str) -> float:
@@ -1196,7 +1215,7 @@ def _json(text: bytes) -> Any:
         read_json = importlib.import_module("sizing.contract").read_json
     except (ImportError, AttributeError):
         return json.loads(text)
-    return read_json(text)
+    return read_json(text, unique_keys=True)
 
 
 def read_raw(path: str) -> dict[str, Any]:

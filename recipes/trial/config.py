@@ -38,7 +38,7 @@ def _json(text: bytes) -> Any:
         read_json = importlib.import_module("sizing.contract").read_json
     except (ImportError, AttributeError):
         return json.loads(text)
-    return read_json(text)
+    return read_json(text, unique_keys=True)
 
 
 def read_raw(path: str) -> dict[str, Any]:

@@ -235,6 +235,9 @@ TEXT: dict[str, dict[str, str]] = {
     "e_json_too_deep": {"ru": "JSON вложен глубже {max} уровней: это не config.json модели", "uz": "JSON {max} "
                         "darajadan chuqur joylashgan: bu model config.json fayli emas",
                         "en": "The JSON nests deeper than {max} levels: this is not a model's config.json"},
+    "e_duplicate_key": {"ru": "Поле {field} задано в конфигурации дважды: оставьте одно значение",
+                        "uz": "{field} maydoni konfiguratsiyada ikki marta berilgan: bitta qiymat qoldiring",
+                        "en": "The configuration sets {field} twice: keep one value"},
     "e_not_utf8": {"ru": "Файл не в кодировке UTF-8", "uz": "Fayl UTF-8 kodlashida emas",
                    "en": "The file is not UTF-8 text"},
     "e_invalid_config": {"ru": "Конфигурация должна быть объектом JSON", "uz": "Konfiguratsiya JSON obyekti "

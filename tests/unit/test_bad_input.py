@@ -84,3 +84,17 @@ def test_a_hub_model_id_is_still_normalised_by_config(tmp_path: Path) -> None:
     path.write_text(json.dumps({"model": "someone/not-in-the-catalog"}), encoding="utf-8")
     run = _sizing("config", str(path))
     assert run.returncode == 0 and json.loads(run.stdout)["model"] == "someone/not-in-the-catalog"
+
+
+def test_a_field_set_twice_is_refused_but_a_pasted_config_json_keeps_json_load_behaviour() -> None:
+    """read_json(unique_keys=True) refuses a key repeated in the run configuration, naming it; a repeated key inside
+    a nested object (model_config, a config.json that Transformers reads with json.load) keeps the last value."""
+    from sizing.errors import SizingError
+    from sizing.jsontext import read_json
+
+    with pytest.raises(SizingError) as err:
+        read_json('{"r": 8, "model": "m", "r": 64}', unique_keys=True)
+    assert (err.value.code, err.value.field) == ("duplicate_key", "r")
+    assert read_json('{"r": 8, "r": 64}') == {"r": 64}  # without the flag: json's own rule
+    nested = read_json('{"model_config": {"hidden_size": 8, "hidden_size": 16}, "r": 4}', unique_keys=True)
+    assert nested == {"model_config": {"hidden_size": 16}, "r": 4}

@@ -72,6 +72,8 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
     ("absurd tokens", b'{"model": "meta-llama/Llama-3.1-8B", "dataset_tokens": 1e300}', "out_of_range"),
     ("a newline in a name", b'{"model": "a\\nb\\u2028c"}', "unknown_model"),
     ("a megabyte key", b'{"' + b"k" * 1_000_000 + b'": 1}', "unknown_field"),
+    # json keeps the last of two values silently: the run would be r=64 without a word
+    ("a field set twice", b'{"model": "meta-llama/Llama-3.1-8B", "r": 8, "lora_alpha": 16, "r": 64}', "duplicate_key"),
 ]
 
 
