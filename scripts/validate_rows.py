@@ -66,6 +66,8 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("hra", "hra"), ("delora", "delora"), ("bone", "miss"), ("hira", "hira"), ("fourierft", "fourierft"),
                ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"))
 _OTHER_PEFT = ("p-tuning", "osf", "waveft")
+# The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
+_SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size"}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -138,15 +140,10 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     if peft_type:
         out["peft_type"] = peft_type
     text = " ".join(str(v) for v in row.values()).lower()
-    k = re.search(r"gralora_k\W*(\d+)", text)
-    if peft_type == "gralora" and k:
-        out["gralora_k"] = int(k.group(1))
-    freq = re.search(r"n_frequency\W*(\d+)", text)
-    if peft_type == "fourierft" and freq:
-        out["n_frequency"] = int(freq.group(1))
-    block = re.search(r"block_size\W*(\d+)", text)
-    if peft_type == "c3a" and block:
-        out["block_size"] = int(block.group(1))
+    size = _SIZE_FIELD.get(peft_type or "")
+    stated = re.search(rf"{size}\W*(\d+)", text) if size else None
+    if size and stated:
+        out[size] = int(stated.group(1))
     # IA3's feed-forward modules where the row names them ("feedforward_modules: up_proj, gate_proj, down_proj");
     # else PEFT's per-model mapping
     ff = re.search(r"feed[_ -]?forward(?:[_ ]modules)?\W+([a-z0-9_.]+(?:\s*(?:,|\band\b)\s*[a-z0-9_.]+)*)", text)

@@ -85,14 +85,14 @@ def read_json(text: str | bytes, where: str = "the configuration", unique_keys: 
         except UnicodeDecodeError as exc:
             raise SizingError("not_utf8", f"{where} is not UTF-8 text (byte {exc.start})", field=None,
                               offset=exc.start) from None
-    repeated: list[list[str]] = []  # per object, in the order objects close: the outermost one last
+    repeated: list[str] = []  # the keys set twice in the object closed last: the outermost one, once parsed
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         twice: set[str] = set()
         for key, _ in items:
             (twice if key in seen else seen).add(key)
-        repeated.append(sorted(twice))
+        repeated[:] = sorted(twice)
         return dict(items)
 
     try:
@@ -108,10 +108,9 @@ def read_json(text: str | bytes, where: str = "the configuration", unique_keys: 
     except ValueError as exc:  # int() past sys.get_int_max_str_digits()
         raise SizingError("bad_json", f"{where} holds a number too long to read ({str(exc)[:60]})",
                           field=None) from None
-    if isinstance(data, dict) and repeated and repeated[-1]:
-        keys = repeated[-1]
-        raise SizingError("duplicate_key", f"{where} sets {', '.join(k[:60] for k in keys[:5])} more than once: keep "
-                          "one value", field=keys[0][:200], keys=[k[:200] for k in keys[:5]])
+    if isinstance(data, dict) and repeated:
+        raise SizingError("duplicate_key", f"{where} sets {', '.join(k[:60] for k in repeated[:5])} more than once: "
+                          "keep one value", field=repeated[0][:200], keys=[k[:200] for k in repeated[:5]])
     return data
 
 
