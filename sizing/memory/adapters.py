@@ -187,8 +187,7 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
-        tensors += module_tensors(kind, lin, cfg.r, arch.layers * lin.count, cfg.decompose_factor, lin in ff,
-                                  cfg.n_frequency, cfg.block_size)
+        tensors += module_tensors(cfg, lin, arch.layers * lin.count, lin in ff)
     if kind == "ia3":
         return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()

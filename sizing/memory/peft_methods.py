@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..arch import Architecture, Linear
+from ..config import RunConfig
 
 Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trainable.tensors
 
@@ -104,10 +105,10 @@ def _lokr(lin: Linear, r: int, factor: int, k: int) -> Tensors:
     return t
 
 
-def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforward: bool = False,
-                   n_frequency: int = 0, block_size: int = 1) -> Tensors:
-    """The trainable tensors one tuner adds to `k` copies of the Linear `lin` (`feedforward`: IA3 scales its input)."""
-    i, o = lin.in_features, lin.out_features
+def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = False) -> Tensors:
+    """The trainable tensors the run's tuner adds to `k` copies of the Linear `lin` (`feedforward`: IA3 scales its
+    input); its size fields read from the run configuration."""
+    kind, r, i, o = cfg.peft_type, cfg.r, lin.in_features, lin.out_features
     if kind == "lora_fa":  # lora_A frozen by create_lorafa_optimizer: only lora_B [out, r] trains
         return [(o, r, k)]
     if kind == "adalora":  # SVDLinear: lora_A [r, in], lora_E [r, 1], lora_B [out, r]; ranknum is frozen
@@ -118,7 +119,7 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
     if kind == "loha":  # hada_w1_a/w2_a [out, r], hada_w1_b/w2_b [r, in]
         return [(o, r, 2 * k), (r, i, 2 * k)]
     if kind == "lokr":
-        return _lokr(lin, r, factor, k)
+        return _lokr(lin, r, cfg.decompose_factor, k)
     if kind == "oft":  # r blocks of size in/r, each a skew-symmetric matrix stored as its upper triangle
         b = i // r
         return [(r, b * (b - 1) // 2, k)]
@@ -137,14 +138,15 @@ def module_tensors(kind: str, lin: Linear, r: int, k: int, factor: int, feedforw
     if kind == "hira":  # hira_A [r, in], hira_B [out, r]: LoRA's count
         return [(r, i, k), (o, r, k)]
     if kind == "fourierft":  # fourierft_spectrum [n_frequency]; its indices are a buffer
-        return [(1, n_frequency, k)]
+        return [(1, cfg.n_frequency, k)]
     if kind == "randlora":  # randlora_lambda [r, nb], randlora_gamma [nb, min(in, out)], nb = ceil(min(in, out) / r)
         bases = -(-min(i, o) // r)
         return [(r, bases, k), (bases, min(i, o), k)]
     if kind == "pvera":  # pvera_lambda_d [2r] (mean and log-variance), pvera_lambda_b [out]; A, B shared buffers
         return [(1, 2 * r, k), (1, o, k)]
     if kind == "c3a":  # c3a_kernel [out / b, in / b, b] (fp32 whatever the adapter dtype: a few MB)
-        return [((o // block_size) * (i // block_size), block_size, k)]
+        b = cfg.block_size
+        return [((o // b) * (i // b), b, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
