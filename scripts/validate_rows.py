@@ -64,10 +64,12 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("prefix", "prefix_tuning"), ("prompt tuning", "prompt_tuning"), ("layernorm tuning", "ln_tuning"),
                ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"), ("shira", "shira"),
                ("hra", "hra"), ("delora", "delora"), ("bone", "miss"), ("hira", "hira"), ("fourierft", "fourierft"),
-               ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"))
-_OTHER_PEFT = ("p-tuning", "osf", "waveft")
+               ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"), ("beft", "beft"), ("road", "road"),
+               ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"))
+_OTHER_PEFT = ("osf",)
 # The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
-_SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size"}
+_SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",
+               "road": "group_size", "p_tuning": "num_virtual_tokens"}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -144,6 +146,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     stated = re.search(rf"{size}\W*(\d+)", text) if size else None
     if size and stated:
         out[size] = int(stated.group(1))
+    variant = re.search(r"\broad_([124])\b", text)
+    if peft_type == "road" and variant:  # RoadConfig.variant
+        out["road_variant"] = f"road_{variant.group(1)}"
     # IA3's feed-forward modules where the row names them ("feedforward_modules: up_proj, gate_proj, down_proj");
     # else PEFT's per-model mapping
     ff = re.search(r"feed[_ -]?forward(?:[_ ]modules)?\W+([a-z0-9_.]+(?:\s*(?:,|\band\b)\s*[a-z0-9_.]+)*)", text)

@@ -10,7 +10,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
-              "fourierft", "randlora", "pvera", "c3a")
+              "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning")
+ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
@@ -62,6 +63,11 @@ CONFLICTS: tuple[Conflict, ...] = (
                "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
     *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
       for t in PEFT_TYPES[1:]),
+    # RoAd's bitsandbytes layers (peft 0.21.2 tuners/road/bnb.py) cast x, not the result, back: a 4/8-bit base
+    # returns float32 outputs, which break attention without autocast and are not walked with it
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "road",
+             "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
+             "use method lora"),
     # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,

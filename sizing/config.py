@@ -55,8 +55,11 @@ class RunConfig:
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
-    n_frequency: int = 1000  # FourierFT (FourierFTConfig's default)
+    n_frequency: int | None = None  # FourierFT / WaveFT (None: the tuner's default, RULES)
     block_size: int = 256  # C3A (C3AConfig's default)
+    road_variant: str = "road_1"  # RoAd (RoadConfig's default)
+    group_size: int = 64  # RoAd (RoadConfig's default)
+    encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
@@ -193,6 +196,8 @@ RULES: dict[str, Callable[[RunConfig], Any]] = {
     # to v0.25 (PR #3882, v0.22.0, only moved the call into trl/models/utils.prepare_peft_model; v0.25.0
     # called TRL's own variant, #4335); v0.26.0 removed it ("Clean up model preparation", #4577, Dec 2025).
     "kbit_prepare": lambda cfg: _quantized(cfg) and cfg.framework in ("transformers", "custom"),
+    # FourierFTConfig.n_frequency = 1000, WaveFTConfig.n_frequency = 2592 (peft 0.21.2 tuners/*/config.py)
+    "peft_n_frequency": lambda cfg: 2592 if cfg.peft_type == "waveft" else 1000,
 }
 
 

@@ -31,8 +31,8 @@ def grid_next(cfg: RunConfig, name: str, value: int) -> int:
 
 
 def virtual_tokens(cfg: RunConfig) -> int:
-    """Tokens prompt tuning puts before the input's (step.step_memory adds them to the sequence)."""
-    return cfg.num_virtual_tokens if cfg.is_peft and cfg.peft_type == "prompt_tuning" else 0
+    """Tokens prompt tuning and P-tuning put before the input's (step.step_memory adds them to the sequence)."""
+    return cfg.num_virtual_tokens if cfg.is_peft and cfg.peft_type in ("prompt_tuning", "p_tuning") else 0
 
 
 def replay_shape(cfg: RunConfig) -> tuple[int, int]:

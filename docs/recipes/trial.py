@@ -178,8 +178,11 @@ class RunConfig:
     num_virtual_tokens: int = 20  # prompt / prefix tuning
     decompose_factor: int = -1  # LoKr
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
-    n_frequency: int = 1000  # FourierFT (FourierFTConfig's default)
+    n_frequency: int | None = None  # FourierFT / WaveFT (None: the tuner's default, RULES)
     block_size: int = 256  # C3A (C3AConfig's default)
+    road_variant: str = "road_1"  # RoAd (RoadConfig's default)
+    group_size: int = 64  # RoAd (RoadConfig's default)
+    encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
@@ -316,6 +319,8 @@ RULES: dict[str, Callable[[RunConfig], Any]] = {
     # to v0.25 (PR #3882, v0.22.0, only moved the call into trl/models/utils.prepare_peft_model; v0.25.0
     # called TRL's own variant, #4335); v0.26.0 removed it ("Clean up model preparation", #4577, Dec 2025).
     "kbit_prepare": lambda cfg: _quantized(cfg) and cfg.framework in ("transformers", "custom"),
+    # FourierFTConfig.n_frequency = 1000, WaveFTConfig.n_frequency = 2592 (peft 0.21.2 tuners/*/config.py)
+    "peft_n_frequency": lambda cfg: 2592 if cfg.peft_type == "waveft" else 1000,
 }
 
 
@@ -390,6 +395,7 @@ from .choices import METHODS as METHODS
 from .choices import OPTIMIZERS as OPTIMIZERS
 from .choices import PARALLELISM as PARALLELISM
 from .choices import PEFT_TYPES as PEFT_TYPES
+from .choices import ROAD_VARIANTS as ROAD_VARIANTS
 from .choices import Conflict as Conflict
 from .errors import SizingError
 from .jsontext import read_json as read_json  # re-exported: the strict JSON reader lives in jsontext.py
@@ -521,20 +527,26 @@ FIELDS: tuple[Field, ...] = (
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
-                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size)",
+                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
+                                       "road (road_variant, group_size), waveft (n_frequency), "
+                                       "p_tuning (MLP, encoder_hidden_size)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
-                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size)",
+                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
+                                       "road (road_variant, group_size), waveft (n_frequency), "
+                                       "p_tuning (MLP, encoder_hidden_size)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
-                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size)"),
+                                       "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
+                                       "road (road_variant, group_size), waveft (n_frequency), "
+                                       "p_tuning (MLP, encoder_hidden_size)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
-    Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning",
-                                            "prompt_tuning / prefix_tuning virtual tokenlari soni",
-                                            "Virtual tokens of prompt_tuning / prefix_tuning"),
+    Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
+                                            "prompt_tuning / prefix_tuning / p_tuning virtual tokenlari soni",
+                                            "Virtual tokens of prompt_tuning / prefix_tuning / p_tuning"),
           low=1, high=100_000),
     Field("decompose_factor", "int", -1, ("LoKrConfig.decompose_factor; -1 — множители около корня",
                                           "LoKrConfig.decompose_factor; -1 — ildizga yaqin ko‘paytuvchilar",
@@ -544,17 +556,35 @@ FIELDS: tuple[Field, ...] = (
                                   "GraloraConfig.gralora_k: qatlam kirishi va chiqishi nechta blokka bo‘linadi",
                                   "GraloraConfig.gralora_k: blocks the layer's input and output are split into"),
           low=1, high=65536),
-    Field("n_frequency", "int", 1000, ("FourierFTConfig.n_frequency: обучаемых частот спектра в каждом слое",
-                                       "FourierFTConfig.n_frequency: har bir qatlamdagi o‘qitiladigan spektr "
-                                       "chastotalari",
-                                       "FourierFTConfig.n_frequency: trainable spectral frequencies per layer"),
-          low=1, high=1 << 31),
+    Field("n_frequency", "int", None, ("n_frequency у FourierFT / WaveFT: обучаемых коэффициентов в каждом слое; "
+                                       "null — умолчание PEFT (1000 / 2592)",
+                                       "FourierFT / WaveFT n_frequency: har bir qatlamdagi o‘qitiladigan "
+                                       "koeffitsiyentlar; null — PEFT standarti (1000 / 2592)",
+                                       "FourierFT / WaveFT n_frequency: trainable coefficients per layer; null: "
+                                       "PEFT's default (1000 / 2592)"),
+          low=1, high=1 << 31, rule="peft_n_frequency"),
     Field("block_size", "int", 256, ("C3AConfig.block_size: размер циркулянтного блока; делит вход и выход слоя",
                                      "C3AConfig.block_size: sirkulyant blok o‘lchami; qatlam kirishi va chiqishini "
                                      "bo‘ladi",
                                      "C3AConfig.block_size: the circulant block size; divides the layer's input and "
                                      "output"),
           low=1, high=65536),
+    Field("road_variant", "str", "road_1", ("RoadConfig.variant: road_1, road_2 или road_4 (1, 2 или 4 × выход слоя "
+                                            "параметров)",
+                                            "RoadConfig.variant: road_1, road_2 yoki road_4 (qatlam chiqishining 1, 2 "
+                                            "yoki 4 barobari parametr)",
+                                            "RoadConfig.variant: road_1, road_2 or road_4 (1, 2 or 4 x the layer's "
+                                            "output parameters)"),
+          choices=ROAD_VARIANTS),
+    Field("group_size", "int", 64, ("RoadConfig.group_size: чётное, делит выход каждого слоя",
+                                    "RoadConfig.group_size: juft, har bir qatlam chiqishini bo‘ladi",
+                                    "RoadConfig.group_size: even, divides every layer's output"),
+          low=2, high=65536),
+    Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
+                                               "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
+                                               "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "
+                                               "hidden size"),
+          low=1, high=1 << 20, nullable=True),
     Field("feedforward_modules", "targets", None,
           ("IA3Config.feedforward_modules: модули, чей вход масштабирует IA3; null — умолчание PEFT для модели",
            "IA3Config.feedforward_modules: IA3 kirishini masshtablaydigan modullar; null — model uchun PEFT standarti",
@@ -687,7 +717,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
-              "fourierft", "randlora", "pvera", "c3a")
+              "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning")
+ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
 # (no accelerate output conversion); litgpt/torchtune follow their own model code (sizing/frameworks.py).
@@ -739,6 +770,11 @@ CONFLICTS: tuple[Conflict, ...] = (
                "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
     *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
       for t in PEFT_TYPES[1:]),
+    # RoAd's bitsandbytes layers (peft 0.21.2 tuners/road/bnb.py) cast x, not the result, back: a 4/8-bit base
+    # returns float32 outputs, which break attention without autocast and are not walked with it
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "road",
+             "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
+             "use method lora"),
     # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,

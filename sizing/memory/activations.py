@@ -53,6 +53,7 @@ class LayerWalker:
     """Walks one decoder layer in forward order, adding what autograd keeps."""
 
     def __init__(self, arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> None:
+        r = r if trainable.rank is None else trainable.rank  # a tuner without lora_A/lora_B (WaveFT): none
         self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
         self.targets = {lin.name for lin in trainable.targets}
         self.frozen_a = trainable.frozen_a
@@ -353,6 +354,11 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     per_token += sum(scaled)
     const, cached = layer.constants()
     const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
+    # WaveFT's dense update and coefficients: built from the fp32 spectrum, bf16 where autocast runs the conv and matmul
+    const += trainable.dense * (reg.compute if reg.autocast else reg.adapter) + trainable.fixed
+    if trainable.out_fp32:  # RoAd: fp32 whatever autocast does (its multiplies promote to the fp32 parameters)
+        layer.pieces.append(trainable.out_fp32)
+        per_token += trainable.out_fp32
     delta = delta_const = 0
     if not reg.full and not reg.checkpointing:
         # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its

@@ -37,6 +37,10 @@ class Trainable:
     inner: int = 0  # per-token width of the saved adapter intermediate when it is not r (GraLoRA: gralora_k * r)
     has_a: bool = True  # False for MiSS: no [r, in] matrix; its input is summed in blocks of r, which saves nothing
     out_saved: bool = False  # VeRA: lambda_b * (h @ vera_B^T) keeps that [tokens, out] product for lambda_b's gradient
+    rank: int | None = None  # the adapter intermediate's width in the walk when the tuner has no r (WaveFT: 0)
+    dense: int = 0  # elements per decoder layer of out x in tensors kept for backward (WaveFT: update, coefficients)
+    out_fp32: int = 0  # bytes per token per decoder layer of fp32 output-sized tensors kept (RoAd)
+    fixed: int = 0  # bytes per decoder layer the adapters keep whatever the tokens and dtypes (RoAd's cos/sin vectors)
 
     @property
     def params(self) -> int:
@@ -105,8 +109,9 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
     if cfg.method == "full":
         return Trainable((), False, _all_tensors(arch))
     kind = cfg.peft_type
-    if kind in ("prompt_tuning", "prefix_tuning"):
-        return Trainable((), False, tuple(prompt_tensors(kind, arch, cfg.num_virtual_tokens)), APPROXIMATE[kind])
+    if kind in ("prompt_tuning", "prefix_tuning", "p_tuning"):
+        prompt = prompt_tensors(kind, arch, cfg.num_virtual_tokens, cfg.encoder_hidden_size)
+        return Trainable((), False, tuple(prompt), APPROXIMATE[kind])
     if kind == "ln_tuning":
         return Trainable((), False, tuple(norm_tensors(arch)), APPROXIMATE[kind])
     targets, head = resolve_targets(cfg, arch)
@@ -157,7 +162,7 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
-    FourierFT, RandLoRA, PVeRA, C3A) on the resolved target modules."""
+    FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT) on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
@@ -174,8 +179,9 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/gralora/layer.py update_layer (in and out) and forward's view into k blocks of r // k (r)
         raise SizingError("invalid_value", f"gralora_k={k} must divide r ({cfg.r}) and the input and output widths "
                           "of every targeted layer", field="gralora_k", value=k)
-    if kind == "fourierft" and any(cfg.n_frequency > lin.in_features * lin.out_features for lin in targets):
-        # tuners/fourierft/layer.py update_layer: the frequencies are positions in the out x in weight
+    if kind in ("fourierft", "waveft") and any((cfg.n_frequency or 0) > lin.in_features * lin.out_features
+                                                for lin in targets):
+        # tuners/{fourierft,waveft}/layer.py update_layer: the frequencies are positions in the out x in weight
         raise SizingError("invalid_value", f"n_frequency={cfg.n_frequency} exceeds in x out of a targeted layer "
                           f"({min(lin.in_features * lin.out_features for lin in targets)})", field="n_frequency",
                           value=cfg.n_frequency)
@@ -184,6 +190,11 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/c3a/layer.py update_layer: the block size divides the input and the output width
         raise SizingError("invalid_value", f"block_size={b} must divide the input and output widths of every "
                           "targeted layer", field="block_size", value=b)
+    g = cfg.group_size
+    if kind == "road" and (g % 2 or any(lin.out_features % g for lin in targets)):
+        # tuners/road/config.py (group_size even) and layer.py update_layer (it divides out_features)
+        raise SizingError("invalid_value", f"group_size={g} must be even and divide the output width of every "
+                          "targeted layer", field="group_size", value=g)
     ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
@@ -195,8 +206,20 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA
     # saves, its intermediate k * r wide (tests/physics/test_peft_methods.py, byte-exact)
     vera_like = kind in ("vera", "pvera")  # PVeRA: VeRA's frozen shared A and B, approximate (APPROXIMATE)
+    # WaveFT: F.linear(x cast to the spectrum's fp32, dense update) keeps that copy of x (LoRA's, with no r-wide
+    # intermediate), and the update and its wavelet coefficients, two out x in tensors per layer, until backward;
+    # RoAd: its fp32 output and that output's rotated half (tuners/road/layer.py _apply_road) per token, and four
+    # fp32 out-wide vectors (the alpha * cos / sin columns its multiplies read), measured on CPU
+    # (and its index bookkeeping: a bool mask and two int64 position vectors of n_frequency each, and db1's 2 x 2
+    # reconstruction filter for 4 subbands, in the update's dtype)
+    modules = sum(lin.count for lin in targets)
+    waveft = kind == "waveft"
+    dense = sum(2 * lin.in_features * lin.out_features * lin.count for lin in targets) + 16 * modules if waveft else 0
+    road = sum(8 * lin.out_features * lin.count for lin in targets) if kind == "road" else 0
+    fixed = 2 * road + (17 * (cfg.n_frequency or 0) * modules if waveft else 0)
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=vera_like or kind == "miss",
-                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like)
+                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
+                     rank=0 if waveft else None, dense=dense, out_fp32=road, fixed=fixed)
 
 
 def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> tuple[Linear, ...]:

@@ -33,6 +33,13 @@ APPROXIMATE = {
              "walked)",
     "c3a": "C3A's saved tensors are modelled as LoRA's at rank r (it keeps an fp32 copy of the input, as LoRA's "
            "fp32 adapters do; its block-circulant FFT temporaries are not walked)",
+    "road": "RoAd's saved tensors are modelled as the frozen base's plus its two fp32 [tokens, out] tensors per "
+            "adapted layer (the upcast output and its rotated half; measured on CPU, not walked op by op)",
+    "waveft": "WaveFT's saved tensors are modelled as LoRA's input copy plus, per adapted layer, its dense out x in "
+              "update and wavelet coefficients (measured on CPU); the update's forward and backward temporaries are "
+              "not counted",
+    "p_tuning": "P-tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens (the MLP "
+                "encoder runs once per step on the virtual tokens: its activations are not counted)",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -59,19 +66,25 @@ _OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
     "fourierft": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
     "pvera": {"phi": ("q_proj", "v_proj")},  # a copy of VeRA's mapping
     "c3a": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
+    "waveft": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
 }
+# BEFT's own mapping (TRANSFORMERS_MODELS_TO_BEFT_TARGET_MODULES_MAPPING): v_proj of these decoders, nothing else.
+BEFT_DEFAULTS = ("opt", "gptj", "gpt_neo", "llama", "llama4", "mistral", "mixtral", "phi", "gemma", "gemma2",
+                 "gemma3_text", "qwen2", "qwen3")
 
 
 def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[str, ...]:
     """PEFT's target_modules for `kind` when none are given (empty: PEFT has none for this model type)."""
     if kind == "ia3":
         return IA3_DEFAULTS.get(model_type, ((), ()))[0]
+    if kind == "beft":
+        return ("v_proj",) if model_type in BEFT_DEFAULTS else ()
     return _OWN_DEFAULTS.get(kind, {}).get(model_type, lora)
 
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora", "hira", "randlora", "pvera", "c3a")
+               "delora", "hira", "randlora", "pvera", "c3a", "waveft")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -138,7 +151,7 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
     if kind == "hira":  # hira_A [r, in], hira_B [out, r]: LoRA's count
         return [(r, i, k), (o, r, k)]
     if kind == "fourierft":  # fourierft_spectrum [n_frequency]; its indices are a buffer
-        return [(1, cfg.n_frequency, k)]
+        return [(1, cfg.n_frequency or 0, k)]
     if kind == "randlora":  # randlora_lambda [r, nb], randlora_gamma [nb, min(in, out)], nb = ceil(min(in, out) / r)
         bases = -(-min(i, o) // r)
         return [(r, bases, k), (bases, min(i, o), k)]
@@ -147,6 +160,12 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
     if kind == "c3a":  # c3a_kernel [out / b, in / b, b] (fp32 whatever the adapter dtype: a few MB)
         b = cfg.block_size
         return [((o // b) * (i // b), b, k)]
+    if kind == "beft":  # beft_bias [1, out]: a trained bias on the output
+        return [(1, o, k)]
+    if kind == "road":  # road_theta and road_alpha, out/2, out or 2 out each (road_1, road_2, road_4)
+        return [(1, o * {"road_1": 1, "road_2": 2, "road_4": 4}[cfg.road_variant], k)]
+    if kind == "waveft":  # waveft_spectrum [n_frequency]; its random positions are a plain tensor, not a parameter
+        return [(1, cfg.n_frequency or 0, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
@@ -175,11 +194,17 @@ def widths_ok(kind: str, lin: Linear, r: int) -> bool:
     return kind != "oft" or lin.in_features % r == 0
 
 
-def prompt_tensors(kind: str, arch: Architecture, tokens: int) -> Tensors:
-    """Prompt tuning: the prompt embedding [tokens, hidden]; prefix tuning (no projection): one key and one
-    value per layer and virtual token, at the KV width (peft utils/peft_types + _prepare_prompt_learning_config)."""
+def prompt_tensors(kind: str, arch: Architecture, tokens: int, encoder: int | None = None) -> Tensors:
+    """Prompt tuning: the prompt embedding [tokens, hidden]; P-tuning: that and its MLP encoder (tuners/p_tuning/
+    model.py: Linear(d, h), Linear(h, h), Linear(h, d), each with its bias; h = encoder_hidden_size, else d); prefix
+    tuning (no projection): one key and one value per layer and virtual token, at the KV width (peft
+    utils/peft_types + _prepare_prompt_learning_config)."""
+    d = arch.hidden
     if kind == "prompt_tuning":
-        return [(tokens, arch.hidden, 1)]
+        return [(tokens, d, 1)]
+    if kind == "p_tuning":
+        h = encoder or d
+        return [(tokens, d, 1), (h, d, 1), (1, h, 1), (h, h, 1), (1, h, 1), (d, h, 1), (1, d, 1)]
     return [(tokens, arch.layers * 2 * arch.kv_width, 1)]
 
 

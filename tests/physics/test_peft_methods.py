@@ -63,11 +63,20 @@ CASES = {
     "pvera": ({"peft_type": "pvera", "r": 16, "target_modules": QV}, lambda: peft.PveraConfig(r=16, target_modules=QV)),
     "c3a": ({"peft_type": "c3a", "block_size": 8, "target_modules": ALL},
             lambda: peft.C3AConfig(block_size=8, target_modules=ALL)),
-    # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v)
+    "beft": ({"peft_type": "beft", "target_modules": ALL}, lambda: peft.BeftConfig(target_modules=ALL)),
+    "road": ({"peft_type": "road", "road_variant": "road_2", "group_size": 16, "target_modules": ALL},
+             lambda: peft.RoadConfig(variant="road_2", group_size=16, target_modules=ALL)),
+    "waveft": ({"peft_type": "waveft", "n_frequency": 300, "target_modules": ALL},
+               lambda: peft.WaveFTConfig(n_frequency=300, target_modules=ALL)),
+    "p_tuning": ({"peft_type": "p_tuning", "num_virtual_tokens": 10, "encoder_hidden_size": 32},
+                 lambda: peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=10,
+                                                  encoder_hidden_size=32)),
+    # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
+    "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
 }
 # saved tensors walked exactly (tests below)
-WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera")
+WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera", "beft", "beft_default")
 
 
 def _peft_count(style: str, name: str) -> int:
@@ -266,3 +275,27 @@ def test_no_peft_default_targets_refused(engine, kind, model_type):
         engine.estimate(engine.load_config({"model_config": hf.to_dict(), "peft_type": kind, "max_seq_length": 64,
                                             "per_device_train_batch_size": 1}), backend="cpu")
     assert (err.value.code, err.value.field) == ("target_modules_required", "target_modules")
+
+
+OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configuration and PEFT's (test below)
+    "beft": ({"peft_type": "beft"}, lambda targets: peft.BeftConfig(target_modules=targets)),
+    "road": ({"peft_type": "road", "road_variant": "road_2", "group_size": 16},
+             lambda targets: peft.RoadConfig(variant="road_2", group_size=16, target_modules=targets)),
+    "waveft": ({"peft_type": "waveft", "n_frequency": 300},
+               lambda targets: peft.WaveFTConfig(n_frequency=300, target_modules=targets)),
+}
+
+
+@pytest.mark.parametrize(("kind", "targets", "load", "autocast"), [
+    ("beft", QV, "bfloat16", False), ("beft", ALL, "bfloat16", False), ("beft", ALL, "float32", True),
+    ("road", QV, "bfloat16", False), ("road", ALL, "bfloat16", False), ("road", ALL, "float32", True),
+    ("waveft", QV, "bfloat16", False), ("waveft", ALL, "bfloat16", False), ("waveft", QV, "float32", True)])
+def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
+    """BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
+    rotated half, 8 * out bytes per token per adapted layer; WaveFT keeps x cast to its fp32 spectrum's dtype (LoRA's
+    input copy, no r-wide intermediate) and, per adapted layer, its dense out x in update and the wavelet coefficients
+    it was made from. Byte-exact per decoder layer >= 1 on a tiny Llama (the engine calls RoAd and WaveFT approximate:
+    neither is walked op by op)."""
+    fields, make = OUTPUT_SIDE[kind]
+    _, walked = _walked_layer1(engine, {"torch_dtype": load, "bf16": autocast, "target_modules": targets, **fields})
+    assert walked == _recorded_layer1(make(targets), getattr(torch, load), autocast)

@@ -54,7 +54,7 @@ MINIMAL = {
     "prepare_model_for_kbit_training": False, "quantization_backend": "bitsandbytes", "r": 8, "lora_alpha": 8.0,
     "lora_dropout": 0.0, "target_modules": None, "use_dora": False, "peft_type": "lora",
     "num_virtual_tokens": 20, "decompose_factor": -1, "gralora_k": 2, "n_frequency": 1000, "block_size": 256,
-    "feedforward_modules": None,
+    "road_variant": "road_1", "group_size": 64, "encoder_hidden_size": None, "feedforward_modules": None,
     "adapter_dtype": "auto",
     "max_seq_length": 1024, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "packing": False,
     "gradient_checkpointing": False, "attn_implementation": "sdpa", "optim": "adamw_torch_fused",

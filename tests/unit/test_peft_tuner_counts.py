@@ -34,6 +34,16 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "pvera", "r": 64}, 121_856),
     # c3a--llama-3.2-3B-default.json: C3AConfig(block_size=64, target_modules=[q_proj, v_proj])
     ({"peft_type": "c3a", "block_size": 64}, 5_505_024),
+    # beft--llama-3.2-3B-target-v_proj.json: BeftConfig(target_modules=[v_proj]); BEFT's own default is v_proj too
+    ({"peft_type": "beft", "target_modules": ["v_proj"]}, 28_672),
+    ({"peft_type": "beft", "target_modules": None}, 28_672),
+    # road--llama-3.2-3B-lr_0.001.json: RoadConfig(variant="road_2", group_size=64, target_modules=[v_proj, q_proj])
+    ({"peft_type": "road", "road_variant": "road_2"}, 229_376),
+    # waveft--llama-3.2-3B-n_frequency-5000.json: WaveFTConfig(n_frequency=5000); its default n_frequency is 2592
+    ({"peft_type": "waveft", "n_frequency": 5000}, 280_000),
+    ({"peft_type": "waveft"}, 28 * 2 * 2592),
+    # ptuning--llama-3.2-3B-default.json: PromptEncoderConfig(num_virtual_tokens=20), MLP encoder at the hidden size
+    ({"peft_type": "p_tuning", "num_virtual_tokens": 20}, 28_382_208),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -54,6 +64,10 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     # FourierFT: n_frequency <= in * out (v_proj: 3072 * 1024; fourierft/layer.py update_layer)
     ({"peft_type": "fourierft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
     ({"peft_type": "c3a", "block_size": 480}, "invalid_value", "block_size"),  # 480 divides neither 3072 nor 1024
+    # RoAd: group_size even (config.py) and a divisor of every adapted output (layer.py update_layer)
+    ({"peft_type": "road", "group_size": 63}, "invalid_value", "group_size"),
+    ({"peft_type": "road", "group_size": 48}, "invalid_value", "group_size"),  # 1024 (v_proj) is not a multiple
+    ({"peft_type": "waveft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
     # IA3Config: feedforward_modules must be among target_modules
@@ -66,6 +80,15 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
     with pytest.raises(SizingError) as err:
         trainable(cfg, arch)
     assert (err.value.code, err.value.field) == (code, field)
+
+
+@pytest.mark.parametrize("method", ["qlora", "lora8"])
+def test_road_on_a_quantized_base_refused(method: str) -> None:
+    """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
+    8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes)."""
+    with pytest.raises(SizingError) as err:
+        parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": "road"})
+    assert (err.value.code, err.value.field) == ("conflict", "peft_type")
 
 
 @pytest.mark.parametrize("model", ["google/gemma-3-4b-it", "Qwen/Qwen3-30B-A3B", "microsoft/phi-4"])

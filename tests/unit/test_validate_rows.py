@@ -127,7 +127,7 @@ def _as(row_id: str, **cols: str) -> dict[str, str]:
 
 
 def test_other_peft_methods_refused_with_code() -> None:
-    for detail in ("OSF", "WaveFT"):  # no peft_type for them
+    for detail in ("OSF", "VB-LoRA"):  # no peft_type for them
         with pytest.raises(vr.RowRefused) as err:
             vr.row_case(_as("R018", method_detail=detail))
         assert err.value.code == "row_method_not_modelled"
@@ -142,7 +142,8 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "MiSS", "miss"), ("other", "GraLoRA", "gralora"), ("other", "SHiRA", "shira"), ("other", "HRA", "hra"),
     ("other", "DeLoRA", "delora"), ("other", "Bone", "miss"), ("other", "HiRA", "hira"),
     ("other", "FourierFT", "fourierft"), ("other", "RandLoRA", "randlora"), ("other", "PVeRA", "pvera"),
-    ("other", "C3A", "c3a"),
+    ("other", "C3A", "c3a"), ("other", "BEFT", "beft"), ("other", "RoAd", "road"), ("other", "WaveFT", "waveft"),
+    ("other", "P-tuning", "p_tuning"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -161,6 +162,9 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
     assert "gralora_k" not in vr.row_case(_as("X", method_detail="GraLoRA")).config
     assert vr.row_case(_as("X", method_detail="FourierFT (n_frequency=5000)")).config["n_frequency"] == 5000
     assert vr.row_case(_as("X", method_detail="C3A (block_size=64)")).config["block_size"] == 64
+    assert vr.row_case(_as("X", method_detail="WaveFT (n_frequency=5000)")).config["n_frequency"] == 5000
+    road = vr.row_case(_as("X", method_detail="RoAd (variant road_2, group_size 64)")).config
+    assert (road["road_variant"], road["group_size"]) == ("road_2", 64)
 
 
 def test_ia3_feedforward_modules_read_where_stated() -> None:
