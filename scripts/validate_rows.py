@@ -65,11 +65,13 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("ln tuning", "ln_tuning"), ("miss", "miss"), ("gralora", "gralora"), ("shira", "shira"),
                ("hra", "hra"), ("delora", "delora"), ("bone", "miss"), ("hira", "hira"), ("fourierft", "fourierft"),
                ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"), ("beft", "beft"), ("road", "road"),
-               ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"))
+               ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"), ("vb-lora", "vblora"),
+               ("vblora", "vblora"), ("unilora", "unilora"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
 _SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",
-               "road": "group_size", "p_tuning": "num_virtual_tokens"}
+               "road": "group_size", "p_tuning": "num_virtual_tokens", "vblora": "num_vectors",
+               "unilora": "theta_d_length"}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")

@@ -10,7 +10,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
-              "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning")
+              "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
+              "vblora", "unilora")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model

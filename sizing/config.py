@@ -59,6 +59,10 @@ class RunConfig:
     block_size: int = 256  # C3A (C3AConfig's default)
     road_variant: str = "road_1"  # RoAd (RoadConfig's default)
     group_size: int = 64  # RoAd (RoadConfig's default)
+    num_vectors: int = 256  # VB-LoRA (VBLoRAConfig's defaults)
+    vector_length: int = 256
+    topk: int = 2
+    theta_d_length: int = 256  # UniLoRA (UniLoraConfig's default)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases

@@ -152,19 +152,22 @@ FIELDS: tuple[Field, ...] = (
                                        "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
-                                       "p_tuning (MLP, encoder_hidden_size)",
+                                       "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
+                                       "topk), unilora (theta_d_length)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
-                                       "p_tuning (MLP, encoder_hidden_size)",
+                                       "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
+                                       "topk), unilora (theta_d_length)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
-                                       "p_tuning (MLP, encoder_hidden_size)"),
+                                       "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
+                                       "topk), unilora (theta_d_length)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -203,6 +206,24 @@ FIELDS: tuple[Field, ...] = (
                                     "RoadConfig.group_size: juft, har bir qatlam chiqishini bo‘ladi",
                                     "RoadConfig.group_size: even, divides every layer's output"),
           low=2, high=65536),
+    Field("num_vectors", "int", 256, ("VBLoRAConfig.num_vectors: векторов в общем банке",
+                                      "VBLoRAConfig.num_vectors: umumiy bankdagi vektorlar soni",
+                                      "VBLoRAConfig.num_vectors: vectors in the shared bank"),
+          low=1, high=1 << 20),
+    Field("vector_length", "int", 256, ("VBLoRAConfig.vector_length: длина вектора банка; делит вход и выход слоя",
+                                        "VBLoRAConfig.vector_length: bank vektori uzunligi; qatlam kirishi va "
+                                        "chiqishini bo‘ladi",
+                                        "VBLoRAConfig.vector_length: a bank vector's length; divides the layer's "
+                                        "input and output"),
+          low=1, high=1 << 20),
+    Field("topk", "int", 2, ("VBLoRAConfig.topk: векторов банка в каждом подвекторе; не больше num_vectors",
+                             "VBLoRAConfig.topk: har bir qism vektordagi bank vektorlari; num_vectors dan oshmaydi",
+                             "VBLoRAConfig.topk: bank vectors mixed per sub-vector; at most num_vectors"),
+          low=1, high=1 << 20),
+    Field("theta_d_length", "int", 256, ("UniLoraConfig.theta_d_length: длина единственного обучаемого вектора",
+                                         "UniLoraConfig.theta_d_length: yagona o‘qitiladigan vektor uzunligi",
+                                         "UniLoraConfig.theta_d_length: the one trainable vector's length"),
+          low=1, high=1 << 31),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "

@@ -182,6 +182,10 @@ class RunConfig:
     block_size: int = 256  # C3A (C3AConfig's default)
     road_variant: str = "road_1"  # RoAd (RoadConfig's default)
     group_size: int = 64  # RoAd (RoadConfig's default)
+    num_vectors: int = 256  # VB-LoRA (VBLoRAConfig's defaults)
+    vector_length: int = 256
+    topk: int = 2
+    theta_d_length: int = 256  # UniLoRA (UniLoraConfig's default)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
@@ -529,19 +533,22 @@ FIELDS: tuple[Field, ...] = (
                                        "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
-                                       "p_tuning (MLP, encoder_hidden_size)",
+                                       "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
+                                       "topk), unilora (theta_d_length)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
-                                       "p_tuning (MLP, encoder_hidden_size)",
+                                       "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
+                                       "topk), unilora (theta_d_length)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
-                                       "p_tuning (MLP, encoder_hidden_size)"),
+                                       "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
+                                       "topk), unilora (theta_d_length)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -580,6 +587,24 @@ FIELDS: tuple[Field, ...] = (
                                     "RoadConfig.group_size: juft, har bir qatlam chiqishini bo‘ladi",
                                     "RoadConfig.group_size: even, divides every layer's output"),
           low=2, high=65536),
+    Field("num_vectors", "int", 256, ("VBLoRAConfig.num_vectors: векторов в общем банке",
+                                      "VBLoRAConfig.num_vectors: umumiy bankdagi vektorlar soni",
+                                      "VBLoRAConfig.num_vectors: vectors in the shared bank"),
+          low=1, high=1 << 20),
+    Field("vector_length", "int", 256, ("VBLoRAConfig.vector_length: длина вектора банка; делит вход и выход слоя",
+                                        "VBLoRAConfig.vector_length: bank vektori uzunligi; qatlam kirishi va "
+                                        "chiqishini bo‘ladi",
+                                        "VBLoRAConfig.vector_length: a bank vector's length; divides the layer's "
+                                        "input and output"),
+          low=1, high=1 << 20),
+    Field("topk", "int", 2, ("VBLoRAConfig.topk: векторов банка в каждом подвекторе; не больше num_vectors",
+                             "VBLoRAConfig.topk: har bir qism vektordagi bank vektorlari; num_vectors dan oshmaydi",
+                             "VBLoRAConfig.topk: bank vectors mixed per sub-vector; at most num_vectors"),
+          low=1, high=1 << 20),
+    Field("theta_d_length", "int", 256, ("UniLoraConfig.theta_d_length: длина единственного обучаемого вектора",
+                                         "UniLoraConfig.theta_d_length: yagona o‘qitiladigan vektor uzunligi",
+                                         "UniLoraConfig.theta_d_length: the one trainable vector's length"),
+          low=1, high=1 << 31),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "
@@ -717,7 +742,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 # tuners/<name>; lora_fa = LoRA with lora_A frozen (peft optimizers/lorafa.py); sizing/memory/peft_methods.py.
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
-              "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning")
+              "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
+              "vblora", "unilora")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model

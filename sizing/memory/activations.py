@@ -356,6 +356,8 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
     # WaveFT's dense update and coefficients: built from the fp32 spectrum, bf16 where autocast runs the conv and matmul
     const += trainable.dense * (reg.compute if reg.autocast else reg.adapter) + trainable.fixed
+    if not reg.autocast:  # VB-LoRA's and UniLoRA's built lora_A and lora_B (autocast's copies are walked as LoRA's)
+        const += trainable.assembled * reg.adapter
     if trainable.out_fp32:  # RoAd: fp32 whatever autocast does (its multiplies promote to the fp32 parameters)
         layer.pieces.append(trainable.out_fp32)
         per_token += trainable.out_fp32

@@ -41,6 +41,7 @@ class Trainable:
     dense: int = 0  # elements per decoder layer of out x in tensors kept for backward (WaveFT: update, coefficients)
     out_fp32: int = 0  # bytes per token per decoder layer of fp32 output-sized tensors kept (RoAd)
     fixed: int = 0  # bytes per decoder layer the adapters keep whatever the tokens and dtypes (RoAd's cos/sin vectors)
+    assembled: int = 0  # elements per decoder layer of adapter weights built each forward, kept by their matmuls
 
     @property
     def params(self) -> int:
@@ -162,7 +163,7 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
-    FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT) on the resolved target modules."""
+    FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT, VB-LoRA, UniLoRA) on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
@@ -190,6 +191,14 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/c3a/layer.py update_layer: the block size divides the input and the output width
         raise SizingError("invalid_value", f"block_size={b} must divide the input and output widths of every "
                           "targeted layer", field="block_size", value=b)
+    length = cfg.vector_length
+    if kind == "vblora" and any(lin.in_features % length or lin.out_features % length for lin in targets):
+        # tuners/vblora/layer.py update_layer: the bank's vectors tile each layer's input and output
+        raise SizingError("invalid_value", f"vector_length={length} must divide the input and output widths of every "
+                          "targeted layer", field="vector_length", value=length)
+    if kind == "vblora" and cfg.topk > cfg.num_vectors:  # logits.topk(topk) over num_vectors fails in the forward
+        raise SizingError("invalid_value", f"topk={cfg.topk} exceeds num_vectors ({cfg.num_vectors})", field="topk",
+                          value=cfg.topk)
     g = cfg.group_size
     if kind == "road" and (g % 2 or any(lin.out_features % g for lin in targets)):
         # tuners/road/config.py (group_size even) and layer.py update_layer (it divides out_features)
@@ -199,6 +208,10 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
         tensors += module_tensors(cfg, lin, arch.layers * lin.count, lin in ff)
+    if kind == "vblora":
+        tensors.append((cfg.num_vectors, cfg.vector_length, 1))  # vblora_vector_bank, shared by every layer
+    if kind == "unilora":
+        tensors.append((1, cfg.theta_d_length, 1))  # unilora_theta_d: the model's one trainable vector
     if kind == "ia3":
         return Trainable((), False, tuple(tensors), scaled=targets, feedforward=ff)
     shaped = targets if kind in LORA_SHAPED else ()
@@ -217,9 +230,16 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     dense = sum(2 * lin.in_features * lin.out_features * lin.count for lin in targets) + 16 * modules if waveft else 0
     road = sum(8 * lin.out_features * lin.count for lin in targets) if kind == "road" else 0
     fixed = 2 * road + (17 * (cfg.n_frequency or 0) * modules if waveft else 0)
+    # VB-LoRA and UniLoRA assemble lora_A [r, in] and lora_B [out, r] at every forward, kept by their matmuls (under
+    # autocast the matmuls keep bf16 copies instead, as of LoRA's weights); VB-LoRA also keeps its top-k mix: k gathered
+    # fp32 bank rows per entry, int64 indices and fp32 weights per sub-vector (measured on CPU)
+    entries = sum(cfg.r * (lin.in_features + lin.out_features) * lin.count for lin in targets)
+    if kind == "vblora":
+        fixed += 4 * cfg.topk * entries + 12 * cfg.topk * entries // cfg.vector_length
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=vera_like or kind == "miss",
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
-                     rank=0 if waveft else None, dense=dense, out_fp32=road, fixed=fixed)
+                     rank=0 if waveft else None, dense=dense, out_fp32=road, fixed=fixed,
+                     assembled=entries if kind in ("vblora", "unilora") else 0)
 
 
 def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> tuple[Linear, ...]:

@@ -40,6 +40,10 @@ APPROXIMATE = {
               "not counted",
     "p_tuning": "P-tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens (the MLP "
                 "encoder runs once per step on the virtual tokens: its activations are not counted)",
+    "vblora": "VB-LoRA's saved tensors are modelled as LoRA's at rank r plus the A and B it assembles from the bank "
+              "(measured on CPU); its top-k gathers' temporaries are not counted",
+    "unilora": "UniLoRA's saved tensors are modelled as LoRA's at rank r plus the A and B it gathers from its vector "
+               "(measured on CPU); its index and scale buffers (12 r (in + out) bytes per layer) are not counted",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -68,6 +72,7 @@ _OWN_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
     "c3a": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
     "waveft": {"gpt2": ("mlp.c_proj",), "gpt_bigcode": ("mlp.c_proj",)},
 }
+_OWN_DEFAULTS["vblora"] = _OWN_DEFAULTS["adalora"]  # VB-LoRA's mapping leaves out the same model types
 # BEFT's own mapping (TRANSFORMERS_MODELS_TO_BEFT_TARGET_MODULES_MAPPING): v_proj of these decoders, nothing else.
 BEFT_DEFAULTS = ("opt", "gptj", "gpt_neo", "llama", "llama4", "mistral", "mixtral", "phi", "gemma", "gemma2",
                  "gemma3_text", "qwen2", "qwen3")
@@ -84,7 +89,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora", "hira", "randlora", "pvera", "c3a", "waveft")
+               "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -166,6 +171,11 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return [(1, o * {"road_1": 1, "road_2": 2, "road_4": 4}[cfg.road_variant], k)]
     if kind == "waveft":  # waveft_spectrum [n_frequency]; its random positions are a plain tensor, not a parameter
         return [(1, cfg.n_frequency or 0, k)]
+    if kind == "vblora":  # vblora_logits_A [r, in / L, N], vblora_logits_B [out / L, r, N]; the bank: once (_other)
+        n, length = cfg.num_vectors, cfg.vector_length
+        return [(r * (i // length), n, k), ((o // length) * r, n, k)]
+    if kind == "unilora":  # nothing per module: one theta_d for the model (_other); indices and scales are buffers
+        return []
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)

@@ -71,6 +71,10 @@ CASES = {
     "p_tuning": ({"peft_type": "p_tuning", "num_virtual_tokens": 10, "encoder_hidden_size": 32},
                  lambda: peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=10,
                                                   encoder_hidden_size=32)),
+    "vblora": ({"peft_type": "vblora", "r": 4, "num_vectors": 64, "vector_length": 16, "target_modules": ALL},
+               lambda: peft.VBLoRAConfig(r=4, num_vectors=64, vector_length=16, target_modules=ALL)),
+    "unilora": ({"peft_type": "unilora", "r": 4, "theta_d_length": 500, "target_modules": ALL},
+                lambda: peft.UniLoraConfig(r=4, theta_d_length=500, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -283,13 +287,18 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
              lambda targets: peft.RoadConfig(variant="road_2", group_size=16, target_modules=targets)),
     "waveft": ({"peft_type": "waveft", "n_frequency": 300},
                lambda targets: peft.WaveFTConfig(n_frequency=300, target_modules=targets)),
+    "vblora": ({"peft_type": "vblora", "r": 4, "num_vectors": 64, "vector_length": 16},
+               lambda targets: peft.VBLoRAConfig(r=4, num_vectors=64, vector_length=16, target_modules=targets)),
+    "unilora": ({"peft_type": "unilora", "r": 4}, lambda targets: peft.UniLoraConfig(r=4, target_modules=targets)),
 }
 
 
 @pytest.mark.parametrize(("kind", "targets", "load", "autocast"), [
     ("beft", QV, "bfloat16", False), ("beft", ALL, "bfloat16", False), ("beft", ALL, "float32", True),
     ("road", QV, "bfloat16", False), ("road", ALL, "bfloat16", False), ("road", ALL, "float32", True),
-    ("waveft", QV, "bfloat16", False), ("waveft", ALL, "bfloat16", False), ("waveft", QV, "float32", True)])
+    ("waveft", QV, "bfloat16", False), ("waveft", ALL, "bfloat16", False), ("waveft", QV, "float32", True),
+    ("vblora", QV, "bfloat16", False), ("vblora", ALL, "bfloat16", False), ("vblora", QV, "float32", True),
+    ("unilora", QV, "bfloat16", False), ("unilora", ALL, "bfloat16", False), ("unilora", QV, "float32", True)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
     rotated half, 8 * out bytes per token per adapted layer; WaveFT keeps x cast to its fp32 spectrum's dtype (LoRA's

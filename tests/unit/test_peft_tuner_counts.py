@@ -44,6 +44,10 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "waveft"}, 28 * 2 * 2592),
     # ptuning--llama-3.2-3B-default.json: PromptEncoderConfig(num_virtual_tokens=20), MLP encoder at the hidden size
     ({"peft_type": "p_tuning", "num_virtual_tokens": 20}, 28_382_208),
+    # vblora--llama-3.2-3B-default.json: VBLoRAConfig(r=4, num_vectors=256, vector_length=256, topk=2)
+    ({"peft_type": "vblora", "r": 4}, 1_212_416),
+    # unilora--llama-3.2-3B-default.json: UniLoraConfig(r=32, theta_d_length=256): one vector for the whole model
+    ({"peft_type": "unilora", "r": 32}, 256),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -68,6 +72,8 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "road", "group_size": 63}, "invalid_value", "group_size"),
     ({"peft_type": "road", "group_size": 48}, "invalid_value", "group_size"),  # 1024 (v_proj) is not a multiple
     ({"peft_type": "waveft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
+    ({"peft_type": "vblora", "vector_length": 48}, "invalid_value", "vector_length"),  # 1024 is not a multiple
+    ({"peft_type": "vblora", "topk": 257}, "invalid_value", "topk"),  # top-k of 256 bank vectors
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
     # IA3Config: feedforward_modules must be among target_modules

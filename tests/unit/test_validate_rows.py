@@ -127,7 +127,7 @@ def _as(row_id: str, **cols: str) -> dict[str, str]:
 
 
 def test_other_peft_methods_refused_with_code() -> None:
-    for detail in ("OSF", "VB-LoRA"):  # no peft_type for them
+    for detail in ("OSF", "TinyLoRA"):  # no peft_type for them
         with pytest.raises(vr.RowRefused) as err:
             vr.row_case(_as("R018", method_detail=detail))
         assert err.value.code == "row_method_not_modelled"
@@ -143,7 +143,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "DeLoRA", "delora"), ("other", "Bone", "miss"), ("other", "HiRA", "hira"),
     ("other", "FourierFT", "fourierft"), ("other", "RandLoRA", "randlora"), ("other", "PVeRA", "pvera"),
     ("other", "C3A", "c3a"), ("other", "BEFT", "beft"), ("other", "RoAd", "road"), ("other", "WaveFT", "waveft"),
-    ("other", "P-tuning", "p_tuning"),
+    ("other", "P-tuning", "p_tuning"), ("other", "VB-LoRA", "vblora"), ("other", "UniLoRA", "unilora"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
