@@ -66,12 +66,13 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("hra", "hra"), ("delora", "delora"), ("bone", "miss"), ("hira", "hira"), ("fourierft", "fourierft"),
                ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"), ("beft", "beft"), ("road", "road"),
                ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"), ("vb-lora", "vblora"),
-               ("vblora", "vblora"), ("unilora", "unilora"))
+               ("vblora", "vblora"), ("unilora", "unilora"), ("deft", "deft"), ("lily", "lily"),
+               ("peanut", "peanut"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
 _SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",
                "road": "group_size", "p_tuning": "num_virtual_tokens", "vblora": "num_vectors",
-               "unilora": "theta_d_length"}
+               "unilora": "theta_d_length", "peanut": "depth"}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -148,6 +149,11 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     stated = re.search(rf"{size}\W*(\d+)", text) if size else None
     if size and stated:
         out[size] = int(stated.group(1))
+    lily = {key: re.search(rf"{key.lower()}\W*(\d+)", text) for key in ("stride_A", "num_B")}
+    if peft_type == "lily":  # LilyConfig.stride_A, num_B (the text is lowercased)
+        out.update((key, int(m.group(1))) for key, m in lily.items() if m)
+    if peft_type == "deft" and re.search(r"\bpara\b\W*(true|yes)|\bpara\b(?!\W*(false|no))", text):
+        out["deft_para"] = True  # DeftConfig.para (PaRa: subspace removal only)
     variant = re.search(r"\broad_([124])\b", text)
     if peft_type == "road" and variant:  # RoadConfig.variant
         out["road_variant"] = f"road_{variant.group(1)}"

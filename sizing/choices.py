@@ -11,7 +11,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora")
+              "vblora", "unilora", "deft", "lily", "peanut")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
@@ -69,6 +69,10 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "road",
              "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
              "use method lora"),
+    # PEANuT builds its update from the base weight itself (W.T.to(fp32)): a packed 4/8-bit weight fails its matmul
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
+             "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
+             "method lora"),
     # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,

@@ -63,6 +63,10 @@ class RunConfig:
     vector_length: int = 256
     topk: int = 2
     theta_d_length: int = 256  # UniLoRA (UniLoraConfig's default)
+    deft_para: bool = False  # DEFT (DeftConfig.para)
+    stride_A: int = 1  # Lily (LilyConfig's defaults)
+    num_B: int = 2
+    depth: int = 0  # PEANuT (PeanutConfig's default)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases

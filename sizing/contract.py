@@ -153,21 +153,24 @@ FIELDS: tuple[Field, ...] = (
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
-                                       "topk), unilora (theta_d_length)",
+                                       "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
+                                       "peanut (depth)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
-                                       "topk), unilora (theta_d_length)",
+                                       "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
+                                       "peanut (depth)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
-                                       "topk), unilora (theta_d_length)"),
+                                       "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
+                                       "peanut (depth)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -224,6 +227,21 @@ FIELDS: tuple[Field, ...] = (
                                          "UniLoraConfig.theta_d_length: yagona o‘qitiladigan vektor uzunligi",
                                          "UniLoraConfig.theta_d_length: the one trainable vector's length"),
           low=1, high=1 << 31),
+    Field("deft_para", "bool", False, ("DeftConfig.para: только удаление подпространства (PaRa), без R",
+                                       "DeftConfig.para: faqat qism fazoni olib tashlash (PaRa), R siz",
+                                       "DeftConfig.para: subspace removal only (PaRa), no R")),
+    Field("stride_A", "int", 1, ("LilyConfig.stride_A: соседних слоёв с общей A",
+                                 "LilyConfig.stride_A: umumiy A ga ega qo‘shni qatlamlar",
+                                 "LilyConfig.stride_A: consecutive layers sharing one A"),
+          low=1, high=65536),
+    Field("num_B", "int", 2, ("LilyConfig.num_B: общих для всех слоёв матриц B (не меньше 2)",
+                              "LilyConfig.num_B: barcha qatlamlar uchun umumiy B matritsalari (kamida 2)",
+                              "LilyConfig.num_B: B matrices shared by every layer (at least 2)"),
+          low=2, high=65536),
+    Field("depth", "int", 0, ("PeanutConfig.depth: скрытых слоёв кодировщика и декодировщика",
+                              "PeanutConfig.depth: kodlovchi va dekodlovchining yashirin qatlamlari",
+                              "PeanutConfig.depth: hidden encoder and decoder layers"),
+          low=0, high=1024),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "

@@ -186,6 +186,10 @@ class RunConfig:
     vector_length: int = 256
     topk: int = 2
     theta_d_length: int = 256  # UniLoRA (UniLoraConfig's default)
+    deft_para: bool = False  # DEFT (DeftConfig.para)
+    stride_A: int = 1  # Lily (LilyConfig's defaults)
+    num_B: int = 2
+    depth: int = 0  # PEANuT (PeanutConfig's default)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
@@ -534,21 +538,24 @@ FIELDS: tuple[Field, ...] = (
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
-                                       "topk), unilora (theta_d_length)",
+                                       "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
+                                       "peanut (depth)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
-                                       "topk), unilora (theta_d_length)",
+                                       "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
+                                       "peanut (depth)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
-                                       "topk), unilora (theta_d_length)"),
+                                       "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
+                                       "peanut (depth)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -605,6 +612,21 @@ FIELDS: tuple[Field, ...] = (
                                          "UniLoraConfig.theta_d_length: yagona o‘qitiladigan vektor uzunligi",
                                          "UniLoraConfig.theta_d_length: the one trainable vector's length"),
           low=1, high=1 << 31),
+    Field("deft_para", "bool", False, ("DeftConfig.para: только удаление подпространства (PaRa), без R",
+                                       "DeftConfig.para: faqat qism fazoni olib tashlash (PaRa), R siz",
+                                       "DeftConfig.para: subspace removal only (PaRa), no R")),
+    Field("stride_A", "int", 1, ("LilyConfig.stride_A: соседних слоёв с общей A",
+                                 "LilyConfig.stride_A: umumiy A ga ega qo‘shni qatlamlar",
+                                 "LilyConfig.stride_A: consecutive layers sharing one A"),
+          low=1, high=65536),
+    Field("num_B", "int", 2, ("LilyConfig.num_B: общих для всех слоёв матриц B (не меньше 2)",
+                              "LilyConfig.num_B: barcha qatlamlar uchun umumiy B matritsalari (kamida 2)",
+                              "LilyConfig.num_B: B matrices shared by every layer (at least 2)"),
+          low=2, high=65536),
+    Field("depth", "int", 0, ("PeanutConfig.depth: скрытых слоёв кодировщика и декодировщика",
+                              "PeanutConfig.depth: kodlovchi va dekodlovchining yashirin qatlamlari",
+                              "PeanutConfig.depth: hidden encoder and decoder layers"),
+          low=0, high=1024),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "
@@ -743,7 +765,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora")
+              "vblora", "unilora", "deft", "lily", "peanut")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
@@ -801,6 +823,10 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "road",
              "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
              "use method lora"),
+    # PEANuT builds its update from the base weight itself (W.T.to(fp32)): a packed 4/8-bit weight fails its matmul
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
+             "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
+             "method lora"),
     # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,

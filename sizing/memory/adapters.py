@@ -14,6 +14,7 @@ from .peft_methods import (
     module_tensors,
     norm_tensors,
     prompt_tensors,
+    saved_extras,
     widths_ok,
 )
 from .regime import Regime
@@ -208,6 +209,8 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:
         tensors += module_tensors(cfg, lin, arch.layers * lin.count, lin in ff)
+    if kind == "lily":
+        tensors += _lily(cfg, arch, targets)
     if kind == "vblora":
         tensors.append((cfg.num_vectors, cfg.vector_length, 1))  # vblora_vector_bank, shared by every layer
     if kind == "unilora":
@@ -219,27 +222,23 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA
     # saves, its intermediate k * r wide (tests/physics/test_peft_methods.py, byte-exact)
     vera_like = kind in ("vera", "pvera")  # PVeRA: VeRA's frozen shared A and B, approximate (APPROXIMATE)
-    # WaveFT: F.linear(x cast to the spectrum's fp32, dense update) keeps that copy of x (LoRA's, with no r-wide
-    # intermediate), and the update and its wavelet coefficients, two out x in tensors per layer, until backward;
-    # RoAd: its fp32 output and that output's rotated half (tuners/road/layer.py _apply_road) per token, and four
-    # fp32 out-wide vectors (the alpha * cos / sin columns its multiplies read), measured on CPU
-    # (and its index bookkeeping: a bool mask and two int64 position vectors of n_frequency each, and db1's 2 x 2
-    # reconstruction filter for 4 subbands, in the update's dtype)
-    modules = sum(lin.count for lin in targets)
-    waveft = kind == "waveft"
-    dense = sum(2 * lin.in_features * lin.out_features * lin.count for lin in targets) + 16 * modules if waveft else 0
-    road = sum(8 * lin.out_features * lin.count for lin in targets) if kind == "road" else 0
-    fixed = 2 * road + (17 * (cfg.n_frequency or 0) * modules if waveft else 0)
-    # VB-LoRA and UniLoRA assemble lora_A [r, in] and lora_B [out, r] at every forward, kept by their matmuls (under
-    # autocast the matmuls keep bf16 copies instead, as of LoRA's weights); VB-LoRA also keeps its top-k mix: k gathered
-    # fp32 bank rows per entry, int64 indices and fp32 weights per sub-vector (measured on CPU)
-    entries = sum(cfg.r * (lin.in_features + lin.out_features) * lin.count for lin in targets)
-    if kind == "vblora":
-        fixed += 4 * cfg.topk * entries + 12 * cfg.topk * entries // cfg.vector_length
+    ex = saved_extras(cfg, targets)
+    if kind == "deft" and cfg.deft_para:
+        shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=vera_like or kind == "miss",
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
-                     rank=0 if waveft else None, dense=dense, out_fp32=road, fixed=fixed,
-                     assembled=entries if kind in ("vblora", "unilora") else 0)
+                     rank=ex.rank, dense=ex.dense, out_fp32=ex.per_token, fixed=ex.fixed, assembled=ex.assembled)
+
+
+def _lily(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> list[tuple[int, int, int]]:
+    """Lily (tuners/lily/model.py _post_injection_hook): per target name, one lily_A [r, in] per stride_A consecutive
+    layers and one lily_B [num_B * r, out] for all of them; a router [num_B, r] in every adapted layer."""
+    out: list[tuple[int, int, int]] = []
+    for lin in targets:
+        n = arch.layers * lin.count
+        out += [(cfg.r, lin.in_features, -(-n // cfg.stride_A)), (cfg.num_B * cfg.r, lin.out_features, 1),
+                (cfg.num_B, cfg.r, n)]
+    return out
 
 
 def _feedforward(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> tuple[Linear, ...]:

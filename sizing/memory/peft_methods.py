@@ -1,6 +1,8 @@
 # Trainable tensors of the PEFT tuners other than LoRA/DoRA, from peft 0.21.2 tuners/<name>/layer.py.
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..arch import Architecture, Linear
 from ..config import RunConfig
 
@@ -44,6 +46,12 @@ APPROXIMATE = {
               "(measured on CPU); its top-k gathers' temporaries are not counted",
     "unilora": "UniLoRA's saved tensors are modelled as LoRA's at rank r plus the A and B it gathers from its vector "
                "(measured on CPU); its index and scale buffers (12 r (in + out) bytes per layer) are not counted",
+    "deft": "DEFT's saved tensors are modelled from CPU measurements with a bf16 base (its fp32 output, projections "
+            "and rebuilt factors); under autocast it returns its input's dtype, which the walk does not follow",
+    "lily": "Lily's saved tensors are modelled as LoRA's at rank r plus its router's softmax and the combined B "
+            "(measured on CPU with a bf16 base); its backward temporaries are not counted",
+    "peanut": "PEANuT's saved tensors are modelled from CPU measurements: the fp32 input copy, an fp32 copy of each "
+              "adapted weight and the dense update built from it; the update's temporaries are not counted",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -89,7 +97,8 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora")
+               "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora", "lily",
+               "peanut", "deft")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -176,6 +185,13 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return [(r * (i // length), n, k), ((o // length) * r, n, k)]
     if kind == "unilora":  # nothing per module: one theta_d for the model (_other); indices and scales are buffers
         return []
+    if kind == "deft":  # deft_P [out, r'] and (not under PaRa) deft_R [r', in]; r' = min(r, out) (update_layer)
+        rr = min(r, o)
+        return [(o, rr, k)] + ([] if cfg.deft_para else [(rr, i, k)])
+    if kind == "lily":  # shared across layers: adapters._lily
+        return []
+    if kind == "peanut":  # peanut_A [r, out], peanut_B [out, r], depth encoder and decoder layers [r, r] each
+        return [(r, o, 2 * k)] + ([(r, r, 2 * cfg.depth * k)] if cfg.depth else [])
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
@@ -223,3 +239,46 @@ def norm_tensors(arch: Architecture) -> Tensors:
     PEFT's Llama mapping (input_layernorm, post_attention_layernorm, norm) leaves Qwen3's q_norm/k_norm out."""
     per = (arch.pre_norms + arch.post_norms) * arch.layers + arch.outer_norms
     return [(1, arch.hidden, per * (2 if arch.norm_bias else 1))]
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What a tuner's layers keep for backward beyond the walk of its LoRA shape (or of the frozen base), per decoder
+    layer; each measured on CPU against PEFT 0.21.2 (tests/physics/test_peft_methods.py: byte-exact, bf16 base)."""
+
+    rank: int | None = None  # the walk's adapter intermediate width when the tuner has none (None: r)
+    dense: int = 0  # elements of out x in (and like) tensors kept, in the compute dtype under autocast, else adapter's
+    per_token: int = 0  # bytes per token of fp32 tensors kept whatever autocast does
+    fixed: int = 0  # bytes kept whatever the tokens and dtypes
+    assembled: int = 0  # elements of adapter weights built each forward and kept by their matmuls (not under autocast)
+
+
+def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
+    """The run's tuner's Extras on the adapted linears `targets` of one decoder layer."""
+    kind, r = cfg.peft_type, cfg.r
+    modules = sum(lin.count for lin in targets)
+    outs = sum(lin.out_features * lin.count for lin in targets)
+    ins = sum(lin.in_features * lin.count for lin in targets)
+    products = sum(lin.in_features * lin.out_features * lin.count for lin in targets)
+    if kind == "road":  # its fp32 output and that output's rotated half (tuners/road/layer.py _apply_road) per token;
+        # four fp32 out-wide vectors (the alpha * cos / sin columns its multiplies read)
+        return Extras(per_token=8 * outs, fixed=16 * outs)
+    if kind == "waveft":  # F.linear(x cast to the spectrum's fp32, dense update) keeps that copy of x (LoRA's, no
+        # r-wide intermediate); the update and the wavelet coefficients it came from, db1's 2 x 2 filter for 4 subbands
+        # and its index bookkeeping (a bool mask and two int64 position vectors of n_frequency each)
+        return Extras(rank=0, dense=2 * products + 16 * modules, fixed=17 * (cfg.n_frequency or 0) * modules)
+    if kind in ("vblora", "unilora"):  # lora_A [r, in] and lora_B [out, r] built each forward (autocast: bf16 copies,
+        # walked as LoRA's); VB-LoRA's top-k mix: k gathered fp32 bank rows per entry, int64 indices and fp32 weights
+        # per sub-vector
+        entries = r * (ins + outs)
+        mix = 4 * cfg.topk * entries + 12 * cfg.topk * entries // cfg.vector_length if kind == "vblora" else 0
+        return Extras(fixed=mix, assembled=entries)
+    if kind == "deft":  # its fp32 output and (output @ relu(P)) per token (beyond LoRA's x copy and x @ R^T, or the
+        # frozen base's under PaRa); relu(P) [out, r] and R * scaling [r, in] rebuilt each forward
+        return Extras(per_token=4 * (outs + r * modules), assembled=r * outs + (0 if cfg.deft_para else r * ins))
+    if kind == "lily":  # the router's softmax per token; the num_B-mixed B [r, out] and the mix weights per layer
+        return Extras(per_token=4 * cfg.num_B * modules, fixed=4 * r * outs + 4 * cfg.num_B * modules)
+    if kind == "peanut":  # x's fp32 copy (no r-wide intermediate); W.T in fp32 and the dense update from it, and
+        # 1 + 3 depth [in, r] activations of the weight
+        return Extras(rank=0, dense=2 * products + (1 + 3 * cfg.depth) * r * ins)
+    return Extras()

@@ -75,6 +75,13 @@ CASES = {
                lambda: peft.VBLoRAConfig(r=4, num_vectors=64, vector_length=16, target_modules=ALL)),
     "unilora": ({"peft_type": "unilora", "r": 4, "theta_d_length": 500, "target_modules": ALL},
                 lambda: peft.UniLoraConfig(r=4, theta_d_length=500, target_modules=ALL)),
+    "deft": ({"peft_type": "deft", "r": 8, "target_modules": ALL}, lambda: peft.DeftConfig(r=8, target_modules=ALL)),
+    "deft_para": ({"peft_type": "deft", "r": 70, "deft_para": True, "target_modules": QV},
+                  lambda: peft.DeftConfig(r=70, para=True, target_modules=QV)),  # r' = min(r, out): 64 on v_proj
+    "lily": ({"peft_type": "lily", "r": 8, "stride_A": 2, "num_B": 3, "target_modules": ALL},
+             lambda: peft.LilyConfig(r=8, stride_A=2, num_B=3, target_modules=ALL)),
+    "peanut": ({"peft_type": "peanut", "r": 4, "depth": 1, "target_modules": ALL},
+               lambda: peft.PeanutConfig(r=4, depth=1, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -290,6 +297,12 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "vblora": ({"peft_type": "vblora", "r": 4, "num_vectors": 64, "vector_length": 16},
                lambda targets: peft.VBLoRAConfig(r=4, num_vectors=64, vector_length=16, target_modules=targets)),
     "unilora": ({"peft_type": "unilora", "r": 4}, lambda targets: peft.UniLoraConfig(r=4, target_modules=targets)),
+    "deft": ({"peft_type": "deft", "r": 8}, lambda targets: peft.DeftConfig(r=8, target_modules=targets)),
+    "deft_para": ({"peft_type": "deft", "r": 8, "deft_para": True},
+                  lambda targets: peft.DeftConfig(r=8, para=True, target_modules=targets)),
+    "lily": ({"peft_type": "lily", "r": 8}, lambda targets: peft.LilyConfig(r=8, target_modules=targets)),
+    "peanut": ({"peft_type": "peanut", "r": 8, "depth": 2},
+               lambda targets: peft.PeanutConfig(r=8, depth=2, target_modules=targets)),
 }
 
 
@@ -298,9 +311,13 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("road", QV, "bfloat16", False), ("road", ALL, "bfloat16", False), ("road", ALL, "float32", True),
     ("waveft", QV, "bfloat16", False), ("waveft", ALL, "bfloat16", False), ("waveft", QV, "float32", True),
     ("vblora", QV, "bfloat16", False), ("vblora", ALL, "bfloat16", False), ("vblora", QV, "float32", True),
-    ("unilora", QV, "bfloat16", False), ("unilora", ALL, "bfloat16", False), ("unilora", QV, "float32", True)])
+    ("unilora", QV, "bfloat16", False), ("unilora", ALL, "bfloat16", False), ("unilora", QV, "float32", True),
+    ("deft", QV, "bfloat16", False), ("deft", ALL, "bfloat16", False), ("deft_para", QV, "bfloat16", False),
+    ("lily", QV, "bfloat16", False), ("lily", ALL, "bfloat16", False),
+    ("peanut", QV, "bfloat16", False), ("peanut", ALL, "bfloat16", False)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
-    """BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
+    """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
+    BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
     rotated half, 8 * out bytes per token per adapted layer; WaveFT keeps x cast to its fp32 spectrum's dtype (LoRA's
     input copy, no r-wide intermediate) and, per adapted layer, its dense out x in update and the wavelet coefficients
     it was made from. Byte-exact per decoder layer >= 1 on a tiny Llama (the engine calls RoAd and WaveFT approximate:

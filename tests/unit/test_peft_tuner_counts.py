@@ -48,6 +48,17 @@ QV = ["q_proj", "v_proj"]
     ({"peft_type": "vblora", "r": 4}, 1_212_416),
     # unilora--llama-3.2-3B-default.json: UniLoraConfig(r=32, theta_d_length=256): one vector for the whole model
     ({"peft_type": "unilora", "r": 32}, 256),
+    # deft--llama-3.2-3B-rank32.json and -rank32-para.json: DeftConfig(r=32) (LoRA's count) and para=True (P only)
+    ({"peft_type": "deft", "r": 32}, 9_175_040),
+    ({"peft_type": "deft", "r": 32, "deft_para": True}, 3_670_016),
+    # lily--llama-3.2-3B-rank140-mlp-a2-b2-s8.0.json and -rank896-a2-b2-s2.0.json: LilyConfig(stride_A=14, num_B=2):
+    # two A per target over 28 layers, one B [num_B * r, out] per target, a router per layer
+    ({"peft_type": "lily", "r": 140, "stride_A": 14, "target_modules": ["gate_proj", "up_proj", "down_proj"]},
+     9_485_280),
+    ({"peft_type": "lily", "r": 896, "stride_A": 14}, 18_450_432),
+    # peanut--llama-3.2-3B-rank1-relu-depth0-s32.0.json and -rank32-...: PeanutConfig(r=1 / 32, depth=0)
+    ({"peft_type": "peanut", "r": 1}, 229_376),
+    ({"peft_type": "peanut", "r": 32}, 7_340_032),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -89,11 +100,14 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-def test_road_on_a_quantized_base_refused(method: str) -> None:
+@pytest.mark.parametrize("kind", ["road", "peanut"])
+def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
-    8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes)."""
+    8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
+    its update from W.T, which a k-bit base stores packed: its forward fails (both measured on CPU, bitsandbytes
+    0.50.2)."""
     with pytest.raises(SizingError) as err:
-        parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": "road"})
+        parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")
 
 

@@ -144,6 +144,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "FourierFT", "fourierft"), ("other", "RandLoRA", "randlora"), ("other", "PVeRA", "pvera"),
     ("other", "C3A", "c3a"), ("other", "BEFT", "beft"), ("other", "RoAd", "road"), ("other", "WaveFT", "waveft"),
     ("other", "P-tuning", "p_tuning"), ("other", "VB-LoRA", "vblora"), ("other", "UniLoRA", "unilora"),
+    ("other", "DEFT", "deft"), ("other", "Lily", "lily"), ("other", "PEANuT", "peanut"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -163,6 +164,10 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
     assert vr.row_case(_as("X", method_detail="FourierFT (n_frequency=5000)")).config["n_frequency"] == 5000
     assert vr.row_case(_as("X", method_detail="C3A (block_size=64)")).config["block_size"] == 64
     assert vr.row_case(_as("X", method_detail="WaveFT (n_frequency=5000)")).config["n_frequency"] == 5000
+    lily = vr.row_case(_as("X", method_detail="Lily (stride_A=14, num_B=2)")).config
+    assert (lily["stride_A"], lily["num_B"]) == (14, 2)
+    assert vr.row_case(_as("X", method_detail="DEFT (para: true)")).config["deft_para"] is True
+    assert "deft_para" not in vr.row_case(_as("X", method_detail="DEFT (relu)")).config
     road = vr.row_case(_as("X", method_detail="RoAd (variant road_2, group_size 64)")).config
     assert (road["road_variant"], road["group_size"]) == ("road_2", 64)
 
