@@ -67,7 +67,7 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"), ("beft", "beft"), ("road", "road"),
                ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"), ("vb-lora", "vblora"),
                ("vblora", "vblora"), ("unilora", "unilora"), ("deft", "deft"), ("lily", "lily"),
-               ("peanut", "peanut"))
+               ("peanut", "peanut"), ("tinylora", "tinylora"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
 _SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",
@@ -152,6 +152,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     lily = {key: re.search(rf"{key.lower()}\W*(\d+)", text) for key in ("stride_A", "num_B")}
     if peft_type == "lily":  # LilyConfig.stride_A, num_B (the text is lowercased)
         out.update((key, int(m.group(1))) for key, m in lily.items() if m)
+    tying = re.search(r"weight_tying\W*([0-9.]+)", text)
+    if peft_type == "tinylora" and tying:  # TinyLoraConfig.weight_tying (u keeps its default unless stated)
+        out["weight_tying"] = float(tying.group(1).rstrip("."))
     if peft_type == "deft" and re.search(r"\bpara\b\W*(true|yes)|\bpara\b(?!\W*(false|no))", text):
         out["deft_para"] = True  # DeftConfig.para (PaRa: subspace removal only)
     variant = re.search(r"\broad_([124])\b", text)

@@ -11,7 +11,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora", "deft", "lily", "peanut")
+              "vblora", "unilora", "deft", "lily", "peanut", "tinylora")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
@@ -70,6 +70,10 @@ CONFLICTS: tuple[Conflict, ...] = (
              "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
              "use method lora"),
     # PEANuT builds its update from the base weight itself (W.T.to(fp32)): a packed 4/8-bit weight fails its matmul
+    # TinyLoRA makes its trainable vector in the target weight's dtype (tuners/tinylora/model.py): packed uint8 fails
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "tinylora",
+             "peft_type tinylora makes its vectors in the base weight's dtype, which a {method} base packs as integers "
+             "(PEFT 0.21 fails); use method lora"),
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
              "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
              "method lora"),

@@ -154,7 +154,7 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth)",
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -162,7 +162,7 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth)",
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -170,7 +170,7 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth)"),
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -242,6 +242,14 @@ FIELDS: tuple[Field, ...] = (
                               "PeanutConfig.depth: kodlovchi va dekodlovchining yashirin qatlamlari",
                               "PeanutConfig.depth: hidden encoder and decoder layers"),
           low=0, high=1024),
+    Field("tinylora_u", "int", 64, ("TinyLoraConfig.u: длина обучаемого вектора каждой группы слоёв",
+                                    "TinyLoraConfig.u: har bir qatlamlar guruhining o‘qitiladigan vektori uzunligi",
+                                    "TinyLoraConfig.u: the trainable vector's length per group of layers"),
+          low=1, high=1 << 20),
+    Field("weight_tying", "float", 0.0, ("TinyLoraConfig.weight_tying: доля слоёв с общим вектором, от 0 до 1",
+                                         "TinyLoraConfig.weight_tying: umumiy vektorli qatlamlar ulushi, 0 dan 1 gacha",
+                                         "TinyLoraConfig.weight_tying: the share of layers tied to one vector, 0 to 1"),
+          low=0.0, high=1.0),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "

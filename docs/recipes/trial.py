@@ -190,6 +190,8 @@ class RunConfig:
     stride_A: int = 1  # Lily (LilyConfig's defaults)
     num_B: int = 2
     depth: int = 0  # PEANuT (PeanutConfig's default)
+    tinylora_u: int = 64  # TinyLoRA (TinyLoraConfig's u and weight_tying)
+    weight_tying: float = 0.0
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
@@ -539,7 +541,7 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth)",
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -547,7 +549,7 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth)",
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -555,7 +557,7 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth)"),
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -627,6 +629,14 @@ FIELDS: tuple[Field, ...] = (
                               "PeanutConfig.depth: kodlovchi va dekodlovchining yashirin qatlamlari",
                               "PeanutConfig.depth: hidden encoder and decoder layers"),
           low=0, high=1024),
+    Field("tinylora_u", "int", 64, ("TinyLoraConfig.u: длина обучаемого вектора каждой группы слоёв",
+                                    "TinyLoraConfig.u: har bir qatlamlar guruhining o‘qitiladigan vektori uzunligi",
+                                    "TinyLoraConfig.u: the trainable vector's length per group of layers"),
+          low=1, high=1 << 20),
+    Field("weight_tying", "float", 0.0, ("TinyLoraConfig.weight_tying: доля слоёв с общим вектором, от 0 до 1",
+                                         "TinyLoraConfig.weight_tying: umumiy vektorli qatlamlar ulushi, 0 dan 1 gacha",
+                                         "TinyLoraConfig.weight_tying: the share of layers tied to one vector, 0 to 1"),
+          low=0.0, high=1.0),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "
@@ -765,7 +775,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora", "deft", "lily", "peanut")
+              "vblora", "unilora", "deft", "lily", "peanut", "tinylora")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
@@ -824,6 +834,10 @@ CONFLICTS: tuple[Conflict, ...] = (
              "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
              "use method lora"),
     # PEANuT builds its update from the base weight itself (W.T.to(fp32)): a packed 4/8-bit weight fails its matmul
+    # TinyLoRA makes its trainable vector in the target weight's dtype (tuners/tinylora/model.py): packed uint8 fails
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "tinylora",
+             "peft_type tinylora makes its vectors in the base weight's dtype, which a {method} base packs as integers "
+             "(PEFT 0.21 fails); use method lora"),
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
              "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
              "method lora"),

@@ -211,6 +211,9 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         tensors += module_tensors(cfg, lin, arch.layers * lin.count, lin in ff)
     if kind == "lily":
         tensors += _lily(cfg, arch, targets)
+    if kind == "tinylora":  # tinylora_v [u] per group of tied layers (tuners/tinylora/model.py: Python's round)
+        groups = max(1, round(arch.layers * sum(lin.count for lin in targets) * (1.0 - cfg.weight_tying)))
+        tensors.append((1, cfg.tinylora_u, groups))
     if kind == "vblora":
         tensors.append((cfg.num_vectors, cfg.vector_length, 1))  # vblora_vector_bank, shared by every layer
     if kind == "unilora":
@@ -225,7 +228,8 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     ex = saved_extras(cfg, targets)
     if kind == "deft" and cfg.deft_para:
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
-    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""), frozen_a=vera_like or kind == "miss",
+    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""),
+                     frozen_a=vera_like or kind in ("miss", "tinylora"),
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
                      rank=ex.rank, dense=ex.dense, out_fp32=ex.per_token, fixed=ex.fixed, assembled=ex.assembled)
 

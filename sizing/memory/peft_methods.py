@@ -52,6 +52,8 @@ APPROXIMATE = {
             "(measured on CPU with a bf16 base); its backward temporaries are not counted",
     "peanut": "PEANuT's saved tensors are modelled from CPU measurements: the fp32 input copy, an fp32 copy of each "
               "adapted weight and the dense update built from it; the update's temporaries are not counted",
+    "tinylora": "TinyLoRA's saved tensors are modelled as LoRA-FA's at rank r (its A and B are frozen buffers, "
+                "measured on CPU); its A, B and P buffers are not counted",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -98,7 +100,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
                "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora", "lily",
-               "peanut", "deft")
+               "peanut", "deft", "tinylora")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -188,7 +190,7 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
     if kind == "deft":  # deft_P [out, r'] and (not under PaRa) deft_R [r', in]; r' = min(r, out) (update_layer)
         rr = min(r, o)
         return [(o, rr, k)] + ([] if cfg.deft_para else [(rr, i, k)])
-    if kind == "lily":  # shared across layers: adapters._lily
+    if kind in ("lily", "tinylora"):  # shared across layers: adapters._lily, adapters._other
         return []
     if kind == "peanut":  # peanut_A [r, out], peanut_B [out, r], depth encoder and decoder layers [r, r] each
         return [(r, o, 2 * k)] + ([(r, r, 2 * cfg.depth * k)] if cfg.depth else [])
@@ -278,6 +280,9 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         return Extras(per_token=4 * (outs + r * modules), assembled=r * outs + (0 if cfg.deft_para else r * ins))
     if kind == "lily":  # the router's softmax per token; the num_B-mixed B [r, out] and the mix weights per layer
         return Extras(per_token=4 * cfg.num_B * modules, fixed=4 * r * outs + 4 * cfg.num_B * modules)
+    if kind == "tinylora":  # the rank r' = min(r, in, out) R [r', r'] built from v and P each forward
+        return Extras(rank=min([r, *(min(lin.in_features, lin.out_features) for lin in targets)]),
+                      fixed=4 * r * r * modules)
     if kind == "peanut":  # x's fp32 copy (no r-wide intermediate); W.T in fp32 and the dense update from it, and
         # 1 + 3 depth [in, r] activations of the weight
         return Extras(rank=0, dense=2 * products + (1 + 3 * cfg.depth) * r * ins)

@@ -82,6 +82,8 @@ CASES = {
              lambda: peft.LilyConfig(r=8, stride_A=2, num_B=3, target_modules=ALL)),
     "peanut": ({"peft_type": "peanut", "r": 4, "depth": 1, "target_modules": ALL},
                lambda: peft.PeanutConfig(r=4, depth=1, target_modules=ALL)),
+    "tinylora": ({"peft_type": "tinylora", "r": 2, "tinylora_u": 13, "weight_tying": 0.3, "target_modules": ALL},
+                 lambda: peft.TinyLoraConfig(r=2, u=13, weight_tying=0.3, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -303,6 +305,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "lily": ({"peft_type": "lily", "r": 8}, lambda targets: peft.LilyConfig(r=8, target_modules=targets)),
     "peanut": ({"peft_type": "peanut", "r": 8, "depth": 2},
                lambda targets: peft.PeanutConfig(r=8, depth=2, target_modules=targets)),
+    "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda targets: peft.TinyLoraConfig(r=2, target_modules=targets)),
 }
 
 
@@ -314,7 +317,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("unilora", QV, "bfloat16", False), ("unilora", ALL, "bfloat16", False), ("unilora", QV, "float32", True),
     ("deft", QV, "bfloat16", False), ("deft", ALL, "bfloat16", False), ("deft_para", QV, "bfloat16", False),
     ("lily", QV, "bfloat16", False), ("lily", ALL, "bfloat16", False),
-    ("peanut", QV, "bfloat16", False), ("peanut", ALL, "bfloat16", False)])
+    ("peanut", QV, "bfloat16", False), ("peanut", ALL, "bfloat16", False),
+    ("tinylora", QV, "bfloat16", False), ("tinylora", ALL, "bfloat16", False)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's

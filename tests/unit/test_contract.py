@@ -56,7 +56,7 @@ MINIMAL = {
     "num_virtual_tokens": 20, "decompose_factor": -1, "gralora_k": 2, "n_frequency": 1000, "block_size": 256,
     "road_variant": "road_1", "group_size": 64, "num_vectors": 256, "vector_length": 256, "topk": 2,
     "theta_d_length": 256, "deft_para": False, "stride_A": 1, "num_B": 2, "depth": 0,
-    "encoder_hidden_size": None, "feedforward_modules": None,
+    "tinylora_u": 64, "weight_tying": 0.0, "encoder_hidden_size": None, "feedforward_modules": None,
     "adapter_dtype": "auto",
     "max_seq_length": 1024, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "packing": False,
     "gradient_checkpointing": False, "attn_implementation": "sdpa", "optim": "adamw_torch_fused",

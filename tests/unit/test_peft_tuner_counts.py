@@ -59,6 +59,10 @@ QV = ["q_proj", "v_proj"]
     # peanut--llama-3.2-3B-rank1-relu-depth0-s32.0.json and -rank32-...: PeanutConfig(r=1 / 32, depth=0)
     ({"peft_type": "peanut", "r": 1}, 229_376),
     ({"peft_type": "peanut", "r": 32}, 7_340_032),
+    # tinylora--llama-3.2-3B-default.json and -weight-tying.json: TinyLoraConfig(r=2, u=64, weight_tying=0 / 1):
+    # a vector per adapted module (56), or one for all
+    ({"peft_type": "tinylora", "r": 2}, 3_584),
+    ({"peft_type": "tinylora", "r": 2, "weight_tying": 1.0}, 64),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -100,12 +104,12 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-@pytest.mark.parametrize("kind", ["road", "peanut"])
+@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora"])
 def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
     8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
-    its update from W.T, which a k-bit base stores packed: its forward fails (both measured on CPU, bitsandbytes
-    0.50.2)."""
+    its update from W.T, which a k-bit base stores packed: its forward fails; TinyLoRA makes its vector in the packed
+    weight's integer dtype and fails in get_peft_model (measured on CPU, bitsandbytes 0.50.2)."""
     with pytest.raises(SizingError) as err:
         parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")
