@@ -11,7 +11,9 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora", "deft", "lily", "peanut", "tinylora")
+              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora")
+GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
+                                                                                                  "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
 DTYPES = ("bfloat16", "float16", "float32")
 # transformers/trl are the Hugging Face stack; custom = a plain PyTorch loop over a transformers model
@@ -74,6 +76,9 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "tinylora",
              "peft_type tinylora makes its vectors in the base weight's dtype, which a {method} base packs as integers "
              "(PEFT 0.21 fails); use method lora"),
+    # GLoRA adapts plain nn.Linear only (tuners/glora/model.py: an exact type check refuses bitsandbytes' layers)
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "glora",
+             "peft_type glora adapts plain nn.Linear layers only, not a {method} base's (PEFT 0.21); use method lora"),
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
              "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
              "method lora"),

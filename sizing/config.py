@@ -69,6 +69,9 @@ class RunConfig:
     depth: int = 0  # PEANuT (PeanutConfig's default)
     tinylora_u: int = 64  # TinyLoRA (TinyLoraConfig's u and weight_tying)
     weight_tying: float = 0.0
+    config_A_B: str = "lora"  # GLoRA (GloraConfig's defaults)
+    config_C: str = "lora"
+    config_D_E: str = "constant"
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases

@@ -13,6 +13,9 @@ from .choices import CONFLICTS as CONFLICTS
 from .choices import DTYPE_ALIASES as DTYPE_ALIASES
 from .choices import DTYPES as DTYPES
 from .choices import FRAMEWORKS as FRAMEWORKS
+from .choices import GLORA_AB as GLORA_AB
+from .choices import GLORA_C as GLORA_C
+from .choices import GLORA_DE as GLORA_DE
 from .choices import LOSSES as LOSSES
 from .choices import METHODS as METHODS
 from .choices import OPTIMIZERS as OPTIMIZERS
@@ -154,7 +157,8 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth), tinylora (tinylora_u, weight_tying)",
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
+                                       "config_C, config_D_E)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -162,7 +166,8 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth), tinylora (tinylora_u, weight_tying)",
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
+                                       "config_C, config_D_E)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -170,7 +175,8 @@ FIELDS: tuple[Field, ...] = (
                                        "road (road_variant, group_size), waveft (n_frequency), "
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
-                                       "peanut (depth), tinylora (tinylora_u, weight_tying)"),
+                                       "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
+                                       "config_C, config_D_E)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -250,6 +256,20 @@ FIELDS: tuple[Field, ...] = (
                                          "TinyLoraConfig.weight_tying: umumiy vektorli qatlamlar ulushi, 0 dan 1 gacha",
                                          "TinyLoraConfig.weight_tying: the share of layers tied to one vector, 0 to 1"),
           low=0.0, high=1.0),
+    Field("config_A_B", "str", "lora", ("GloraConfig.config_A_B: пути A и B — lora (ранг r), vector, constant, none",
+                                        "GloraConfig.config_A_B: A va B yo‘llari — lora (r rang), vector, constant, "
+                                        "none",
+                                        "GloraConfig.config_A_B: the A and B paths, lora (rank r), vector, constant, "
+                                        "none"),
+          choices=GLORA_AB),
+    Field("config_C", "str", "lora", ("GloraConfig.config_C: путь C (только у слоёв со смещением)",
+                                      "GloraConfig.config_C: C yo‘li (faqat siljishli qatlamlarda)",
+                                      "GloraConfig.config_C: the C path (layers with a bias only)"),
+          choices=GLORA_C),
+    Field("config_D_E", "str", "constant", ("GloraConfig.config_D_E: пути D и E (только у слоёв со смещением)",
+                                            "GloraConfig.config_D_E: D va E yo‘llari (faqat siljishli qatlamlarda)",
+                                            "GloraConfig.config_D_E: the D and E paths (layers with a bias only)"),
+          choices=GLORA_DE),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "

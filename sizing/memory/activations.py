@@ -60,6 +60,7 @@ class LayerWalker:
         self.inner = trainable.inner or r  # the saved intermediate's width (lora_A's output: r)
         self.has_a = trainable.has_a
         self.out_saved = trainable.out_saved
+        self.copies_input = trainable.copies_input
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
         self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
@@ -137,7 +138,7 @@ class LayerWalker:
                     shared = True
             if lin.name in self.targets:
                 cur, copied = tensor_bytes, False
-                if reg.peft_copies(cur):
+                if self.copies_input and reg.peft_copies(cur):
                     cur, copied = reg.adapter, True  # lora.Linear._cast_input_dtype
                 if reg.dropout > 0:
                     mask = reg.mask_bytes(cur) * width
@@ -358,6 +359,10 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     const += trainable.dense * (reg.compute if reg.autocast else reg.adapter) + trainable.fixed
     if not reg.autocast:  # VB-LoRA's and UniLoRA's built lora_A and lora_B (autocast's copies are walked as LoRA's)
         const += trainable.assembled * reg.adapter
+    # GLoRA's effective weight, in the base's dtype (under autocast: the compute-dtype copy its matmul reads, and the
+    # copies of the A and B paths' factors their product reads)
+    const += trainable.weight_sized * (reg.compute if reg.autocast else reg.weight)
+    const += trainable.autocast_copied * reg.compute if reg.autocast else 0
     if trainable.out_fp32:  # RoAd: fp32 whatever autocast does (its multiplies promote to the fp32 parameters)
         layer.pieces.append(trainable.out_fp32)
         per_token += trainable.out_fp32

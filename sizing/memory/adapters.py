@@ -43,6 +43,9 @@ class Trainable:
     out_fp32: int = 0  # bytes per token per decoder layer of fp32 output-sized tensors kept (RoAd)
     fixed: int = 0  # bytes per decoder layer the adapters keep whatever the tokens and dtypes (RoAd's cos/sin vectors)
     assembled: int = 0  # elements per decoder layer of adapter weights built each forward, kept by their matmuls
+    weight_sized: int = 0  # elements per decoder layer of weights built in the base's dtype each forward, kept (GLoRA)
+    copies_input: bool = True  # whether the adapters read an fp32 copy of their input (GLoRA's reads it as it is)
+    autocast_copied: int = 0  # elements per decoder layer of trained factors autocast copies for a matmul (GLoRA)
 
     @property
     def params(self) -> int:
@@ -231,7 +234,9 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""),
                      frozen_a=vera_like or kind in ("miss", "tinylora"),
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
-                     rank=ex.rank, dense=ex.dense, out_fp32=ex.per_token, fixed=ex.fixed, assembled=ex.assembled)
+                     rank=ex.rank, dense=ex.dense, out_fp32=ex.per_token, fixed=ex.fixed, assembled=ex.assembled,
+                     weight_sized=ex.weight_sized, copies_input=ex.copies_input,
+                     autocast_copied=ex.autocast_copied)
 
 
 def _lily(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> list[tuple[int, int, int]]:

@@ -54,6 +54,8 @@ APPROXIMATE = {
               "adapted weight and the dense update built from it; the update's temporaries are not counted",
     "tinylora": "TinyLoRA's saved tensors are modelled as LoRA-FA's at rank r (its A and B are frozen buffers, "
                 "measured on CPU); its A, B and P buffers are not counted",
+    "glora": "GLoRA's saved tensors are modelled from CPU measurements (the layer input as it is and the dense "
+             "effective weight it builds); its forward and backward temporaries, out x in each, are not counted",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -100,7 +102,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
                "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora", "lily",
-               "peanut", "deft", "tinylora")
+               "peanut", "deft", "tinylora", "glora")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -192,6 +194,15 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return [(o, rr, k)] + ([] if cfg.deft_para else [(rr, i, k)])
     if kind in ("lily", "tinylora"):  # shared across layers: adapters._lily, adapters._other
         return []
+    if kind == "glora":  # A and B paths each: Xd [out, r] and Xu [r, in], [out, 1] or [1]; on a layer with a bias
+        # the C path ([in, r] and [r, 1], or [in, 1]) and D and E ([out] or [1] each) too (tuners/glora/layer.py)
+        ab = {"lora": [(o, r, 2 * k), (r, i, 2 * k)], "vector": [(o, 1, 2 * k)], "constant": [(1, 1, 2 * k)],
+              "none": []}[cfg.config_A_B]
+        if not lin.bias:
+            return ab
+        c = {"lora": [(i, r, k), (r, 1, k)], "vector": [(i, 1, k)], "none": []}[cfg.config_C]
+        de = {"vector": [(1, o, 2 * k)], "constant": [(1, 1, 2 * k)], "none": []}[cfg.config_D_E]
+        return ab + c + de
     if kind == "peanut":  # peanut_A [r, out], peanut_B [out, r], depth encoder and decoder layers [r, r] each
         return [(r, o, 2 * k)] + ([(r, r, 2 * cfg.depth * k)] if cfg.depth else [])
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
@@ -253,6 +264,9 @@ class Extras:
     per_token: int = 0  # bytes per token of fp32 tensors kept whatever autocast does
     fixed: int = 0  # bytes kept whatever the tokens and dtypes
     assembled: int = 0  # elements of adapter weights built each forward and kept by their matmuls (not under autocast)
+    weight_sized: int = 0  # elements of weights built in the base weight's dtype each forward and kept (GLoRA)
+    copies_input: bool = True  # False: the adapter's matmul reads the layer input as it is (GLoRA), no fp32 copy
+    autocast_copied: int = 0  # elements of trained factors autocast copies for a matmul (GLoRA's Xd @ Xu)
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
@@ -280,6 +294,10 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         return Extras(per_token=4 * (outs + r * modules), assembled=r * outs + (0 if cfg.deft_para else r * ins))
     if kind == "lily":  # the router's softmax per token; the num_B-mixed B [r, out] and the mix weights per layer
         return Extras(per_token=4 * cfg.num_B * modules, fixed=4 * r * outs + 4 * cfg.num_B * modules)
+    if kind == "glora":  # F.linear(x, W + W * A + B) keeps x as it is and that effective weight [out, in]
+        lora = cfg.config_A_B == "lora"
+        return Extras(rank=0, weight_sized=products, copies_input=False,
+                      autocast_copied=2 * r * (ins + outs) if lora else 0)
     if kind == "tinylora":  # the rank r' = min(r, in, out) R [r', r'] built from v and P each forward
         return Extras(rank=min([r, *(min(lin.in_features, lin.out_features) for lin in targets)]),
                       fixed=4 * r * r * modules)

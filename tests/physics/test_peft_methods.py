@@ -84,6 +84,11 @@ CASES = {
                lambda: peft.PeanutConfig(r=4, depth=1, target_modules=ALL)),
     "tinylora": ({"peft_type": "tinylora", "r": 2, "tinylora_u": 13, "weight_tying": 0.3, "target_modules": ALL},
                  lambda: peft.TinyLoraConfig(r=2, u=13, weight_tying=0.3, target_modules=ALL)),
+    "glora": ({"peft_type": "glora", "r": 4, "target_modules": ALL}, lambda: peft.GloraConfig(r=4, target_modules=ALL)),
+    "glora_vector": ({"peft_type": "glora", "config_A_B": "vector", "config_C": "vector", "config_D_E": "vector",
+                      "target_modules": QV},
+                     lambda: peft.GloraConfig(config_A_B="vector", config_C="vector", config_D_E="vector",
+                                              target_modules=QV)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -306,6 +311,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "peanut": ({"peft_type": "peanut", "r": 8, "depth": 2},
                lambda targets: peft.PeanutConfig(r=8, depth=2, target_modules=targets)),
     "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda targets: peft.TinyLoraConfig(r=2, target_modules=targets)),
+    "glora": ({"peft_type": "glora", "r": 8}, lambda targets: peft.GloraConfig(r=8, target_modules=targets)),
 }
 
 
@@ -318,7 +324,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("deft", QV, "bfloat16", False), ("deft", ALL, "bfloat16", False), ("deft_para", QV, "bfloat16", False),
     ("lily", QV, "bfloat16", False), ("lily", ALL, "bfloat16", False),
     ("peanut", QV, "bfloat16", False), ("peanut", ALL, "bfloat16", False),
-    ("tinylora", QV, "bfloat16", False), ("tinylora", ALL, "bfloat16", False)])
+    ("tinylora", QV, "bfloat16", False), ("tinylora", ALL, "bfloat16", False),
+    ("glora", QV, "bfloat16", False), ("glora", ALL, "bfloat16", False), ("glora", QV, "float32", True)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's

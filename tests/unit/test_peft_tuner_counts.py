@@ -63,6 +63,10 @@ QV = ["q_proj", "v_proj"]
     # a vector per adapted module (56), or one for all
     ({"peft_type": "tinylora", "r": 2}, 3_584),
     ({"peft_type": "tinylora", "r": 2, "weight_tying": 1.0}, 64),
+    # glora--llama-3.2-3B-default.json and -vector-paths.json: GloraConfig(r=8) and config_A_B / config_C "vector"
+    # (Llama's projections have no bias: the C, D and E paths are zero buffers)
+    ({"peft_type": "glora", "r": 8}, 4_587_520),
+    ({"peft_type": "glora", "config_A_B": "vector", "config_C": "vector"}, 229_376),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -104,12 +108,13 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora"])
+@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora"])
 def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
     8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
     its update from W.T, which a k-bit base stores packed: its forward fails; TinyLoRA makes its vector in the packed
-    weight's integer dtype and fails in get_peft_model (measured on CPU, bitsandbytes 0.50.2)."""
+    weight's integer dtype and fails in get_peft_model; GLoRA refuses any layer but a plain nn.Linear (measured on
+    CPU, bitsandbytes 0.50.2)."""
     with pytest.raises(SizingError) as err:
         parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")
