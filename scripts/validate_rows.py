@@ -67,7 +67,7 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"), ("beft", "beft"), ("road", "road"),
                ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"), ("vb-lora", "vblora"),
                ("vblora", "vblora"), ("unilora", "unilora"), ("deft", "deft"), ("lily", "lily"),
-               ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"))
+               ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
 _SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",

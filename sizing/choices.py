@@ -11,7 +11,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora")
+              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
@@ -79,6 +79,11 @@ CONFLICTS: tuple[Conflict, ...] = (
     # GLoRA adapts plain nn.Linear only (tuners/glora/model.py: an exact type check refuses bitsandbytes' layers)
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "glora",
              "peft_type glora adapts plain nn.Linear layers only, not a {method} base's (PEFT 0.21); use method lora"),
+    # PSOFT factorizes the base weight at init and refuses an integer one (tuners/psoft/layer.py: "PSOFT init requires
+    # float32/float16/bfloat16")
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "psoft",
+             "peft_type psoft factorizes the base weight at init, which a {method} base stores as integers (PEFT 0.21 "
+             "refuses it); use method lora"),
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
              "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
              "method lora"),

@@ -72,6 +72,9 @@ class RunConfig:
     config_A_B: str = "lora"  # GLoRA (GloraConfig's defaults)
     config_C: str = "lora"
     config_D_E: str = "constant"
+    psoft_orth: bool = True  # PSOFT (PsoftConfig's defaults)
+    psoft_mag_a: bool = True
+    psoft_mag_b: bool = True
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases

@@ -158,7 +158,7 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E)",
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -167,7 +167,7 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E)",
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -176,7 +176,7 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E)"),
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -270,6 +270,15 @@ FIELDS: tuple[Field, ...] = (
                                             "GloraConfig.config_D_E: D va E yo‘llari (faqat siljishli qatlamlarda)",
                                             "GloraConfig.config_D_E: the D and E paths (layers with a bias only)"),
           choices=GLORA_DE),
+    Field("psoft_orth", "bool", True, ("PsoftConfig.psoft_orth: R ортогональна (r(r-1)/2 параметров), иначе r x r",
+                                       "PsoftConfig.psoft_orth: R ortogonal (r(r-1)/2 parametr), aks holda r x r",
+                                       "PsoftConfig.psoft_orth: R orthogonal (r(r-1)/2 parameters), else r x r")),
+    Field("psoft_mag_a", "bool", True, ("PsoftConfig.psoft_mag_a: обучаемый вектор масштаба r со стороны A",
+                                        "PsoftConfig.psoft_mag_a: A tomonidagi o‘qitiladigan r masshtab vektori",
+                                        "PsoftConfig.psoft_mag_a: a trained r-wide scale on A's side")),
+    Field("psoft_mag_b", "bool", True, ("PsoftConfig.psoft_mag_b: обучаемый вектор масштаба r со стороны B",
+                                        "PsoftConfig.psoft_mag_b: B tomonidagi o‘qitiladigan r masshtab vektori",
+                                        "PsoftConfig.psoft_mag_b: a trained r-wide scale on B's side")),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "

@@ -148,8 +148,10 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         if reg.profile.separate_lm_head and arch.tied_embeddings:
             arch = replace(arch, tied_embeddings=False)  # LitGPT 2024 holds the head as its own weight
         tr = trainable(cfg, arch)
-        adapters = tr.params + tr.idle if cfg.is_peft else 0  # idle: the vision tower's, never trained
-        w = weights(cfg, arch, reg, adapters, frozenset(lin.name for lin in tr.targets))
+        # idle: the vision tower's, never trained; buffers: tuners' frozen factors (PSOFT's, TinyLoRA's), in the
+        # adapters' dtype, and their int64 indices
+        adapters = tr.params + tr.idle + tr.buffers if cfg.is_peft else 0
+        w = weights(cfg, arch, reg, adapters, frozenset(lin.name for lin in tr.targets), tr.index_bytes)
         grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
         opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
         if cfg.parallelism in ("zero2", "zero3") and grad_elem < 4:

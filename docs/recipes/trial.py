@@ -195,6 +195,9 @@ class RunConfig:
     config_A_B: str = "lora"  # GLoRA (GloraConfig's defaults)
     config_C: str = "lora"
     config_D_E: str = "constant"
+    psoft_orth: bool = True  # PSOFT (PsoftConfig's defaults)
+    psoft_mag_a: bool = True
+    psoft_mag_b: bool = True
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
@@ -548,7 +551,7 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E)",
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -557,7 +560,7 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E)",
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -566,7 +569,7 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E)"),
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -660,6 +663,15 @@ FIELDS: tuple[Field, ...] = (
                                             "GloraConfig.config_D_E: D va E yo‘llari (faqat siljishli qatlamlarda)",
                                             "GloraConfig.config_D_E: the D and E paths (layers with a bias only)"),
           choices=GLORA_DE),
+    Field("psoft_orth", "bool", True, ("PsoftConfig.psoft_orth: R ортогональна (r(r-1)/2 параметров), иначе r x r",
+                                       "PsoftConfig.psoft_orth: R ortogonal (r(r-1)/2 parametr), aks holda r x r",
+                                       "PsoftConfig.psoft_orth: R orthogonal (r(r-1)/2 parameters), else r x r")),
+    Field("psoft_mag_a", "bool", True, ("PsoftConfig.psoft_mag_a: обучаемый вектор масштаба r со стороны A",
+                                        "PsoftConfig.psoft_mag_a: A tomonidagi o‘qitiladigan r masshtab vektori",
+                                        "PsoftConfig.psoft_mag_a: a trained r-wide scale on A's side")),
+    Field("psoft_mag_b", "bool", True, ("PsoftConfig.psoft_mag_b: обучаемый вектор масштаба r со стороны B",
+                                        "PsoftConfig.psoft_mag_b: B tomonidagi o‘qitiladigan r masshtab vektori",
+                                        "PsoftConfig.psoft_mag_b: a trained r-wide scale on B's side")),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "
@@ -798,7 +810,7 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora")
+              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
@@ -866,6 +878,11 @@ CONFLICTS: tuple[Conflict, ...] = (
     # GLoRA adapts plain nn.Linear only (tuners/glora/model.py: an exact type check refuses bitsandbytes' layers)
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "glora",
              "peft_type glora adapts plain nn.Linear layers only, not a {method} base's (PEFT 0.21); use method lora"),
+    # PSOFT factorizes the base weight at init and refuses an integer one (tuners/psoft/layer.py: "PSOFT init requires
+    # float32/float16/bfloat16")
+    Conflict((("method", ("qlora", "lora8")),), "peft_type", "psoft",
+             "peft_type psoft factorizes the base weight at init, which a {method} base stores as integers (PEFT 0.21 "
+             "refuses it); use method lora"),
     Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
              "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
              "method lora"),

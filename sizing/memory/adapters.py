@@ -46,6 +46,8 @@ class Trainable:
     weight_sized: int = 0  # elements per decoder layer of weights built in the base's dtype each forward, kept (GLoRA)
     copies_input: bool = True  # whether the adapters read an fp32 copy of their input (GLoRA's reads it as it is)
     autocast_copied: int = 0  # elements per decoder layer of trained factors autocast copies for a matmul (GLoRA)
+    buffers: int = 0  # elements of the tuner's frozen buffers in the adapters' dtype, whole model (PSOFT, TinyLoRA)
+    index_bytes: int = 0  # bytes of its int64 index buffers, whole model (UniLoRA, PSOFT)
 
     @property
     def params(self) -> int:
@@ -173,10 +175,11 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
                           field="target_modules", unknown=[LM_HEAD])
     bad = [lin.name for lin in targets if not widths_ok(kind, lin, cfg.r)]
     if bad:
-        need = {"oft": "divide the input width", "shira": "keep r * (in + out) within in * out"}.get(
-            kind, "be at most the input width")
+        need = {"oft": "divide the input width", "shira": "keep r * (in + out) within in * out",
+                "psoft": "be at most the input and output widths"}.get(kind, "be at most the input width")
         most = min(lin.in_features * lin.out_features // (lin.in_features + lin.out_features) if kind == "shira"
-                   else lin.in_features for lin in targets)
+                   else min(lin.in_features, lin.out_features) if kind == "psoft" else lin.in_features
+                   for lin in targets)
         raise SizingError("rank_too_large", f"r={cfg.r} must {need} of {', '.join(bad)} for {kind}",
                           field="r", value=cfg.r, max=most)
     k = cfg.gralora_k
@@ -232,11 +235,12 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     if kind == "deft" and cfg.deft_para:
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""),
-                     frozen_a=vera_like or kind in ("miss", "tinylora"),
+                     frozen_a=vera_like or kind in ("miss", "tinylora", "psoft"),
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
                      rank=ex.rank, dense=ex.dense, out_fp32=ex.per_token, fixed=ex.fixed, assembled=ex.assembled,
                      weight_sized=ex.weight_sized, copies_input=ex.copies_input,
-                     autocast_copied=ex.autocast_copied)
+                     autocast_copied=ex.autocast_copied, buffers=ex.buffers * arch.layers,
+                     index_bytes=ex.index_bytes * arch.layers)
 
 
 def _lily(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> list[tuple[int, int, int]]:

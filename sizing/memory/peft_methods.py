@@ -45,7 +45,7 @@ APPROXIMATE = {
     "vblora": "VB-LoRA's saved tensors are modelled as LoRA's at rank r plus the A and B it assembles from the bank "
               "(measured on CPU); its top-k gathers' temporaries are not counted",
     "unilora": "UniLoRA's saved tensors are modelled as LoRA's at rank r plus the A and B it gathers from its vector "
-               "(measured on CPU); its index and scale buffers (12 r (in + out) bytes per layer) are not counted",
+               "(measured on CPU); its gathers' temporaries are not counted",
     "deft": "DEFT's saved tensors are modelled from CPU measurements with a bf16 base (its fp32 output, projections "
             "and rebuilt factors); under autocast it returns its input's dtype, which the walk does not follow",
     "lily": "Lily's saved tensors are modelled as LoRA's at rank r plus its router's softmax and the combined B "
@@ -53,9 +53,11 @@ APPROXIMATE = {
     "peanut": "PEANuT's saved tensors are modelled from CPU measurements: the fp32 input copy, an fp32 copy of each "
               "adapted weight and the dense update built from it; the update's temporaries are not counted",
     "tinylora": "TinyLoRA's saved tensors are modelled as LoRA-FA's at rank r (its A and B are frozen buffers, "
-                "measured on CPU); its A, B and P buffers are not counted",
+                "measured on CPU); autocast's copies of its buffers are not walked",
     "glora": "GLoRA's saved tensors are modelled from CPU measurements (the layer input as it is and the dense "
              "effective weight it builds); its forward and backward temporaries, out x in each, are not counted",
+    "psoft": "PSOFT's saved tensors are modelled as LoRA-FA's at rank r (its A and B are frozen buffers, measured on "
+             "CPU); the SVD that builds them at load, which can raise the reserved peak, is not modelled",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -102,7 +104,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
                "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora", "lily",
-               "peanut", "deft", "tinylora", "glora")
+               "peanut", "deft", "tinylora", "glora", "psoft")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -194,6 +196,9 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return [(o, rr, k)] + ([] if cfg.deft_para else [(rr, i, k)])
     if kind in ("lily", "tinylora"):  # shared across layers: adapters._lily, adapters._other
         return []
+    if kind == "psoft":  # psoft_R: the upper triangle of a skew r x r matrix (or all of it), and r-wide scales
+        return [(1, r * (r - 1) // 2 if cfg.psoft_orth else r * r, k)] + [(1, r, k)] * (cfg.psoft_mag_a +
+                                                                                          cfg.psoft_mag_b)
     if kind == "glora":  # A and B paths each: Xd [out, r] and Xu [r, in], [out, 1] or [1]; on a layer with a bias
         # the C path ([in, r] and [r, 1], or [in, 1]) and D and E ([out] or [1] each) too (tuners/glora/layer.py)
         ab = {"lora": [(o, r, 2 * k), (r, i, 2 * k)], "vector": [(o, 1, 2 * k)], "constant": [(1, 1, 2 * k)],
@@ -230,6 +235,8 @@ def widths_ok(kind: str, lin: Linear, r: int) -> bool:
         return r <= lin.in_features
     if kind == "shira":
         return r * (lin.in_features + lin.out_features) <= lin.in_features * lin.out_features
+    if kind == "psoft":  # psoft/layer.py update_layer: r <= min(in_features, out_features)
+        return r <= min(lin.in_features, lin.out_features)
     return kind != "oft" or lin.in_features % r == 0
 
 
@@ -267,6 +274,8 @@ class Extras:
     weight_sized: int = 0  # elements of weights built in the base weight's dtype each forward and kept (GLoRA)
     copies_input: bool = True  # False: the adapter's matmul reads the layer input as it is (GLoRA), no fp32 copy
     autocast_copied: int = 0  # elements of trained factors autocast copies for a matmul (GLoRA's Xd @ Xu)
+    buffers: int = 0  # elements of frozen tensors the tuner stores in the adapters' dtype (PSOFT's, TinyLoRA's A, B)
+    index_bytes: int = 0  # bytes of its int64 index buffers (UniLoRA's, PSOFT's)
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
@@ -288,7 +297,9 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         # per sub-vector
         entries = r * (ins + outs)
         mix = 4 * cfg.topk * entries + 12 * cfg.topk * entries // cfg.vector_length if kind == "vblora" else 0
-        return Extras(fixed=mix, assembled=entries)
+        # UniLoRA's scales (the adapters' dtype) and int64 indices per entry are buffers
+        return Extras(fixed=mix, assembled=entries, buffers=entries if kind == "unilora" else 0,
+                      index_bytes=8 * entries if kind == "unilora" else 0)
     if kind == "deft":  # its fp32 output and (output @ relu(P)) per token (beyond LoRA's x copy and x @ R^T, or the
         # frozen base's under PaRa); relu(P) [out, r] and R * scaling [r, in] rebuilt each forward
         return Extras(per_token=4 * (outs + r * modules), assembled=r * outs + (0 if cfg.deft_para else r * ins))
@@ -298,9 +309,16 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         lora = cfg.config_A_B == "lora"
         return Extras(rank=0, weight_sized=products, copies_input=False,
                       autocast_copied=2 * r * (ins + outs) if lora else 0)
-    if kind == "tinylora":  # the rank r' = min(r, in, out) R [r', r'] built from v and P each forward
-        return Extras(rank=min([r, *(min(lin.in_features, lin.out_features) for lin in targets)]),
-                      fixed=4 * r * r * modules)
+    if kind == "tinylora":  # the rank r' = min(r, in, out) R [r', r'] built from v and P each forward; its frozen
+        # SVD factors A [r', in], B [out, r'] and projections P [u, r', r'] are buffers
+        rr = min([r, *(min(lin.in_features, lin.out_features) for lin in targets)])
+        return Extras(rank=rr, fixed=4 * rr * rr * modules,
+                      buffers=rr * (ins + outs) + cfg.tinylora_u * rr * rr * modules)
+    if kind == "psoft":  # x @ A^T [tokens, r] (A and B are frozen SVD buffers); the Cayley solve keeps five r x r
+        # matrices and an r-vector (measured with psoft_orth and both scales, the defaults);
+        # A [r, in], B [out, r] and the skew matrix's two int64 index vectors are buffers
+        return Extras(fixed=4 * (5 * r * r + r) * modules, buffers=r * (ins + outs),
+                      index_bytes=16 * (r * (r - 1) // 2) * modules if cfg.psoft_orth else 0)
     if kind == "peanut":  # x's fp32 copy (no r-wide intermediate); W.T in fp32 and the dense update from it, and
         # 1 + 3 depth [in, r] activations of the weight
         return Extras(rank=0, dense=2 * products + (1 + 3 * cfg.depth) * r * ins)

@@ -89,6 +89,10 @@ CASES = {
                       "target_modules": QV},
                      lambda: peft.GloraConfig(config_A_B="vector", config_C="vector", config_D_E="vector",
                                               target_modules=QV)),
+    "psoft": ({"peft_type": "psoft", "r": 16, "target_modules": ALL},
+              lambda: peft.PsoftConfig(r=16, target_modules=ALL)),
+    "psoft_plain": ({"peft_type": "psoft", "r": 8, "psoft_orth": False, "psoft_mag_a": False, "target_modules": QV},
+                    lambda: peft.PsoftConfig(r=8, psoft_orth=False, psoft_mag_a=False, target_modules=QV)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -312,6 +316,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
                lambda targets: peft.PeanutConfig(r=8, depth=2, target_modules=targets)),
     "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda targets: peft.TinyLoraConfig(r=2, target_modules=targets)),
     "glora": ({"peft_type": "glora", "r": 8}, lambda targets: peft.GloraConfig(r=8, target_modules=targets)),
+    "psoft": ({"peft_type": "psoft", "r": 16}, lambda targets: peft.PsoftConfig(r=16, target_modules=targets)),
 }
 
 
@@ -325,7 +330,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("lily", QV, "bfloat16", False), ("lily", ALL, "bfloat16", False),
     ("peanut", QV, "bfloat16", False), ("peanut", ALL, "bfloat16", False),
     ("tinylora", QV, "bfloat16", False), ("tinylora", ALL, "bfloat16", False),
-    ("glora", QV, "bfloat16", False), ("glora", ALL, "bfloat16", False), ("glora", QV, "float32", True)])
+    ("glora", QV, "bfloat16", False), ("glora", ALL, "bfloat16", False), ("glora", QV, "float32", True),
+    ("psoft", QV, "bfloat16", False), ("psoft", ALL, "bfloat16", False)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
@@ -336,3 +342,28 @@ def test_output_side_tuners_saved_activations(engine, kind, targets, load, autoc
     fields, make = OUTPUT_SIDE[kind]
     _, walked = _walked_layer1(engine, {"torch_dtype": load, "bf16": autocast, "target_modules": targets, **fields})
     assert walked == _recorded_layer1(make(targets), getattr(torch, load), autocast)
+
+
+BUFFERED = {  # tuners whose frozen factors are buffers (PSOFT's and TinyLoRA's A and B, UniLoRA's indices and scales)
+    "psoft": ({"peft_type": "psoft", "r": 16}, lambda: peft.PsoftConfig(r=16, target_modules=ALL), "psoft"),
+    "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda: peft.TinyLoraConfig(r=2, target_modules=ALL), "tinylora_"),
+    "unilora": ({"peft_type": "unilora", "r": 4}, lambda: peft.UniLoraConfig(r=4, target_modules=ALL), "unilora_"),
+    "lora": ({"peft_type": "lora", "r": 4}, lambda: peft.LoraConfig(r=4, target_modules=ALL), "lora_"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUFFERED))
+def test_tuner_buffers_are_resident(engine, name):
+    """The weights the engine holds resident are PEFT's model's parameters plus the tuner's buffers, byte for byte
+    (bf16 base, fp32 adapters; LoRA: no buffers), on a tiny Llama."""
+    fields, make, prefix = BUFFERED[name]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
+    pm = peft.get_peft_model(model, make())
+    held = sum(p.numel() * p.element_size() for p in pm.parameters())
+    held += sum(b.numel() * b.element_size() for n, b in pm.named_buffers() if prefix in n)
+    est = engine.estimate(engine.load_config({"model_config": dict(harness.MODEL_CONFIGS["llama"]),
+                                              "torch_dtype": "bfloat16", "max_seq_length": 64,
+                                              "per_device_train_batch_size": 1, "target_modules": ALL, **fields}),
+                          backend="cpu")
+    assert est.detail["param_bytes"] == held

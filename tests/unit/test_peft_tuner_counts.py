@@ -67,6 +67,9 @@ QV = ["q_proj", "v_proj"]
     # (Llama's projections have no bias: the C, D and E paths are zero buffers)
     ({"peft_type": "glora", "r": 8}, 4_587_520),
     ({"peft_type": "glora", "config_A_B": "vector", "config_C": "vector"}, 229_376),
+    # psoft--llama-3.2-3B-default.json and -fast.json: PsoftConfig(r=256): the skew matrix's upper triangle and two
+    # r-wide scales per module (A and B are frozen buffers)
+    ({"peft_type": "psoft", "r": 256}, 1_856_512),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -91,6 +94,7 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "road", "group_size": 63}, "invalid_value", "group_size"),
     ({"peft_type": "road", "group_size": 48}, "invalid_value", "group_size"),  # 1024 (v_proj) is not a multiple
     ({"peft_type": "waveft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
+    ({"peft_type": "psoft", "r": 1025}, "rank_too_large", "r"),  # r <= min(in, out): v_proj's 1024
     ({"peft_type": "vblora", "vector_length": 48}, "invalid_value", "vector_length"),  # 1024 is not a multiple
     ({"peft_type": "vblora", "topk": 257}, "invalid_value", "topk"),  # top-k of 256 bank vectors
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
@@ -108,13 +112,13 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora"])
+@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft"])
 def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
     8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
     its update from W.T, which a k-bit base stores packed: its forward fails; TinyLoRA makes its vector in the packed
-    weight's integer dtype and fails in get_peft_model; GLoRA refuses any layer but a plain nn.Linear (measured on
-    CPU, bitsandbytes 0.50.2)."""
+    weight's integer dtype and fails in get_peft_model; GLoRA refuses any layer but a plain nn.Linear; PSOFT's SVD
+    init refuses an integer weight (measured on CPU, bitsandbytes 0.50.2)."""
     with pytest.raises(SizingError) as err:
         parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")

@@ -145,7 +145,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "C3A", "c3a"), ("other", "BEFT", "beft"), ("other", "RoAd", "road"), ("other", "WaveFT", "waveft"),
     ("other", "P-tuning", "p_tuning"), ("other", "VB-LoRA", "vblora"), ("other", "UniLoRA", "unilora"),
     ("other", "DEFT", "deft"), ("other", "Lily", "lily"), ("other", "PEANuT", "peanut"),
-    ("other", "TinyLoRA", "tinylora"), ("other", "GLoRA", "glora"),
+    ("other", "TinyLoRA", "tinylora"), ("other", "GLoRA", "glora"), ("other", "PSOFT", "psoft"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
