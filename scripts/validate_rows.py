@@ -67,7 +67,8 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("randlora", "randlora"), ("pvera", "pvera"), ("c3a", "c3a"), ("beft", "beft"), ("road", "road"),
                ("waveft", "waveft"), ("p-tuning", "p_tuning"), ("ptuning", "p_tuning"), ("vb-lora", "vblora"),
                ("vblora", "vblora"), ("unilora", "unilora"), ("deft", "deft"), ("lily", "lily"),
-               ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"))
+               ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"),
+               ("trainable tokens", "trainable_tokens"), ("trainable_tokens", "trainable_tokens"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
 _SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",
@@ -155,6 +156,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     tying = re.search(r"weight_tying\W*([0-9.]+)", text)
     if peft_type == "tinylora" and tying:  # TinyLoraConfig.weight_tying (u keeps its default unless stated)
         out["weight_tying"] = float(tying.group(1).rstrip("."))
+    indices = re.search(r"token_indices\W*\[([0-9,\s]+)\]", text)
+    if peft_type == "trainable_tokens" and indices:  # TrainableTokensConfig.token_indices: how many rows train
+        out["num_trainable_tokens"] = len(re.findall(r"\d+", indices.group(1)))
     if peft_type == "glora":  # GloraConfig.config_A_B, config_C, config_D_E where stated
         for key in ("config_A_B", "config_C", "config_D_E"):
             path = re.search(rf"{key.lower()}\W*(lora|vector|constant|none)\b", text)

@@ -198,6 +198,7 @@ class RunConfig:
     psoft_orth: bool = True  # PSOFT (PsoftConfig's defaults)
     psoft_mag_a: bool = True
     psoft_mag_b: bool = True
+    num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
     adapter_dtype: str = "auto"  # auto: PEFT upcasts to fp32; TRL keeps bf16 on quantized bases
@@ -551,7 +552,8 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)",
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
+                                       "trainable_tokens (num_trainable_tokens)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -560,7 +562,8 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)",
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
+                                       "trainable_tokens (num_trainable_tokens)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -569,7 +572,8 @@ FIELDS: tuple[Field, ...] = (
                                        "p_tuning (MLP, encoder_hidden_size), vblora (num_vectors, vector_length, "
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
-                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b)"),
+                                       "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
+                                       "trainable_tokens (num_trainable_tokens)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -672,6 +676,11 @@ FIELDS: tuple[Field, ...] = (
     Field("psoft_mag_b", "bool", True, ("PsoftConfig.psoft_mag_b: обучаемый вектор масштаба r со стороны B",
                                         "PsoftConfig.psoft_mag_b: B tomonidagi o‘qitiladigan r masshtab vektori",
                                         "PsoftConfig.psoft_mag_b: a trained r-wide scale on B's side")),
+    Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
+                                             "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
+                                             "uzunligi)",
+                                             "Embedding rows trainable_tokens trains (the length of token_indices)"),
+          low=1, high=1 << 24),
     Field("encoder_hidden_size", "int", None, ("PromptEncoderConfig.encoder_hidden_size (MLP); null — ширина модели",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null — model kengligi",
                                                "PromptEncoderConfig.encoder_hidden_size (MLP); null: the model's "
@@ -810,7 +819,8 @@ METHODS = ("full", "lora", "qlora", "lora8")
 PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft", "boft", "prompt_tuning",
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
-              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft")
+              "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
+              "trainable_tokens")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer

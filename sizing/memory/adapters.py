@@ -48,6 +48,7 @@ class Trainable:
     autocast_copied: int = 0  # elements per decoder layer of trained factors autocast copies for a matmul (GLoRA)
     buffers: int = 0  # elements of the tuner's frozen buffers in the adapters' dtype, whole model (PSOFT, TinyLoRA)
     index_bytes: int = 0  # bytes of its int64 index buffers, whole model (UniLoRA, PSOFT)
+    head_tokens: int = 0  # rows index-copied into a tied head's weight each forward (trainable tokens; 0: none)
 
     @property
     def params(self) -> int:
@@ -119,6 +120,10 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
     if kind in ("prompt_tuning", "prefix_tuning", "p_tuning"):
         prompt = prompt_tensors(kind, arch, cfg.num_virtual_tokens, cfg.encoder_hidden_size)
         return Trainable((), False, tuple(prompt), APPROXIMATE[kind])
+    if kind == "trainable_tokens":  # trainable_tokens_delta [tokens, hidden] on the input embedding; a tied lm_head
+        # shares it (tuners/trainable_tokens/model.py), so it too runs on an index_copy of the whole weight
+        return Trainable((), False, ((cfg.num_trainable_tokens, arch.hidden, 1),), APPROXIMATE[kind],
+                         head_tokens=cfg.num_trainable_tokens if arch.tied_embeddings else 0)
     if kind == "ln_tuning":
         return Trainable((), False, tuple(norm_tensors(arch)), APPROXIMATE[kind])
     targets, head = resolve_targets(cfg, arch)

@@ -105,6 +105,11 @@ def _head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens:
         body += walker.norm_out(reg.resid) * h * n  # the 4-bit lm_head (bitsandbytes 0.42) keeps its input
     if reg.casts(reg.lm_head_weight):
         body += c * vocab * h  # the bf16 cast of an fp32 head weight is saved for backward
+    if trainable.head_tokens and not head_trains:
+        # trainable tokens on a tied head: F.linear(x, W.index_copy(0, index, rows)) saves that new weight and its
+        # input; index_copy its int64 index and the rows cast to the weight's dtype
+        rows = trainable.head_tokens
+        body += reg.lm_head_weight * (vocab + rows) * h + walker.norm_out(reg.resid) * h * n + 8 * rows
     logits = c if reg.autocast else reg.lm_head_weight
     labels = 8 * n  # int64 targets
     head_grad = (vocab * h * grad_bytes) if reg.full else (r * (h + vocab) * grad_bytes if trainable.lm_head else 0)

@@ -56,6 +56,9 @@ APPROXIMATE = {
                 "measured on CPU); autocast's copies of its buffers are not walked",
     "glora": "GLoRA's saved tensors are modelled from CPU measurements (the layer input as it is and the dense "
              "effective weight it builds); its forward and backward temporaries, out x in each, are not counted",
+    "trainable_tokens": "trainable tokens are modelled as the frozen base whose embedding (and tied head) weight "
+                        "is rebuilt each forward: the tied head keeps that vocab x hidden copy and its input; "
+                        "the copies and gradients made in the embedding's forward and backward are not counted",
     "psoft": "PSOFT's saved tensors are modelled as LoRA-FA's at rank r (its A and B are frozen buffers, measured on "
              "CPU); the SVD that builds them at load, which can raise the reserved peak, is not modelled",
 }

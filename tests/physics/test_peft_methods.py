@@ -93,6 +93,8 @@ CASES = {
               lambda: peft.PsoftConfig(r=16, target_modules=ALL)),
     "psoft_plain": ({"peft_type": "psoft", "r": 8, "psoft_orth": False, "psoft_mag_a": False, "target_modules": QV},
                     lambda: peft.PsoftConfig(r=8, psoft_orth=False, psoft_mag_a=False, target_modules=QV)),
+    "trainable_tokens": ({"peft_type": "trainable_tokens", "num_trainable_tokens": 3},
+                         lambda: peft.TrainableTokensConfig(token_indices=[0, 5, 7])),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -367,3 +369,37 @@ def test_tuner_buffers_are_resident(engine, name):
                                               "per_device_train_batch_size": 1, "target_modules": ALL, **fields}),
                           backend="cpu")
     assert est.detail["param_bytes"] == held
+
+
+def test_trainable_tokens_tied_head_keeps_its_rebuilt_weight(engine):
+    """Trainable tokens on a tied model: the head multiplies an index_copy of the whole embedding weight, which it keeps
+    for backward with its input. What the head keeps above BEFT's (a frozen head, the same frozen body) on a tiny tied
+    Llama equals what the engine adds to its retained bytes."""
+    from torch.autograd.graph import saved_tensors_hooks
+
+    mc = dict(harness.MODEL_CONFIGS["llama"], tie_word_embeddings=True)
+
+    def head_saved(pcfg) -> int:
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**mc), dtype=torch.bfloat16)
+        pm = peft.get_peft_model(model, pcfg)
+        rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+        ids = torch.randint(0, 8192, (harness.B, harness.S))
+        with saved_tensors_hooks(rec.pack, lambda t: t):
+            out = pm(input_ids=ids, labels=ids)
+        got = rec.by_label()["head"]
+        rec.remove()
+        del out
+        return got
+
+    def retained(fields: dict) -> int:
+        cfg = engine.load_config({"model_config": mc, "torch_dtype": "bfloat16", "max_seq_length": harness.S,
+                                  "per_device_train_batch_size": harness.B, "packing": True, **fields})
+        return engine.estimate(cfg, backend="cpu").detail["retained_activation_bytes"]
+
+    measured = head_saved(peft.TrainableTokensConfig(token_indices=[0, 5, 7])) - head_saved(
+        peft.BeftConfig(target_modules=["v_proj"]))
+    walked = retained({"peft_type": "trainable_tokens", "num_trainable_tokens": 3}) - retained(
+        {"peft_type": "beft", "target_modules": ["v_proj"]})
+    assert measured > 8192 * 256 * 2  # the vocab x hidden bf16 copy at least
+    assert walked == measured

@@ -70,6 +70,9 @@ QV = ["q_proj", "v_proj"]
     # psoft--llama-3.2-3B-default.json and -fast.json: PsoftConfig(r=256): the skew matrix's upper triangle and two
     # r-wide scales per module (A and B are frozen buffers)
     ({"peft_type": "psoft", "r": 256}, 1_856_512),
+    # trainable_tokens--llama-3.2-3B-sos+eos.json: TrainableTokensConfig(token_indices=[128000, 128001]): two rows
+    # of the tied embedding (the head shares them)
+    ({"peft_type": "trainable_tokens", "num_trainable_tokens": 2, "target_modules": None}, 6_144),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down

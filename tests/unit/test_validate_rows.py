@@ -146,6 +146,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "P-tuning", "p_tuning"), ("other", "VB-LoRA", "vblora"), ("other", "UniLoRA", "unilora"),
     ("other", "DEFT", "deft"), ("other", "Lily", "lily"), ("other", "PEANuT", "peanut"),
     ("other", "TinyLoRA", "tinylora"), ("other", "GLoRA", "glora"), ("other", "PSOFT", "psoft"),
+    ("other", "trainable tokens", "trainable_tokens"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -166,6 +167,8 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
     assert vr.row_case(_as("X", method_detail="C3A (block_size=64)")).config["block_size"] == 64
     assert vr.row_case(_as("X", method_detail="WaveFT (n_frequency=5000)")).config["n_frequency"] == 5000
     assert vr.row_case(_as("X", method_detail="TinyLoRA (weight_tying=1.0)")).config["weight_tying"] == 1.0
+    tokens = vr.row_case(_as("X", method_detail="trainable tokens (token_indices: [128000, 128001, 7])")).config
+    assert tokens["num_trainable_tokens"] == 3
     glora = vr.row_case(_as("X", method_detail="GLoRA (config_A_B: vector, config_C: vector)")).config
     assert (glora["config_A_B"], glora["config_C"]) == ("vector", "vector")
     lily = vr.row_case(_as("X", method_detail="Lily (stride_A=14, num_B=2)")).config
