@@ -27,8 +27,9 @@ APPROXIMATE = {
     "delora": "DeLoRA's saved tensors are modelled as LoRA's at rank r (its normalised input and scaling not walked)",
     "hira": "HiRA's saved tensors are modelled as LoRA's at rank r (its forward builds the full Hadamard-product "
             "weight)",
-    "fourierft": "FourierFT's saved tensors are modelled as the frozen base's (its forward builds a dense out x in "
-                 "update from the spectrum, not counted)",
+    "fourierft": "FourierFT's saved tensors are modelled from CPU measurements: LoRA's input copy, the dense out x in "
+                 "update it builds from the spectrum and its frequency indices; the update's temporaries are not "
+                 "counted",
     "randlora": "RandLoRA's saved tensors are modelled as LoRA's at rank r (its intermediate is min(in, out) wide and "
                 "its random bases are buffers: not counted)",
     "pvera": "PVeRA's saved tensors are modelled as VeRA's (its sampled intermediate, 2r wide before sampling, not "
@@ -106,7 +107,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
-               "delora", "hira", "randlora", "pvera", "c3a", "waveft", "vblora", "unilora", "lily",
+               "delora", "hira", "randlora", "pvera", "c3a", "waveft", "fourierft", "vblora", "unilora", "lily",
                "peanut", "deft", "tinylora", "glora", "psoft")
 
 
@@ -295,6 +296,9 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         # r-wide intermediate); the update and the wavelet coefficients it came from, db1's 2 x 2 filter for 4 subbands
         # and its index bookkeeping (a bool mask and two int64 position vectors of n_frequency each)
         return Extras(rank=0, dense=2 * products + 16 * modules, fixed=17 * (cfg.n_frequency or 0) * modules)
+    if kind == "fourierft":  # LoRA's fp32 input copy (no r-wide intermediate), the dense update ifft2 made from the
+        # spectrum [out, in], and the two int64 index vectors that placed it
+        return Extras(rank=0, dense=products, fixed=16 * (cfg.n_frequency or 0) * modules)
     if kind in ("vblora", "unilora"):  # lora_A [r, in] and lora_B [out, r] built each forward (autocast: bf16 copies,
         # walked as LoRA's); VB-LoRA's top-k mix: k gathered fp32 bank rows per entry, int64 indices and fp32 weights
         # per sub-vector
