@@ -150,8 +150,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         tr = trainable(cfg, arch)
         # idle: the vision tower's, never trained; buffers: tuners' frozen factors (PSOFT's, TinyLoRA's), in the
         # adapters' dtype, and their int64 indices
-        adapters = tr.params + tr.idle + tr.buffers if cfg.is_peft else 0
-        w = weights(cfg, arch, reg, adapters, frozenset(lin.name for lin in tr.targets), tr.index_bytes)
+        adapters = tr.params + tr.idle + tr.extras.buffers * arch.layers if cfg.is_peft else 0
+        w = weights(cfg, arch, reg, adapters, frozenset(lin.name for lin in tr.targets),
+                    tr.extras.index_bytes * arch.layers)
         grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
         opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
         if cfg.parallelism in ("zero2", "zero3") and grad_elem < 4:

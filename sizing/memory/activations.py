@@ -53,14 +53,15 @@ class LayerWalker:
     """Walks one decoder layer in forward order, adding what autograd keeps."""
 
     def __init__(self, arch: Architecture, reg: Regime, trainable: Trainable, r: int, seq: int) -> None:
-        r = r if trainable.rank is None else trainable.rank  # a tuner without lora_A/lora_B (WaveFT): none
+        rank = trainable.extras.rank  # a tuner without lora_A / lora_B (WaveFT): 0
+        r = r if rank is None else rank
         self.arch, self.reg, self.r, self.seq = arch, reg, r, seq
         self.targets = {lin.name for lin in trainable.targets}
         self.frozen_a = trainable.frozen_a
         self.inner = trainable.inner or r  # the saved intermediate's width (lora_A's output: r)
         self.has_a = trainable.has_a
         self.out_saved = trainable.out_saved
-        self.copies_input = trainable.copies_input
+        self.copies_input = trainable.extras.copies_input
         self.mask_total = 0  # dropout masks on attention-input consumers (layer-0 correction)
         self.held = 0  # inputs kept by bitsandbytes-0.42 4-bit matmuls, per token
         self.kept = 0  # without a pre-norm: the per-token bytes of the layer input the attention projections save
@@ -356,16 +357,17 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     const, cached = layer.constants()
     const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
     # WaveFT's dense update and coefficients: built from the fp32 spectrum, bf16 where autocast runs the conv and matmul
-    const += trainable.dense * (reg.compute if reg.autocast else reg.adapter) + trainable.fixed
+    ex = trainable.extras  # the tuner's own terms (peft_methods.saved_extras: each measured on CPU)
+    const += ex.dense * (reg.compute if reg.autocast else reg.adapter) + ex.fixed
     if not reg.autocast:  # VB-LoRA's and UniLoRA's built lora_A and lora_B (autocast's copies are walked as LoRA's)
-        const += trainable.assembled * reg.adapter
+        const += ex.assembled * reg.adapter
     # GLoRA's effective weight, in the base's dtype (under autocast: the compute-dtype copy its matmul reads, and the
     # copies of the A and B paths' factors their product reads)
-    const += trainable.weight_sized * (reg.compute if reg.autocast else reg.weight)
-    const += trainable.autocast_copied * reg.compute if reg.autocast else 0
-    if trainable.out_fp32:  # RoAd: fp32 whatever autocast does (its multiplies promote to the fp32 parameters)
-        layer.pieces.append(trainable.out_fp32)
-        per_token += trainable.out_fp32
+    const += ex.weight_sized * (reg.compute if reg.autocast else reg.weight)
+    const += ex.autocast_copied * reg.compute if reg.autocast else 0
+    if ex.per_token:  # fp32 whatever autocast does (RoAd's and DEFT's multiplies promote to their fp32 parameters)
+        layer.pieces.append(ex.per_token)
+        per_token += ex.per_token
     delta = delta_const = 0
     if not reg.full and not reg.checkpointing:
         # No input grads into layer 0 (no enable_input_require_grads without checkpointing): its

@@ -10,6 +10,7 @@ from .peft_methods import (
     APPROXIMATE,
     IA3_DEFAULTS,
     LORA_SHAPED,
+    Extras,
     default_targets,
     module_tensors,
     norm_tensors,
@@ -20,6 +21,7 @@ from .peft_methods import (
 from .regime import Regime
 
 LM_HEAD = "lm_head"
+NO_EXTRAS = Extras()  # frozen: one shared default
 
 
 @dataclass(frozen=True)
@@ -38,16 +40,7 @@ class Trainable:
     inner: int = 0  # per-token width of the saved adapter intermediate when it is not r (GraLoRA: gralora_k * r)
     has_a: bool = True  # False for MiSS: no [r, in] matrix; its input is summed in blocks of r, which saves nothing
     out_saved: bool = False  # VeRA: lambda_b * (h @ vera_B^T) keeps that [tokens, out] product for lambda_b's gradient
-    rank: int | None = None  # the adapter intermediate's width in the walk when the tuner has no r (WaveFT: 0)
-    dense: int = 0  # elements per decoder layer of out x in tensors kept for backward (WaveFT: update, coefficients)
-    out_fp32: int = 0  # bytes per token per decoder layer of fp32 output-sized tensors kept (RoAd)
-    fixed: int = 0  # bytes per decoder layer the adapters keep whatever the tokens and dtypes (RoAd's cos/sin vectors)
-    assembled: int = 0  # elements per decoder layer of adapter weights built each forward, kept by their matmuls
-    weight_sized: int = 0  # elements per decoder layer of weights built in the base's dtype each forward, kept (GLoRA)
-    copies_input: bool = True  # whether the adapters read an fp32 copy of their input (GLoRA's reads it as it is)
-    autocast_copied: int = 0  # elements per decoder layer of trained factors autocast copies for a matmul (GLoRA)
-    buffers: int = 0  # elements of the tuner's frozen buffers in the adapters' dtype, whole model (PSOFT, TinyLoRA)
-    index_bytes: int = 0  # bytes of its int64 index buffers, whole model (UniLoRA, PSOFT)
+    extras: Extras = NO_EXTRAS  # what the tuner's layers keep beyond its LoRA shape's walk (peft_methods)
     head_tokens: int = 0  # rows index-copied into a tied head's weight each forward (trainable tokens; 0: none)
 
     @property
@@ -174,7 +167,8 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
-    FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT, VB-LoRA, UniLoRA) on the resolved target modules."""
+    FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT, VB-LoRA, UniLoRA, DEFT, Lily, PEANuT, TinyLoRA, GLoRA, PSOFT)
+    on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
                           field="target_modules", unknown=[LM_HEAD])
@@ -236,16 +230,12 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     # whose autocast copy is kept as LoRA-FA's lora_A's) and the out-wide product lambda_b scales; GraLoRA what LoRA
     # saves, its intermediate k * r wide (tests/physics/test_peft_methods.py, byte-exact)
     vera_like = kind in ("vera", "pvera")  # PVeRA: VeRA's frozen shared A and B, approximate (APPROXIMATE)
-    ex = saved_extras(cfg, targets)
     if kind == "deft" and cfg.deft_para:
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""),
                      frozen_a=vera_like or kind in ("miss", "tinylora", "psoft"),
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
-                     rank=ex.rank, dense=ex.dense, out_fp32=ex.per_token, fixed=ex.fixed, assembled=ex.assembled,
-                     weight_sized=ex.weight_sized, copies_input=ex.copies_input,
-                     autocast_copied=ex.autocast_copied, buffers=ex.buffers * arch.layers,
-                     index_bytes=ex.index_bytes * arch.layers)
+                     extras=saved_extras(cfg, targets))
 
 
 def _lily(cfg: RunConfig, arch: Architecture, targets: tuple[Linear, ...]) -> list[tuple[int, int, int]]:
