@@ -847,6 +847,19 @@ DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torc
                  "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
 
 
+# Why each of these tuners fails on a 4/8-bit base. RoAd's bitsandbytes layers cast x, not the result, back
+# (tuners/road/bnb.py): float32 outputs, which break attention without autocast. PEANuT builds its update from
+# W.T.to(fp32), TinyLoRA makes its vector in the weight's dtype, PSOFT factorizes the weight at init ("PSOFT init
+# requires float32/float16/bfloat16"), GLoRA's exact type check takes a plain nn.Linear only.
+KBIT_REFUSED = {
+    "road": "returns float32 outputs from its bitsandbytes layers",
+    "peanut": "builds its update from the base weight, which is stored packed",
+    "tinylora": "makes its vectors in the base weight's dtype, which is packed as integers",
+    "psoft": "factorizes the base weight at init, which is stored as integers",
+    "glora": "adapts plain nn.Linear layers only, not bitsandbytes' layers",
+}
+
+
 @dataclass(frozen=True)
 class Conflict:
     \"\"\"A refused combination: when every `when` field holds one of its values, `field` may not be `value`.\"\"\"
@@ -875,27 +888,9 @@ CONFLICTS: tuple[Conflict, ...] = (
                "{framework} trains its own LoRA, not PEFT's {peft_type}") for t in PEFT_TYPES[1:]),
     *(Conflict((("peft_type", (t,)),), "use_dora", True, "use_dora is a LoRA option, not one of peft_type {peft_type}")
       for t in PEFT_TYPES[1:]),
-    # RoAd's bitsandbytes layers (peft 0.21.2 tuners/road/bnb.py) cast x, not the result, back: a 4/8-bit base
-    # returns float32 outputs, which break attention without autocast and are not walked with it
-    Conflict((("method", ("qlora", "lora8")),), "peft_type", "road",
-             "peft_type road on a {method} base returns float32 outputs from its bitsandbytes layers (PEFT 0.21); "
-             "use method lora"),
-    # PEANuT builds its update from the base weight itself (W.T.to(fp32)): a packed 4/8-bit weight fails its matmul
-    # TinyLoRA makes its trainable vector in the target weight's dtype (tuners/tinylora/model.py): packed uint8 fails
-    Conflict((("method", ("qlora", "lora8")),), "peft_type", "tinylora",
-             "peft_type tinylora makes its vectors in the base weight's dtype, which a {method} base packs as integers "
-             "(PEFT 0.21 fails); use method lora"),
-    # GLoRA adapts plain nn.Linear only (tuners/glora/model.py: an exact type check refuses bitsandbytes' layers)
-    Conflict((("method", ("qlora", "lora8")),), "peft_type", "glora",
-             "peft_type glora adapts plain nn.Linear layers only, not a {method} base's (PEFT 0.21); use method lora"),
-    # PSOFT factorizes the base weight at init and refuses an integer one (tuners/psoft/layer.py: "PSOFT init requires
-    # float32/float16/bfloat16")
-    Conflict((("method", ("qlora", "lora8")),), "peft_type", "psoft",
-             "peft_type psoft factorizes the base weight at init, which a {method} base stores as integers (PEFT 0.21 "
-             "refuses it); use method lora"),
-    Conflict((("method", ("qlora", "lora8")),), "peft_type", "peanut",
-             "peft_type peanut reads the base weight, which a {method} base stores packed (PEFT 0.21 fails); use "
-             "method lora"),
+    # Tuners PEFT 0.21 cannot put on a 4/8-bit bitsandbytes base (each tried on CPU, bitsandbytes 0.50.2): refused
+    *(Conflict((("method", ("qlora", "lora8")),), "peft_type", t, f"peft_type {t} {why} on a {{method}} base "
+               "(PEFT 0.21); use method lora") for t, why in KBIT_REFUSED.items()),
     # torchtune's custom_sharded_layers wraps the embedding and the head as FSDP units of a FULL_SHARD model
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,
