@@ -70,10 +70,11 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"),
                ("trainable tokens", "trainable_tokens"), ("trainable_tokens", "trainable_tokens"))
 _OTHER_PEFT = ("osf",)
-# The tuner's own size field, read where the row states it ("gralora_k=4"); else the contract's default
-_SIZE_FIELD = {"gralora": "gralora_k", "fourierft": "n_frequency", "c3a": "block_size", "waveft": "n_frequency",
-               "road": "group_size", "p_tuning": "num_virtual_tokens", "vblora": "num_vectors",
-               "unilora": "theta_d_length", "peanut": "depth"}
+# The tuner's own integer size fields, read where the row states them ("gralora_k=4"); else the contract's defaults
+_SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a": ("block_size",),
+                "waveft": ("n_frequency",), "road": ("group_size",), "p_tuning": ("num_virtual_tokens",),
+                "vblora": ("num_vectors",), "unilora": ("theta_d_length",), "peanut": ("depth",),
+                "lily": ("stride_A", "num_B")}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -146,18 +147,15 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     if peft_type:
         out["peft_type"] = peft_type
     text = " ".join(str(v) for v in row.values()).lower()
-    size = _SIZE_FIELD.get(peft_type or "")
-    stated = re.search(rf"{size}\W*(\d+)", text) if size else None
-    if size and stated:
-        out[size] = int(stated.group(1))
-    lily = {key: re.search(rf"{key.lower()}\W*(\d+)", text) for key in ("stride_A", "num_B")}
-    if peft_type == "lily":  # LilyConfig.stride_A, num_B (the text is lowercased)
-        out.update((key, int(m.group(1))) for key, m in lily.items() if m)
-    tying = re.search(r"weight_tying\W*([0-9.]+)", text)
-    if peft_type == "tinylora" and tying:  # TinyLoraConfig.weight_tying (u keeps its default unless stated)
+    for size in _SIZE_FIELDS.get(peft_type or "", ()):
+        stated = re.search(rf"{size.lower()}\W*(\d+)", text)  # the text is lowercased (Lily's stride_A, num_B)
+        if stated:
+            out[size] = int(stated.group(1))
+    tying = re.search(r"weight_tying\W*([0-9.]+)", text) if peft_type == "tinylora" else None
+    if tying:  # TinyLoraConfig.weight_tying (u keeps its default unless stated)
         out["weight_tying"] = float(tying.group(1).rstrip("."))
-    indices = re.search(r"token_indices\W*\[([0-9,\s]+)\]", text)
-    if peft_type == "trainable_tokens" and indices:  # TrainableTokensConfig.token_indices: how many rows train
+    indices = re.search(r"token_indices\W*\[([0-9,\s]+)\]", text) if peft_type == "trainable_tokens" else None
+    if indices:  # TrainableTokensConfig.token_indices: how many rows train
         out["num_trainable_tokens"] = len(re.findall(r"\d+", indices.group(1)))
     if peft_type == "glora":  # GloraConfig.config_A_B, config_C, config_D_E where stated
         for key in ("config_A_B", "config_C", "config_D_E"):
@@ -166,8 +164,8 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
                 out[key] = path.group(1)
     if peft_type == "deft" and re.search(r"\bpara\b\W*(true|yes)|\bpara\b(?!\W*(false|no))", text):
         out["deft_para"] = True  # DeftConfig.para (PaRa: subspace removal only)
-    variant = re.search(r"\broad_([124])\b", text)
-    if peft_type == "road" and variant:  # RoadConfig.variant
+    variant = re.search(r"\broad_([124])\b", text) if peft_type == "road" else None
+    if variant:  # RoadConfig.variant
         out["road_variant"] = f"road_{variant.group(1)}"
     # IA3's feed-forward modules where the row names them ("feedforward_modules: up_proj, gate_proj, down_proj");
     # else PEFT's per-model mapping

@@ -356,15 +356,16 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     per_token += sum(scaled)
     const, cached = layer.constants()
     const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
-    # WaveFT's dense update and coefficients: built from the fp32 spectrum, bf16 where autocast runs the conv and matmul
     ex = trainable.extras  # the tuner's own terms (peft_methods.saved_extras: each measured on CPU)
+    # dense updates (WaveFT, FourierFT, PEANuT): built from fp32 parameters, bf16 where autocast runs their matmuls
     const += ex.dense * (reg.compute if reg.autocast else reg.adapter) + ex.fixed
     if not reg.autocast:  # VB-LoRA's and UniLoRA's built lora_A and lora_B (autocast's copies are walked as LoRA's)
         const += ex.assembled * reg.adapter
     # GLoRA's effective weight, in the base's dtype (under autocast: the compute-dtype copy its matmul reads, and the
     # copies of the A and B paths' factors their product reads)
     const += ex.weight_sized * (reg.compute if reg.autocast else reg.weight)
-    const += ex.autocast_copied * reg.compute if reg.autocast else 0
+    if reg.autocast:
+        const += ex.autocast_copied * reg.compute
     if ex.per_token:  # fp32 whatever autocast does (RoAd's and DEFT's multiplies promote to their fp32 parameters)
         layer.pieces.append(ex.per_token)
         per_token += ex.per_token
