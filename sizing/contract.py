@@ -159,7 +159,8 @@ FIELDS: tuple[Field, ...] = (
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
-                                       "trainable_tokens (num_trainable_tokens)",
+                                       "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
+                                       "subspace_rank)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -169,7 +170,8 @@ FIELDS: tuple[Field, ...] = (
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
-                                       "trainable_tokens (num_trainable_tokens)",
+                                       "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
+                                       "subspace_rank)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -179,7 +181,8 @@ FIELDS: tuple[Field, ...] = (
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
-                                       "trainable_tokens (num_trainable_tokens)"),
+                                       "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
+                                       "subspace_rank)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -282,6 +285,15 @@ FIELDS: tuple[Field, ...] = (
     Field("psoft_mag_b", "bool", True, ("PsoftConfig.psoft_mag_b: обучаемый вектор масштаба r со стороны B",
                                         "PsoftConfig.psoft_mag_b: B tomonidagi o‘qitiladigan r masshtab vektori",
                                         "PsoftConfig.psoft_mag_b: a trained r-wide scale on B's side")),
+    Field("num_subspaces", "int", 5, ("AdamssConfig.num_subspaces: групп строк выхода (кластеров KMeans) на слой",
+                                      "AdamssConfig.num_subspaces: qatlamdagi chiqish qatorlari guruhlari (KMeans "
+                                      "klasterlari)",
+                                      "AdamssConfig.num_subspaces: groups of output rows (KMeans clusters) per layer"),
+          low=1, high=1 << 20),
+    Field("subspace_rank", "int", 1, ("AdamssConfig.subspace_rank: ранг каждой группы (0 PEFT считает как 1)",
+                                      "AdamssConfig.subspace_rank: har bir guruh rangi (0 ni PEFT 1 deb oladi)",
+                                      "AdamssConfig.subspace_rank: the rank of each group (PEFT takes 0 as 1)"),
+          low=0, high=1 << 20),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",

@@ -198,6 +198,8 @@ class RunConfig:
     psoft_orth: bool = True  # PSOFT (PsoftConfig's defaults)
     psoft_mag_a: bool = True
     psoft_mag_b: bool = True
+    num_subspaces: int = 5  # AdaMSS (AdamssConfig's num_subspaces and subspace_rank)
+    subspace_rank: int = 1
     num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
@@ -553,7 +555,8 @@ FIELDS: tuple[Field, ...] = (
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
-                                       "trainable_tokens (num_trainable_tokens)",
+                                       "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
+                                       "subspace_rank)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -563,7 +566,8 @@ FIELDS: tuple[Field, ...] = (
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
-                                       "trainable_tokens (num_trainable_tokens)",
+                                       "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
+                                       "subspace_rank)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -573,7 +577,8 @@ FIELDS: tuple[Field, ...] = (
                                        "topk), unilora (theta_d_length), deft (deft_para), lily (stride_A, num_B), "
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
-                                       "trainable_tokens (num_trainable_tokens)"),
+                                       "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
+                                       "subspace_rank)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -676,6 +681,15 @@ FIELDS: tuple[Field, ...] = (
     Field("psoft_mag_b", "bool", True, ("PsoftConfig.psoft_mag_b: обучаемый вектор масштаба r со стороны B",
                                         "PsoftConfig.psoft_mag_b: B tomonidagi o‘qitiladigan r masshtab vektori",
                                         "PsoftConfig.psoft_mag_b: a trained r-wide scale on B's side")),
+    Field("num_subspaces", "int", 5, ("AdamssConfig.num_subspaces: групп строк выхода (кластеров KMeans) на слой",
+                                      "AdamssConfig.num_subspaces: qatlamdagi chiqish qatorlari guruhlari (KMeans "
+                                      "klasterlari)",
+                                      "AdamssConfig.num_subspaces: groups of output rows (KMeans clusters) per layer"),
+          low=1, high=1 << 20),
+    Field("subspace_rank", "int", 1, ("AdamssConfig.subspace_rank: ранг каждой группы (0 PEFT считает как 1)",
+                                      "AdamssConfig.subspace_rank: har bir guruh rangi (0 ni PEFT 1 deb oladi)",
+                                      "AdamssConfig.subspace_rank: the rank of each group (PEFT takes 0 as 1)"),
+          low=0, high=1 << 20),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",
@@ -820,7 +834,7 @@ PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft"
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
               "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
-              "trainable_tokens")
+              "trainable_tokens", "adamss")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
@@ -857,6 +871,7 @@ KBIT_REFUSED = {
     "tinylora": "makes its vectors in the base weight's dtype, which is packed as integers",
     "psoft": "factorizes the base weight at init, which is stored as integers",
     "glora": "adapts plain nn.Linear layers only, not bitsandbytes' layers",
+    "adamss": "makes its factors in the base weight's dtype, which is packed as integers",
 }
 
 

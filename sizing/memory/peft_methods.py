@@ -62,6 +62,10 @@ APPROXIMATE = {
                         "the copies and gradients made in the embedding's forward and backward are not counted",
     "psoft": "PSOFT's saved tensors are modelled as LoRA-FA's at rank r (its A and B are frozen buffers, measured on "
              "CPU); the SVD that builds them at load, which can raise the reserved peak, is not modelled",
+    "adamss": "AdaMSS's saved tensors are modelled from CPU measurements (its r-wide projection, each subspace's "
+              "output and the base-dtype copies of its projection and factors); its scatter's tokens x out "
+              "temporaries are not counted, and its parameter count assumes every KMeans cluster has at least "
+              "subspace_rank rows (exact at subspace_rank 1)",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -214,9 +218,20 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return ab + c + de
     if kind == "peanut":  # peanut_A [r, out], peanut_B [out, r], depth encoder and decoder layers [r, r] each
         return [(r, o, 2 * k)] + ([(r, r, 2 * cfg.depth * k)] if cfg.depth else [])
+    if kind == "adamss":  # num_subspaces x adamss_A [R, r_e] and adamss_B [rows of the cluster, R]: out rows in all
+        rank, groups, sub = _adamss(cfg, lin)
+        return [(sub, rank, groups * k), (o, sub, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
+
+
+def _adamss(cfg: RunConfig, lin: Linear) -> tuple[int, int, int]:
+    """AdaMSS's (r_e, K_e, R) on `lin` (tuners/adamss/layer.py update_layer, utils.py slice_pca and clustering_Z): the
+    SVD rank within the weight (its bias a column more), at most one cluster per output row, and a subspace rank of at
+    least 1; a cluster smaller than R would get its own size, which KMeans decides (assumed not to happen)."""
+    return (min(cfg.r, lin.out_features, lin.in_features + lin.bias), min(cfg.num_subspaces, lin.out_features),
+            max(1, cfg.subspace_rank))
 
 
 def ia3_pieces(scaled: tuple[Linear, ...], ff: tuple[Linear, ...], adapter_bytes: int, result_bytes: int) -> list[int]:
@@ -275,11 +290,12 @@ class Extras:
     per_token: int = 0  # bytes per token of fp32 tensors kept whatever autocast does
     fixed: int = 0  # bytes kept whatever the tokens and dtypes
     assembled: int = 0  # elements of adapter weights built each forward and kept by their matmuls (not under autocast)
-    weight_sized: int = 0  # elements of weights built in the base weight's dtype each forward and kept (GLoRA)
+    weight_sized: int = 0  # elements of weights built in the base weight's dtype each forward and kept (GLoRA, AdaMSS)
     copies_input: bool = True  # False: the adapter's matmul reads the layer input as it is (GLoRA), no fp32 copy
     autocast_copied: int = 0  # elements of trained factors autocast copies for a matmul (GLoRA's Xd @ Xu)
     buffers: int = 0  # elements of frozen tensors the tuner stores in the adapters' dtype (PSOFT's, TinyLoRA's A, B)
     index_bytes: int = 0  # bytes of its int64 index buffers (UniLoRA's, PSOFT's)
+    base_per_token: int = 0  # elements per token kept in the base weight's dtype, the compute dtype under autocast
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
@@ -329,4 +345,14 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
     if kind == "peanut":  # x's fp32 copy (no r-wide intermediate); W.T in fp32 and the dense update from it, and
         # 1 + 3 depth [in, r] activations of the weight
         return Extras(rank=0, dense=2 * products + (1 + 3 * cfg.depth) * r * ins)
+    if kind == "adamss":  # F.linear(x, newB) keeps nothing of x (newB is a frozen buffer); the projection [tokens,
+        # r_e] and each subspace's output [tokens, R] are kept, with the copies of newB, A_i and B_i cast to the base
+        # dtype (autocast's under autocast). newB [r_e, in (+1 with a bias)] is a buffer in the adapters' dtype. The
+        # scatter keeps its int64 index [out] for backward: a plain dict entry PEFT never moves, so on a GPU a copy
+        # made each forward
+        sizes = [(lin, *_adamss(cfg, lin)) for lin in targets]
+        return Extras(base_per_token=sum((rank + ke * sub) * lin.count for lin, rank, ke, sub in sizes), fixed=8 * outs,
+                      weight_sized=sum((rank * (lin.in_features + lin.bias) + ke * sub * rank + sub * lin.out_features)
+                                       * lin.count for lin, rank, ke, sub in sizes),
+                      buffers=sum(rank * (lin.in_features + lin.bias) * lin.count for lin, rank, _, _ in sizes))
     return Extras()

@@ -3,6 +3,8 @@ model.get_nb_trainable_parameters() on tiny random Llama / Qwen2 / Qwen3 models 
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 for _mod in ("torch", "transformers", "peft"):  # so the engine's unit tests run without torch
@@ -16,6 +18,34 @@ import transformers  # noqa: E402
 # PEFT 0.21.2 reads transformers 5's deprecated is_gradient_checkpointing (a FutureWarning, not ours).
 pytestmark = [pytest.mark.physics, pytest.mark.filterwarnings("ignore::FutureWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+
+class _RoundRobinKMeans:
+    """Stands in for scikit-learn's KMeans, which AdaMSS's init imports (tuners/adamss/utils.py clustering_Z) and the
+    physics environment does not install: row i goes to cluster i mod K. Only which output rows share a subspace
+    depends on it, not the tensors' sizes while every cluster keeps subspace_rank rows or more."""
+
+    def __init__(self, n_clusters: int, **_: object) -> None:
+        self.n_clusters = n_clusters
+
+    def fit_predict(self, rows):
+        import numpy
+
+        return numpy.arange(len(rows)) % self.n_clusters
+
+
+@pytest.fixture(autouse=True)
+def _kmeans(monkeypatch):
+    import types
+
+    cluster = types.ModuleType("sklearn.cluster")
+    cluster.KMeans = _RoundRobinKMeans
+    sklearn = types.ModuleType("sklearn")
+    sklearn.cluster = cluster
+    monkeypatch.setitem(sys.modules, "sklearn", sklearn)
+    monkeypatch.setitem(sys.modules, "sklearn.cluster", cluster)
+
 
 QV, KVD = ["q_proj", "v_proj"], ["k_proj", "v_proj", "down_proj"]
 ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -95,6 +125,8 @@ CASES = {
                     lambda: peft.PsoftConfig(r=8, psoft_orth=False, psoft_mag_a=False, target_modules=QV)),
     "trainable_tokens": ({"peft_type": "trainable_tokens", "num_trainable_tokens": 3},
                          lambda: peft.TrainableTokensConfig(token_indices=[0, 5, 7])),
+    "adamss": ({"peft_type": "adamss", "r": 16, "num_subspaces": 4, "subspace_rank": 2, "target_modules": ALL},
+               lambda: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -321,6 +353,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda targets: peft.TinyLoraConfig(r=2, target_modules=targets)),
     "glora": ({"peft_type": "glora", "r": 8}, lambda targets: peft.GloraConfig(r=8, target_modules=targets)),
     "psoft": ({"peft_type": "psoft", "r": 16}, lambda targets: peft.PsoftConfig(r=16, target_modules=targets)),
+    "adamss": ({"peft_type": "adamss", "r": 16, "num_subspaces": 4, "subspace_rank": 2},
+               lambda targets: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=targets)),
 }
 
 
@@ -336,7 +370,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("peanut", QV, "bfloat16", False), ("peanut", ALL, "bfloat16", False),
     ("tinylora", QV, "bfloat16", False), ("tinylora", ALL, "bfloat16", False),
     ("glora", QV, "bfloat16", False), ("glora", ALL, "bfloat16", False), ("glora", QV, "float32", True),
-    ("psoft", QV, "bfloat16", False), ("psoft", ALL, "bfloat16", False)])
+    ("psoft", QV, "bfloat16", False), ("psoft", ALL, "bfloat16", False),
+    ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
@@ -354,6 +389,8 @@ BUFFERED = {  # tuners whose frozen factors are buffers (PSOFT's and TinyLoRA's 
     "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda: peft.TinyLoraConfig(r=2, target_modules=ALL), "tinylora_"),
     "unilora": ({"peft_type": "unilora", "r": 4}, lambda: peft.UniLoraConfig(r=4, target_modules=ALL), "unilora_"),
     "lora": ({"peft_type": "lora", "r": 4}, lambda: peft.LoraConfig(r=4, target_modules=ALL), "lora_"),
+    "adamss": ({"peft_type": "adamss", "r": 16},
+               lambda: peft.AdamssConfig(r=16, target_modules=ALL), "adamss_newB"),
 }
 
 

@@ -73,6 +73,9 @@ QV = ["q_proj", "v_proj"]
     # trainable_tokens--llama-3.2-3B-sos+eos.json: TrainableTokensConfig(token_indices=[128000, 128001]): two rows
     # of the tied embedding (the head shares them)
     ({"peft_type": "trainable_tokens", "num_trainable_tokens": 2, "target_modules": None}, 6_144),
+    # adamss--llama-3.2-3B-rank32.json: AdamssConfig(r=100, num_subspaces=32, subspace_rank=1) on q_proj, v_proj:
+    # 32 subspaces of [1, 100] A and the out rows of B, per module
+    ({"peft_type": "adamss", "r": 100, "num_subspaces": 32, "subspace_rank": 1}, 293_888),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -115,13 +118,14 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft"])
+@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft", "adamss"])
 def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
     8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
     its update from W.T, which a k-bit base stores packed: its forward fails; TinyLoRA makes its vector in the packed
     weight's integer dtype and fails in get_peft_model; GLoRA refuses any layer but a plain nn.Linear; PSOFT's SVD
-    init refuses an integer weight (measured on CPU, bitsandbytes 0.50.2)."""
+    init refuses an integer weight; AdaMSS makes its factors in the packed weight's dtype, which cannot require a
+    gradient (measured on CPU, bitsandbytes 0.50.2)."""
     with pytest.raises(SizingError) as err:
         parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")
