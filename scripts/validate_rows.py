@@ -69,13 +69,15 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("vblora", "vblora"), ("unilora", "unilora"), ("deft", "deft"), ("lily", "lily"),
                ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"),
                ("trainable tokens", "trainable_tokens"), ("trainable_tokens", "trainable_tokens"),
-               ("adamss", "adamss"))
+               ("adamss", "adamss"), ("adaption prompt", "adaption_prompt"),
+               ("adaption_prompt", "adaption_prompt"), ("adaptionprompt", "adaption_prompt"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own integer size fields, read where the row states them ("gralora_k=4"); else the contract's defaults
 _SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a": ("block_size",),
                 "waveft": ("n_frequency",), "road": ("group_size",), "p_tuning": ("num_virtual_tokens",),
                 "vblora": ("num_vectors",), "unilora": ("theta_d_length",), "peanut": ("depth",),
-                "lily": ("stride_A", "num_B"), "adamss": ("num_subspaces", "subspace_rank")}
+                "lily": ("stride_A", "num_B"), "adamss": ("num_subspaces", "subspace_rank"),
+                "adaption_prompt": ("adapter_len", "adapter_layers")}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")

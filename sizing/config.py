@@ -77,6 +77,8 @@ class RunConfig:
     psoft_mag_b: bool = True
     num_subspaces: int = 5  # AdaMSS (AdamssConfig's num_subspaces and subspace_rank)
     subspace_rank: int = 1
+    adapter_len: int = 10  # adaption prompt (AdaptionPromptConfig; PEFT has no defaults: the LLaMA-Adapter paper's L)
+    adapter_layers: int | None = None  # ... the last adapter_layers attention layers (None: every one)
     num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)

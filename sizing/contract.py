@@ -160,7 +160,7 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -171,7 +171,7 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -182,7 +182,7 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank)"),
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -294,6 +294,19 @@ FIELDS: tuple[Field, ...] = (
                                       "AdamssConfig.subspace_rank: har bir guruh rangi (0 ni PEFT 1 deb oladi)",
                                       "AdamssConfig.subspace_rank: the rank of each group (PEFT takes 0 as 1)"),
           low=0, high=1 << 20),
+    Field("adapter_len", "int", 10, ("AdaptionPromptConfig.adapter_len: токенов подсказки в каждом адаптированном "
+                                     "слое внимания",
+                                     "AdaptionPromptConfig.adapter_len: har bir moslashtirilgan diqqat qatlamidagi "
+                                     "prompt tokenlari",
+                                     "AdaptionPromptConfig.adapter_len: prompt tokens in each adapted attention layer"),
+          low=1, high=1 << 20),
+    Field("adapter_layers", "int", None, ("AdaptionPromptConfig.adapter_layers: сколько последних слоёв внимания "
+                                          "адаптировать; null — все",
+                                          "AdaptionPromptConfig.adapter_layers: oxirgi nechta diqqat qatlami "
+                                          "moslashtiriladi; null — hammasi",
+                                          "AdaptionPromptConfig.adapter_layers: how many of the last attention layers "
+                                          "to adapt; null: all"),
+          low=1, high=1 << 20, nullable=True),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",

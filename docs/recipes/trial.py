@@ -200,6 +200,8 @@ class RunConfig:
     psoft_mag_b: bool = True
     num_subspaces: int = 5  # AdaMSS (AdamssConfig's num_subspaces and subspace_rank)
     subspace_rank: int = 1
+    adapter_len: int = 10  # adaption prompt (AdaptionPromptConfig; PEFT has no defaults: the LLaMA-Adapter paper's L)
+    adapter_layers: int | None = None  # ... the last adapter_layers attention layers (None: every one)
     num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
@@ -556,7 +558,7 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -567,7 +569,7 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -578,7 +580,7 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank)"),
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -690,6 +692,19 @@ FIELDS: tuple[Field, ...] = (
                                       "AdamssConfig.subspace_rank: har bir guruh rangi (0 ni PEFT 1 deb oladi)",
                                       "AdamssConfig.subspace_rank: the rank of each group (PEFT takes 0 as 1)"),
           low=0, high=1 << 20),
+    Field("adapter_len", "int", 10, ("AdaptionPromptConfig.adapter_len: токенов подсказки в каждом адаптированном "
+                                     "слое внимания",
+                                     "AdaptionPromptConfig.adapter_len: har bir moslashtirilgan diqqat qatlamidagi "
+                                     "prompt tokenlari",
+                                     "AdaptionPromptConfig.adapter_len: prompt tokens in each adapted attention layer"),
+          low=1, high=1 << 20),
+    Field("adapter_layers", "int", None, ("AdaptionPromptConfig.adapter_layers: сколько последних слоёв внимания "
+                                          "адаптировать; null — все",
+                                          "AdaptionPromptConfig.adapter_layers: oxirgi nechta diqqat qatlami "
+                                          "moslashtiriladi; null — hammasi",
+                                          "AdaptionPromptConfig.adapter_layers: how many of the last attention layers "
+                                          "to adapt; null: all"),
+          low=1, high=1 << 20, nullable=True),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",
@@ -834,7 +849,7 @@ PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft"
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
               "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
-              "trainable_tokens", "adamss")
+              "trainable_tokens", "adamss", "adaption_prompt")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer

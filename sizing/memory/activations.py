@@ -366,8 +366,10 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     const += ex.weight_sized * (reg.compute if reg.autocast else reg.weight)
     if reg.autocast:
         const += ex.autocast_copied * reg.compute
-    if ex.base_per_token:  # AdaMSS's projection and subspace outputs, in the dtype its casts and matmuls give
-        kept = ex.base_per_token * (reg.compute if reg.autocast else reg.weight)
+    if ex.base_per_token or ex.per_sequence:  # AdaMSS's projection and subspace outputs, adaption prompt's terms
+        elem = reg.compute if reg.autocast else reg.weight  # the dtype their casts and matmuls give
+        # a sequence's prompt keys and values as bytes per token of this length (rounded up: under 1 B a token)
+        kept = ex.base_per_token * elem + -(-ex.per_sequence * elem // seq)
         layer.pieces.append(kept)
         per_token += kept
     if ex.per_token:  # fp32 whatever autocast does (RoAd's and DEFT's multiplies promote to their fp32 parameters)

@@ -11,6 +11,7 @@ from .peft_methods import (
     IA3_DEFAULTS,
     LORA_SHAPED,
     Extras,
+    adaption_prompt,
     default_targets,
     module_tensors,
     norm_tensors,
@@ -119,6 +120,9 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
                          head_tokens=cfg.num_trainable_tokens if arch.tied_embeddings else 0)
     if kind == "ln_tuning":
         return Trainable((), False, tuple(norm_tensors(arch)), APPROXIMATE[kind])
+    if kind == "adaption_prompt":  # whole attention layers wrapped, no Linear adapted: the frozen base's walk
+        prompt, extras = adaption_prompt(cfg, arch)
+        return Trainable((), False, tuple(prompt), APPROXIMATE[kind], extras=extras)
     targets, head = resolve_targets(cfg, arch)
     if kind not in ("lora", "lora_fa"):
         return _other(cfg, arch, kind, targets, head)

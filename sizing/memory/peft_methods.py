@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture, Linear
 from ..config import RunConfig
+from ..errors import SizingError
 
 Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trainable.tensors
 
@@ -66,6 +67,11 @@ APPROXIMATE = {
               "output and the base-dtype copies of its projection and factors); its scatter's tokens x out "
               "temporaries are not counted, and its parameter count assumes every KMeans cluster has at least "
               "subspace_rank rows (exact at subspace_rank 1)",
+    "adaption_prompt": "adaption prompt is modelled as the frozen base plus, per layer, its recomputed query, its "
+                       "softmax over the prompt tokens and the prompt's keys and values for each sequence (measured "
+                       "on CPU with a 16-bit base); the layers before the first adapted one are counted as adapted "
+                       "and as keeping what a frozen layer keeps, an upper bound when adapter_layers is below the "
+                       "model's layer count",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -273,6 +279,29 @@ def prompt_tensors(kind: str, arch: Architecture, tokens: int, encoder: int | No
     return [(tokens, arch.layers * 2 * arch.kv_width, 1)]
 
 
+def adaption_prompt(cfg: RunConfig, arch: Architecture) -> tuple[Tensors, Extras]:
+    """Adaption prompt (LLaMA-Adapter; peft tuners/adaption_prompt, 0.21.2): an adaption_prompt [adapter_len, hidden]
+    and a gate [1] in each of the last adapter_layers attention layers, and what one adapted layer keeps for backward:
+    the query it computes again (RoPE'd), its fp32 softmax over the prompt's tokens, that cast back and its gated
+    product per token, and the prompt's keys and values repeated to every head and sequence."""
+    model_type = arch.peft_model_type or arch.model_type
+    if model_type not in ("llama", "mistral"):  # config.py TRANSFORMERS_MODEL_CONFIG (gpt2's needs its own k_proj)
+        raise SizingError("invalid_value", f"peft_type adaption_prompt supports model_type llama and mistral (PEFT "
+                          f"0.21), not '{model_type}'", field="peft_type", value="adaption_prompt")
+    if arch.hidden != arch.heads * arch.head_dim:  # layer.py views the prompt's keys as hidden / head_dim heads
+        raise SizingError("invalid_value", f"peft_type adaption_prompt needs hidden_size = heads x head_dim (this "
+                          f"model: {arch.hidden} vs {arch.heads} x {arch.head_dim}); PEFT's forward fails",
+                          field="peft_type", value="adaption_prompt")
+    layers = cfg.adapter_layers or arch.layers
+    if layers > arch.layers:  # model.py: "Config specifies more adapter layers ... than the model has"
+        raise SizingError("invalid_value", f"adapter_layers={layers} exceeds the model's {arch.layers} layers",
+                          field="adapter_layers", value=layers, max=arch.layers)
+    length, heads = cfg.adapter_len, arch.heads
+    return ([(length, arch.hidden, layers), (1, 1, layers)],
+            Extras(per_token=4 * heads * length, base_per_token=arch.q_width + 2 * heads * length,
+                   per_sequence=2 * heads * length * arch.head_dim))
+
+
 def norm_tensors(arch: Architecture) -> Tensors:
     """LN tuning: a trainable copy of every hidden-width norm's weight (and bias), per layer and the final one;
     PEFT's Llama mapping (input_layernorm, post_attention_layernorm, norm) leaves Qwen3's q_norm/k_norm out."""
@@ -296,6 +325,7 @@ class Extras:
     buffers: int = 0  # elements of frozen tensors the tuner stores in the adapters' dtype (PSOFT's, TinyLoRA's A, B)
     index_bytes: int = 0  # bytes of its int64 index buffers (UniLoRA's, PSOFT's)
     base_per_token: int = 0  # elements per token kept in the base weight's dtype, the compute dtype under autocast
+    per_sequence: int = 0  # elements per sequence of the micro-batch kept in that dtype (adaption prompt's keys)
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:

@@ -102,6 +102,8 @@ def adapter_dtype(cfg: RunConfig, load: str) -> str:
     """The dtype of LoRA A/B and DoRA magnitudes after PEFT and the framework are done with them."""
     if cfg.adapter_dtype != "auto":
         return cfg.adapter_dtype
+    if cfg.peft_type == "adaption_prompt":  # made in q_proj's dtype (fp32 over an integer one), never upcast: no
+        return "float32" if cfg.quantized else load  # _cast_adapter_dtype (peft 0.21 adaption_prompt/layer.py)
     if cfg.framework in ("litgpt", "torchtune"):
         return load  # both build LoRA weights in the model's dtype
     if cfg.framework == "trl" and cfg.quantized:

@@ -160,6 +160,21 @@ def test_trainable_params_match_peft(engine, style, name):
         assert est.confidence == "low" and any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
 
+@pytest.mark.parametrize("layers", [None, 1])
+def test_adaption_prompt_params_match_peft(engine, layers):
+    """Adaption prompt wraps attention modules, not Linears: a prompt [adapter_len, hidden] and a gate per adapted
+    layer (the last adapter_layers; null: all), counted as PEFT counts them on a tiny Llama (llama and mistral only)."""
+    mc = dict(harness.MODEL_CONFIGS["llama"], num_hidden_layers=2)
+    fields = {"peft_type": "adaption_prompt", "adapter_len": 7, "adapter_layers": layers}
+    est = engine.estimate(engine.load_config({"model_config": mc, "torch_dtype": "bfloat16", "max_seq_length": 64,
+                                              "per_device_train_batch_size": 1, **fields}), backend="cpu")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**mc))
+    pm = peft.get_peft_model(model, peft.AdaptionPromptConfig(adapter_len=7, adapter_layers=layers or 2,
+                                                              task_type="CAUSAL_LM"))
+    assert est.detail["trainable_params"] == pm.get_nb_trainable_parameters()[0]
+
+
 ALL_FA = {"peft_type": "lora_fa", "r": 8, "target_modules": ALL}
 
 
@@ -355,6 +370,10 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "psoft": ({"peft_type": "psoft", "r": 16}, lambda targets: peft.PsoftConfig(r=16, target_modules=targets)),
     "adamss": ({"peft_type": "adamss", "r": 16, "num_subspaces": 4, "subspace_rank": 2},
                lambda targets: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=targets)),
+    # every attention layer adapted (it adapts attention modules: the targets are not its own)
+    "adaption_prompt": ({"peft_type": "adaption_prompt", "adapter_len": 10, "target_modules": None},
+                        lambda targets: peft.AdaptionPromptConfig(adapter_len=10, adapter_layers=4,
+                                                                  task_type="CAUSAL_LM")),
 }
 
 
@@ -371,7 +390,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("tinylora", QV, "bfloat16", False), ("tinylora", ALL, "bfloat16", False),
     ("glora", QV, "bfloat16", False), ("glora", ALL, "bfloat16", False), ("glora", QV, "float32", True),
     ("psoft", QV, "bfloat16", False), ("psoft", ALL, "bfloat16", False),
-    ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True)])
+    ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True),
+    ("adaption_prompt", QV, "bfloat16", False)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
@@ -381,7 +401,10 @@ def test_output_side_tuners_saved_activations(engine, kind, targets, load, autoc
     neither is walked op by op)."""
     fields, make = OUTPUT_SIDE[kind]
     _, walked = _walked_layer1(engine, {"torch_dtype": load, "bf16": autocast, "target_modules": targets, **fields})
-    assert walked == _recorded_layer1(make(targets), getattr(torch, load), autocast)
+    # Adaption prompt's layer 0 keeps none of the attention's tensors (no input gradient there): RoPE's cos and sin,
+    # which every layer shares and the engine counts once for the model, are first kept, so recorded, in layer 1
+    layer = "L2" if kind == "adaption_prompt" else "L1"
+    assert walked == _recorded(make(targets), getattr(torch, load), autocast)[layer]
 
 
 BUFFERED = {  # tuners whose frozen factors are buffers (PSOFT's and TinyLoRA's A and B, UniLoRA's indices and scales)

@@ -76,6 +76,10 @@ QV = ["q_proj", "v_proj"]
     # adamss--llama-3.2-3B-rank32.json: AdamssConfig(r=100, num_subspaces=32, subspace_rank=1) on q_proj, v_proj:
     # 32 subspaces of [1, 100] A and the out rows of B, per module
     ({"peft_type": "adamss", "r": 100, "num_subspaces": 32, "subspace_rank": 1}, 293_888),
+    # adaptionprompt--llama-3.2-3B-lr_0.0005.json: AdaptionPromptConfig(adapter_len=100, adapter_layers=28): a
+    # [100, 3072] prompt and a gate in each of the 28 attention layers (its target_modules: self_attn)
+    ({"peft_type": "adaption_prompt", "adapter_len": 100, "adapter_layers": 28}, 8_601_628),
+    ({"peft_type": "adaption_prompt", "adapter_len": 100}, 8_601_628),  # null: every layer
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -101,6 +105,8 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "road", "group_size": 48}, "invalid_value", "group_size"),  # 1024 (v_proj) is not a multiple
     ({"peft_type": "waveft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
     ({"peft_type": "psoft", "r": 1025}, "rank_too_large", "r"),  # r <= min(in, out): v_proj's 1024
+    # adaption prompt: no more adapted layers than the model has (adaption_prompt/model.py _create_adapted_attentions)
+    ({"peft_type": "adaption_prompt", "adapter_layers": 29}, "invalid_value", "adapter_layers"),
     ({"peft_type": "vblora", "vector_length": 48}, "invalid_value", "vector_length"),  # 1024 is not a multiple
     ({"peft_type": "vblora", "topk": 257}, "invalid_value", "topk"),  # top-k of 256 bank vectors
     ({"peft_type": "gralora", "r": 30, "gralora_k": 4}, "invalid_value", "gralora_k"),  # k must divide r
@@ -115,6 +121,18 @@ def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> 
     with pytest.raises(SizingError) as err:
         trainable(cfg, arch)
     assert (err.value.code, err.value.field) == (code, field)
+
+
+@pytest.mark.parametrize("model", ["Qwen/Qwen2.5-7B", "google/gemma-2-9b"])
+def test_adaption_prompt_refused_where_peft_has_no_model_type(model: str) -> None:
+    """AdaptionPromptConfig knows llama, mistral and gpt2 only (peft 0.21.2 tuners/adaption_prompt/config.py
+    TRANSFORMERS_MODEL_CONFIG; gpt2's path reads a k_proj GPT-2's attention has not): any other is refused, naming
+    peft_type."""
+    cfg = parse_config({"model": model, "peft_type": "adaption_prompt"})
+    arch, _ = resolve_architecture(cfg.model, cfg.model_config)
+    with pytest.raises(SizingError) as err:
+        trainable(cfg, arch)
+    assert (err.value.code, err.value.field) == ("invalid_value", "peft_type")
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])

@@ -147,6 +147,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "DEFT", "deft"), ("other", "Lily", "lily"), ("other", "PEANuT", "peanut"),
     ("other", "TinyLoRA", "tinylora"), ("other", "GLoRA", "glora"), ("other", "PSOFT", "psoft"),
     ("other", "trainable tokens", "trainable_tokens"), ("other", "AdaMSS", "adamss"),
+    ("other", "adaption prompt", "adaption_prompt"), ("other", "LLaMA-Adapter (adaption prompt)", "adaption_prompt"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
@@ -173,6 +174,8 @@ def test_miss_variants_refused_and_gralora_k_read() -> None:
     assert (glora["config_A_B"], glora["config_C"]) == ("vector", "vector")
     adamss = vr.row_case(_as("X", method_detail="AdaMSS (num_subspaces=32, subspace_rank=2)")).config
     assert (adamss["num_subspaces"], adamss["subspace_rank"]) == (32, 2)
+    prompt = vr.row_case(_as("X", method_detail="adaption prompt (adapter_len=100, adapter_layers=28)")).config
+    assert (prompt["adapter_len"], prompt["adapter_layers"]) == (100, 28)
     lily = vr.row_case(_as("X", method_detail="Lily (stride_A=14, num_B=2)")).config
     assert (lily["stride_A"], lily["num_B"]) == (14, 2)
     assert vr.row_case(_as("X", method_detail="DEFT (para: true)")).config["deft_para"] is True
