@@ -70,7 +70,7 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"),
                ("trainable tokens", "trainable_tokens"), ("trainable_tokens", "trainable_tokens"),
                ("adamss", "adamss"), ("adaption prompt", "adaption_prompt"),
-               ("adaption_prompt", "adaption_prompt"), ("adaptionprompt", "adaption_prompt"))
+               ("adaption_prompt", "adaption_prompt"), ("adaptionprompt", "adaption_prompt"), ("frod", "frod"))
 _OTHER_PEFT = ("osf",)
 # The tuner's own integer size fields, read where the row states them ("gralora_k=4"); else the contract's defaults
 _SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a": ("block_size",),

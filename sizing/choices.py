@@ -12,7 +12,7 @@ PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft"
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
               "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
-              "trainable_tokens", "adamss", "adaption_prompt")
+              "trainable_tokens", "adamss", "adaption_prompt", "frod")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
@@ -50,6 +50,7 @@ KBIT_REFUSED = {
     "psoft": "factorizes the base weight at init, which is stored as integers",
     "glora": "adapts plain nn.Linear layers only, not bitsandbytes' layers",
     "adamss": "makes its factors in the base weight's dtype, which is packed as integers",
+    "frod": "makes its parameters in the base weight's dtype, which is packed as integers",
 }
 
 

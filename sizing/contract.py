@@ -160,7 +160,8 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
+                                       "(sparse_rate, runtime_offload_base_weight)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -171,7 +172,8 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
+                                       "(sparse_rate, runtime_offload_base_weight)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -182,7 +184,8 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)"),
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
+                                       "(sparse_rate, runtime_offload_base_weight)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -307,6 +310,19 @@ FIELDS: tuple[Field, ...] = (
                                           "AdaptionPromptConfig.adapter_layers: how many of the last attention layers "
                                           "to adapt; null: all"),
           low=1, high=1 << 20, nullable=True),
+    Field("sparse_rate", "float", 0.01, ("FrodConfig.sparse_rate: доля обучаемых внедиагональных элементов "
+                                         "матрицы S (in × in)",
+                                         "FrodConfig.sparse_rate: S matritsasining (in × in) o‘qitiladigan diagonaldan "
+                                         "tashqari elementlari ulushi",
+                                         "FrodConfig.sparse_rate: the share of S's off-diagonal entries (in × in) "
+                                         "that train"),
+          low=0.0, high=1.0),
+    Field("runtime_offload_base_weight", "bool", False,
+          ("FrodConfig.runtime_offload_base_weight: перенести вес адаптированного слоя в память CPU (его заменяет U)",
+           "FrodConfig.runtime_offload_base_weight: moslashtirilgan qatlam vaznini CPU xotirasiga ko‘chirish (uni U "
+           "almashtiradi)",
+           "FrodConfig.runtime_offload_base_weight: move the adapted layer's weight to CPU memory (U takes its "
+           "place)")),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",

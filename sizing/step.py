@@ -151,8 +151,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         # idle: the vision tower's, never trained; buffers: tuners' frozen factors (PSOFT's, TinyLoRA's), in the
         # adapters' dtype, and their int64 indices
         adapters = tr.params + tr.idle + tr.extras.buffers * arch.layers if cfg.is_peft else 0
+        # ... and those in the base weight's dtype (FRoD's U)
         w = weights(cfg, arch, reg, adapters, frozenset(lin.name for lin in tr.targets),
-                    tr.extras.index_bytes * arch.layers)
+                    (tr.extras.index_bytes + tr.extras.weight_buffers * reg.weight) * arch.layers)
         grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
         opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
         if cfg.parallelism in ("zero2", "zero3") and grad_elem < 4:

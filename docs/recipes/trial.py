@@ -202,6 +202,8 @@ class RunConfig:
     subspace_rank: int = 1
     adapter_len: int = 10  # adaption prompt (AdaptionPromptConfig; PEFT has no defaults: the LLaMA-Adapter paper's L)
     adapter_layers: int | None = None  # ... the last adapter_layers attention layers (None: every one)
+    sparse_rate: float = 0.01  # FRoD (FrodConfig's sparse_rate and runtime_offload_base_weight)
+    runtime_offload_base_weight: bool = False
     num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
@@ -558,7 +560,8 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
+                                       "(sparse_rate, runtime_offload_base_weight)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -569,7 +572,8 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)",
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
+                                       "(sparse_rate, runtime_offload_base_weight)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -580,7 +584,8 @@ FIELDS: tuple[Field, ...] = (
                                        "peanut (depth), tinylora (tinylora_u, weight_tying), glora (config_A_B, "
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
-                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers)"),
+                                       "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
+                                       "(sparse_rate, runtime_offload_base_weight)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -705,6 +710,19 @@ FIELDS: tuple[Field, ...] = (
                                           "AdaptionPromptConfig.adapter_layers: how many of the last attention layers "
                                           "to adapt; null: all"),
           low=1, high=1 << 20, nullable=True),
+    Field("sparse_rate", "float", 0.01, ("FrodConfig.sparse_rate: доля обучаемых внедиагональных элементов "
+                                         "матрицы S (in × in)",
+                                         "FrodConfig.sparse_rate: S matritsasining (in × in) o‘qitiladigan diagonaldan "
+                                         "tashqari elementlari ulushi",
+                                         "FrodConfig.sparse_rate: the share of S's off-diagonal entries (in × in) "
+                                         "that train"),
+          low=0.0, high=1.0),
+    Field("runtime_offload_base_weight", "bool", False,
+          ("FrodConfig.runtime_offload_base_weight: перенести вес адаптированного слоя в память CPU (его заменяет U)",
+           "FrodConfig.runtime_offload_base_weight: moslashtirilgan qatlam vaznini CPU xotirasiga ko‘chirish (uni U "
+           "almashtiradi)",
+           "FrodConfig.runtime_offload_base_weight: move the adapted layer's weight to CPU memory (U takes its "
+           "place)")),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",
@@ -849,7 +867,7 @@ PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft"
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
               "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
-              "trainable_tokens", "adamss", "adaption_prompt")
+              "trainable_tokens", "adamss", "adaption_prompt", "frod")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 ROAD_VARIANTS = ("road_1", "road_2", "road_4")  # RoadConfig.variant: 1, 2 or 4 x out_features parameters per layer
@@ -887,6 +905,7 @@ KBIT_REFUSED = {
     "psoft": "factorizes the base weight at init, which is stored as integers",
     "glora": "adapts plain nn.Linear layers only, not bitsandbytes' layers",
     "adamss": "makes its factors in the base weight's dtype, which is packed as integers",
+    "frod": "makes its parameters in the base weight's dtype, which is packed as integers",
 }
 
 

@@ -172,7 +172,7 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
     FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT, VB-LoRA, UniLoRA, DEFT, Lily, PEANuT, TinyLoRA, GLoRA, PSOFT,
-    AdaMSS)
+    AdaMSS, FRoD)
     on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",

@@ -72,6 +72,10 @@ APPROXIMATE = {
                        "on CPU with a 16-bit base); the layers before the first adapted one are counted as adapted "
                        "and as keeping what a frozen layer keeps, an upper bound when adapter_layers is below the "
                        "model's layer count",
+    "frod": "FRoD's saved tensors are modelled from CPU measurements with a 16-bit input (its input projected on the "
+            "shared basis per token, the dense sparse matrix it builds each forward and, on a GPU, the copies of the "
+            "basis and indices it keeps in CPU memory); the sparse matrix's backward temporaries are not counted, "
+            "and a 32-bit input takes a sparse path that is not walked",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -227,9 +231,18 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
     if kind == "adamss":  # num_subspaces x adamss_A [R, r_e] and adamss_B [rows of the cluster, R]: out rows in all
         rank, groups, sub = _adamss(cfg, lin)
         return [(sub, rank, groups * k), (o, sub, k)]
+    if kind == "frod":  # frod_lambda_l [in] and frod_lambda_s_values [nnz] (tuners/frod/layer.py update_layer)
+        return [(1, i, k), (1, _frod_nnz(i, cfg.sparse_rate), k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
+
+
+def _frod_nnz(width: int, rate: float) -> int:
+    """FRoD's trained off-diagonal entries of S [width, width] (tuners/frod/model.py _init_frod_projection_buffers)."""
+    off = width * width - width
+    nnz = min(int(width * width * rate), off)
+    return max(1, nnz) if rate > 0 and off > 0 else nnz
 
 
 def _adamss(cfg: RunConfig, lin: Linear) -> tuple[int, int, int]:
@@ -326,6 +339,9 @@ class Extras:
     index_bytes: int = 0  # bytes of its int64 index buffers (UniLoRA's, PSOFT's)
     base_per_token: int = 0  # elements per token kept in the base weight's dtype, the compute dtype under autocast
     per_sequence: int = 0  # elements per sequence of the micro-batch kept in that dtype (adaption prompt's keys)
+    weight_buffers: int = 0  # elements of frozen tensors the tuner stores in the base weight's dtype (FRoD's U)
+    host_copied: int = 0  # elements in the base dtype of tensors it holds in CPU memory, copied to the GPU each
+    host_bytes: int = 0  # forward and kept for backward (FRoD's basis V); bytes of such int64 indices
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
@@ -385,4 +401,13 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
                       weight_sized=sum((rank * (lin.in_features + lin.bias) + ke * sub * rank + sub * lin.out_features)
                                        * lin.count for lin, rank, ke, sub in sizes),
                       buffers=sum(rank * (lin.in_features + lin.bias) * lin.count for lin, rank, _, _ in sizes))
+    if kind == "frod":  # z = x @ V per token (V frozen: x not kept), S densified from its coalesced COO (values and
+        # int64 indices) and lambda's cast, in x's 16-bit dtype; the base layer is skipped. U [out, in] per module
+        # is a buffer in the base dtype, unless runtime_offload_base_weight moves W to the CPU for it (same size). The
+        # basis V [in, in] and S's indices stay in CPU memory (plain references PEFT never moves): copies each forward
+        nnz = [_frod_nnz(lin.in_features, cfg.sparse_rate) * lin.count for lin in targets]
+        squares = sum(lin.in_features ** 2 * lin.count for lin in targets)
+        return Extras(base_per_token=ins, weight_sized=squares + ins, fixed=20 * sum(nnz),
+                      weight_buffers=0 if cfg.runtime_offload_base_weight else products,
+                      host_copied=squares, host_bytes=16 * sum(nnz))
     return Extras()

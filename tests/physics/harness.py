@@ -598,6 +598,10 @@ class SavedRecorder:
         self.label = lab
 
     def pack(self, t):
+        if t.layout == torch.sparse_coo:  # no storage of its own: its indices and values are what it holds
+            self.pack(t._indices())
+            self.pack(t._values())
+            return t
         try:
             st = t.untyped_storage()
         except Exception:

@@ -127,6 +127,8 @@ CASES = {
                          lambda: peft.TrainableTokensConfig(token_indices=[0, 5, 7])),
     "adamss": ({"peft_type": "adamss", "r": 16, "num_subspaces": 4, "subspace_rank": 2, "target_modules": ALL},
                lambda: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=ALL)),
+    "frod": ({"peft_type": "frod", "sparse_rate": 0.05, "target_modules": ALL},
+             lambda: peft.FrodConfig(sparse_rate=0.05, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -370,6 +372,11 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "psoft": ({"peft_type": "psoft", "r": 16}, lambda targets: peft.PsoftConfig(r=16, target_modules=targets)),
     "adamss": ({"peft_type": "adamss", "r": 16, "num_subspaces": 4, "subspace_rank": 2},
                lambda targets: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=targets)),
+    "frod": ({"peft_type": "frod", "sparse_rate": 0.02},
+             lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
+    "frod_offload": ({"peft_type": "frod", "sparse_rate": 0.02, "runtime_offload_base_weight": True},
+                     lambda targets: peft.FrodConfig(sparse_rate=0.02, runtime_offload_base_weight=True,
+                                                     target_modules=targets)),
     # every attention layer adapted (it adapts attention modules: the targets are not its own)
     "adaption_prompt": ({"peft_type": "adaption_prompt", "adapter_len": 10, "target_modules": None},
                         lambda targets: peft.AdaptionPromptConfig(adapter_len=10, adapter_layers=4,
@@ -391,7 +398,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("glora", QV, "bfloat16", False), ("glora", ALL, "bfloat16", False), ("glora", QV, "float32", True),
     ("psoft", QV, "bfloat16", False), ("psoft", ALL, "bfloat16", False),
     ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True),
-    ("adaption_prompt", QV, "bfloat16", False)])
+    ("adaption_prompt", QV, "bfloat16", False),
+    ("frod", QV, "bfloat16", False), ("frod", ALL, "bfloat16", False), ("frod_offload", QV, "bfloat16", False)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
@@ -414,6 +422,7 @@ BUFFERED = {  # tuners whose frozen factors are buffers (PSOFT's and TinyLoRA's 
     "lora": ({"peft_type": "lora", "r": 4}, lambda: peft.LoraConfig(r=4, target_modules=ALL), "lora_"),
     "adamss": ({"peft_type": "adamss", "r": 16},
                lambda: peft.AdamssConfig(r=16, target_modules=ALL), "adamss_newB"),
+    "frod": ({"peft_type": "frod"}, lambda: peft.FrodConfig(target_modules=ALL), "frod_U"),
 }
 
 

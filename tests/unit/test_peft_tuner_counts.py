@@ -80,6 +80,10 @@ QV = ["q_proj", "v_proj"]
     # [100, 3072] prompt and a gate in each of the 28 attention layers (its target_modules: self_attn)
     ({"peft_type": "adaption_prompt", "adapter_len": 100, "adapter_layers": 28}, 8_601_628),
     ({"peft_type": "adaption_prompt", "adapter_len": 100}, 8_601_628),  # null: every layer
+    # frod--llama-3.2-3B-default.json and -sparse0.02-lr_0.001.json: FrodConfig(sparse_rate=0.01 / 0.02) on q, v:
+    # lambda [in] and int(in^2 x sparse_rate) entries of S per module
+    ({"peft_type": "frod", "sparse_rate": 0.01}, 5_456_808),
+    ({"peft_type": "frod", "sparse_rate": 0.02}, 10_741_640),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -136,14 +140,14 @@ def test_adaption_prompt_refused_where_peft_has_no_model_type(model: str) -> Non
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft", "adamss"])
+@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft", "adamss", "frod"])
 def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
     8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
     its update from W.T, which a k-bit base stores packed: its forward fails; TinyLoRA makes its vector in the packed
     weight's integer dtype and fails in get_peft_model; GLoRA refuses any layer but a plain nn.Linear; PSOFT's SVD
-    init refuses an integer weight; AdaMSS makes its factors in the packed weight's dtype, which cannot require a
-    gradient (measured on CPU, bitsandbytes 0.50.2)."""
+    init refuses an integer weight; AdaMSS and FRoD make their parameters in the packed weight's dtype, which cannot
+    require a gradient (measured on CPU, bitsandbytes 0.50.2)."""
     with pytest.raises(SizingError) as err:
         parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")

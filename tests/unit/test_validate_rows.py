@@ -127,7 +127,7 @@ def _as(row_id: str, **cols: str) -> dict[str, str]:
 
 
 def test_other_peft_methods_refused_with_code() -> None:
-    for detail in ("OSF", "FRoD"):  # no peft_type for them
+    for detail in ("OSF", "SHADOW"):  # no peft_type for them
         with pytest.raises(vr.RowRefused) as err:
             vr.row_case(_as("R018", method_detail=detail))
         assert err.value.code == "row_method_not_modelled"
@@ -148,6 +148,7 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "TinyLoRA", "tinylora"), ("other", "GLoRA", "glora"), ("other", "PSOFT", "psoft"),
     ("other", "trainable tokens", "trainable_tokens"), ("other", "AdaMSS", "adamss"),
     ("other", "adaption prompt", "adaption_prompt"), ("other", "LLaMA-Adapter (adaption prompt)", "adaption_prompt"),
+    ("other", "FRoD", "frod"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
