@@ -16,7 +16,9 @@ APPROXIMATE = {
     "loha": "LoHa's saved tensors are modelled as LoRA's at rank r (its forward builds the full delta weight)",
     "lokr": "LoKr's saved tensors are modelled as LoRA's at rank r (its forward builds the full Kronecker weight)",
     "oft": "OFT's saved tensors are modelled as LoRA's at rank r (the rotation of the input is not walked)",
-    "boft": "BOFT's saved tensors are modelled as LoRA's at rank r (the butterfly factors are not walked)",
+    "boft": "BOFT's saved tensors are modelled from CPU measurements with a 16-bit base (the layer input as it is, "
+            "its scaled output per token, and per adapted layer the in x in rotation it builds each forward and the "
+            "Cayley solve's blocks); with boft_n_butterfly_factor 1 and block size 4, PEFT's defaults",
     "prefix_tuning": "prefix tuning's saved tensors are modelled as the frozen base's (the prefix keys/values "
                      "attended by every layer are not walked)",
     "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
@@ -401,6 +403,13 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
                       weight_sized=sum((rank * (lin.in_features + lin.bias) + ke * sub * rank + sub * lin.out_features)
                                        * lin.count for lin, rank, ke, sub in sizes),
                       buffers=sum(rank * (lin.in_features + lin.bias) * lin.count for lin, rank, _, _ in sizes))
+    if kind == "boft":  # x @ rotation keeps x as it is and the rotation; the frozen base's output, scaled by boft_s,
+        # is kept per token in x's dtype (16-bit here); per adapted layer three in x in tensors in that dtype (the block
+        # diagonal cast to x, the permuted product, the rotation it multiplies), the Cayley solve of in/4 blocks of 4 x
+        # 4 (three fp32 tensors and int32 pivots: 52 in bytes) and the scale's out-wide ones (16-bit) and product (fp32)
+        return Extras(rank=0, copies_input=False, base_per_token=outs,
+                      weight_sized=3 * sum(lin.in_features ** 2 * lin.count for lin in targets),
+                      fixed=52 * ins + 6 * outs)
     if kind == "frod":  # z = x @ V per token (V frozen: x not kept), S densified from its coalesced COO (values and
         # int64 indices) and lambda's cast, in x's 16-bit dtype; the base layer is skipped. U [out, in] per module
         # is a buffer in the base dtype, unless runtime_offload_base_weight moves W to the CPU for it (same size). The

@@ -374,6 +374,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
                lambda targets: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=targets)),
     "frod": ({"peft_type": "frod", "sparse_rate": 0.02},
              lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
+    "boft": ({"peft_type": "boft"}, lambda targets: peft.BOFTConfig(boft_block_size=4, target_modules=targets)),
     "frod_offload": ({"peft_type": "frod", "sparse_rate": 0.02, "runtime_offload_base_weight": True},
                      lambda targets: peft.FrodConfig(sparse_rate=0.02, runtime_offload_base_weight=True,
                                                      target_modules=targets)),
@@ -399,7 +400,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("psoft", QV, "bfloat16", False), ("psoft", ALL, "bfloat16", False),
     ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True),
     ("adaption_prompt", QV, "bfloat16", False),
-    ("frod", QV, "bfloat16", False), ("frod", ALL, "bfloat16", False), ("frod_offload", QV, "bfloat16", False)])
+    ("frod", QV, "bfloat16", False), ("frod", ALL, "bfloat16", False), ("frod_offload", QV, "bfloat16", False),
+    ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
