@@ -76,7 +76,7 @@ _OTHER_PEFT = ("osf",)
 _SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a": ("block_size",),
                 "waveft": ("n_frequency",), "road": ("group_size",), "p_tuning": ("num_virtual_tokens",),
                 "vblora": ("num_vectors",), "unilora": ("theta_d_length",), "peanut": ("depth",),
-                "lily": ("stride_A", "num_B"), "adamss": ("num_subspaces", "subspace_rank"),
+                "lily": ("stride_A", "num_B"), "adamss": ("num_subspaces", "subspace_rank"), "miss": ("mini_r",),
                 "adaption_prompt": ("adapter_len", "adapter_layers")}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
@@ -113,8 +113,6 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     peft_type = next((t for name, t in _PEFT_TYPES if re.search(rf"\b{re.escape(name)}\b", detail)), None)
     if peft_type and method != "full":
         method = "qlora" if method == "qlora" else "lora"  # the base's precision follows the quantization column
-    if peft_type == "miss" and re.search(r"\b(bat|mini)\b", detail):
-        other = "miss"  # MiSS's init_weights="bat" (a full weight per module) and "mini" (mini_r) are not walked
     if other or method not in ("full", "lora", "qlora"):
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
@@ -154,6 +152,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
         stated = re.search(rf"{size.lower()}\W*(\d+)", text)  # the text is lowercased (Lily's stride_A, num_B)
         if stated:
             out[size] = int(stated.group(1))
+    variant = re.search(r"\b(bat|mini)\b", text) if peft_type == "miss" else None
+    if variant:  # MissConfig.init_weights="bat" (r x r blocks) or "mini" (an r x mini_r block)
+        out["miss_init"] = variant.group(1)
     tying = re.search(r"weight_tying\W*([0-9.]+)", text) if peft_type == "tinylora" else None
     if tying:  # TinyLoraConfig.weight_tying (u keeps its default unless stated)
         out["weight_tying"] = float(tying.group(1).rstrip("."))

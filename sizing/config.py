@@ -57,6 +57,8 @@ class RunConfig:
     gralora_k: int = 2  # GraLoRA (GraloraConfig's default)
     n_frequency: int | None = None  # FourierFT / WaveFT (None: the tuner's default, RULES)
     block_size: int = 256  # C3A (C3AConfig's default)
+    miss_init: str = "default"  # MiSS (MissConfig's init_weights: True, "bat", "mini"; and mini_r)
+    mini_r: int = 1
     road_variant: str = "road_1"  # RoAd (RoadConfig's default)
     group_size: int = 64  # RoAd (RoadConfig's default)
     num_vectors: int = 256  # VB-LoRA (VBLoRAConfig's defaults)

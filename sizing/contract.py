@@ -18,6 +18,7 @@ from .choices import GLORA_C as GLORA_C
 from .choices import GLORA_DE as GLORA_DE
 from .choices import LOSSES as LOSSES
 from .choices import METHODS as METHODS
+from .choices import MISS_INITS as MISS_INITS
 from .choices import OPTIMIZERS as OPTIMIZERS
 from .choices import PARALLELISM as PARALLELISM
 from .choices import PEFT_TYPES as PEFT_TYPES
@@ -151,7 +152,7 @@ FIELDS: tuple[Field, ...] = (
     Field("use_dora", "bool", False, ("DoRA поверх метода LoRA", "LoRA usuli ustiga DoRA", "DoRA on a LoRA method"),
           form="bool", group=_L),
     Field("peft_type", "str", "lora", ("Метод PEFT: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k блоков, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
@@ -163,7 +164,7 @@ FIELDS: tuple[Field, ...] = (
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
                                        "(sparse_rate, runtime_offload_base_weight)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
@@ -175,7 +176,7 @@ FIELDS: tuple[Field, ...] = (
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
                                        "(sparse_rate, runtime_offload_base_weight)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
-                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (MiSS, init_weights=True), "
+                                       "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
                                        "fourierft (n_frequency), randlora, pvera, c3a (block_size), beft, "
                                        "road (road_variant, group_size), waveft (n_frequency), "
@@ -213,6 +214,17 @@ FIELDS: tuple[Field, ...] = (
                                      "C3AConfig.block_size: the circulant block size; divides the layer's input and "
                                      "output"),
           low=1, high=65536),
+    Field("miss_init", "str", "default", ("MissConfig.init_weights: default (True), bat (блоки r × r, полный вес на "
+                                          "каждом шаге) или mini (блок r × mini_r)",
+                                          "MissConfig.init_weights: default (True), bat (r × r bloklar, har qadamda "
+                                          "to‘liq vazn) yoki mini (r × mini_r blok)",
+                                          "MissConfig.init_weights: default (True), bat (r x r blocks, a whole weight "
+                                          "each step) or mini (an r x mini_r block)"),
+          choices=MISS_INITS),
+    Field("mini_r", "int", 1, ("MissConfig.mini_r: ширина блока MiSS mini (делит выход слоя)",
+                               "MissConfig.mini_r: MiSS mini bloki kengligi (qatlam chiqishini bo‘lishi kerak)",
+                               "MissConfig.mini_r: the MiSS mini block's width (it divides the layer's output)"),
+          low=1, high=1 << 20),
     Field("road_variant", "str", "road_1", ("RoadConfig.variant: road_1, road_2 или road_4 (1, 2 или 4 × выход слоя "
                                             "параметров)",
                                             "RoadConfig.variant: road_1, road_2 yoki road_4 (qatlam chiqishining 1, 2 "

@@ -186,6 +186,13 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
                    for lin in targets)
         raise SizingError("rank_too_large", f"r={cfg.r} must {need} of {', '.join(bad)} for {kind}",
                           field="r", value=cfg.r, max=most)
+    if kind == "miss" and cfg.miss_init == "bat" and any(lin.in_features % cfg.r or lin.out_features % cfg.r
+                                                          for lin in targets):
+        raise SizingError("invalid_value", f"miss_init bat needs r={cfg.r} to divide the input and output widths of "
+                          "every targeted layer (its r x r blocks; tuners/miss/layer.py)", field="r", value=cfg.r)
+    if kind == "miss" and cfg.miss_init == "mini" and any(lin.out_features % cfg.mini_r for lin in targets):
+        raise SizingError("invalid_value", f"mini_r={cfg.mini_r} must divide the output width of every targeted "
+                          "layer (tuners/miss/layer.py)", field="mini_r", value=cfg.mini_r)
     k = cfg.gralora_k
     if kind == "gralora" and (cfg.r % k or any(lin.in_features % k or lin.out_features % k for lin in targets)):
         # tuners/gralora/layer.py update_layer (in and out) and forward's view into k blocks of r // k (r)
@@ -237,8 +244,9 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     vera_like = kind in ("vera", "pvera")  # PVeRA: VeRA's frozen shared A and B, approximate (APPROXIMATE)
     if kind == "deft" and cfg.deft_para:
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
-    return Trainable(shaped, False, tuple(tensors), APPROXIMATE.get(kind, ""),
-                     frozen_a=vera_like or kind in ("miss", "tinylora", "psoft"),
+    bat = kind == "miss" and cfg.miss_init == "bat"  # a whole updated weight, not the block sum: x is kept
+    return Trainable(shaped, False, tuple(tensors), APPROXIMATE["miss_bat"] if bat else APPROXIMATE.get(kind, ""),
+                     frozen_a=vera_like or (kind in ("miss", "tinylora", "psoft") and not bat),
                      inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
                      extras=saved_extras(cfg, targets))
 

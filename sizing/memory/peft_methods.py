@@ -21,6 +21,9 @@ APPROXIMATE = {
             "Cayley solve's blocks); with boft_n_butterfly_factor 1 and block size 4, PEFT's defaults",
     "prefix_tuning": "prefix tuning's saved tensors are modelled as the frozen base's (the prefix keys/values "
                      "attended by every layer are not walked)",
+    "miss_bat": "MiSS with init_weights='bat' is modelled from CPU measurements with a 16-bit base (LoRA's input "
+                "copy, and per adapted layer the weight cast to the adapters' dtype and the updated weight built from "
+                "it, two d_out x d_in tensors); their temporaries are not counted",
     "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
     "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
     "shira": "SHiRA's saved tensors are modelled as LoRA's at rank r (its forward builds and keeps a full copy of "
@@ -178,8 +181,8 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return [(r, b * (b - 1) // 2, k)]
     if kind == "boft":  # PEFT defaults boft_block_size=4, boft_n_butterfly_factor=1: boft_R [1, in/4, 4, 4], boft_s
         return [(i // 4, 16, k), (o, 1, k)]
-    if kind == "miss":  # miss_block [r, out] (init_weights=True: tuners/miss/layer.py update_layer)
-        return [(r, o, k)]
+    if kind == "miss":  # miss_block [r, out] (init_weights=True), [out / r, r, r] (bat), [r, mini_r] (mini)
+        return [(r, cfg.mini_r, k)] if cfg.miss_init == "mini" else [(r, o, k)]  # tuners/miss/layer.py
     if kind == "gralora":  # gralora_A [gk, in/gk, r], gralora_B [gk, r, out/gk]: LoRA's count (hybrid_r = 0)
         return [(r, i, k), (o, r, k)]
     if kind == "shira":  # shira_weight: r * (in + out) values of a sparse delta (LoRA's count at rank r)
@@ -403,6 +406,12 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
                       weight_sized=sum((rank * (lin.in_features + lin.bias) + ke * sub * rank + sub * lin.out_features)
                                        * lin.count for lin, rank, ke, sub in sizes),
                       buffers=sum(rank * (lin.in_features + lin.bias) * lin.count for lin, rank, _, _ in sizes))
+    if kind == "miss" and cfg.miss_init == "mini":  # the block repeated out / mini_r times, kept by its matmul
+        return Extras(assembled=r * outs)
+    if kind == "miss" and cfg.miss_init == "bat":  # F.linear(x cast to the block's dtype, W + delta): LoRA's input
+        # copy (no r-wide intermediate), the weight W cast to that dtype and reshaped into r x r blocks (kept by W @
+        # block) and the whole updated weight [out, in], both in the block's dtype
+        return Extras(rank=0, dense=2 * products)
     if kind == "boft":  # x @ rotation keeps x as it is and the rotation; the frozen base's output, scaled by boft_s,
         # is kept per token in x's dtype (16-bit here); per adapted layer three in x in tensors in that dtype (the block
         # diagonal cast to x, the permuted product, the rotation it multiplies), the Cayley solve of in/4 blocks of 4 x

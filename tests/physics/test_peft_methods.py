@@ -127,6 +127,10 @@ CASES = {
                          lambda: peft.TrainableTokensConfig(token_indices=[0, 5, 7])),
     "adamss": ({"peft_type": "adamss", "r": 16, "num_subspaces": 4, "subspace_rank": 2, "target_modules": ALL},
                lambda: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=ALL)),
+    "miss_bat": ({"peft_type": "miss", "r": 16, "miss_init": "bat", "target_modules": ALL},
+                 lambda: peft.MissConfig(r=16, init_weights="bat", target_modules=ALL)),
+    "miss_mini": ({"peft_type": "miss", "r": 16, "miss_init": "mini", "mini_r": 8, "target_modules": ALL},
+                  lambda: peft.MissConfig(r=16, init_weights="mini", mini_r=8, target_modules=ALL)),
     "frod": ({"peft_type": "frod", "sparse_rate": 0.05, "target_modules": ALL},
              lambda: peft.FrodConfig(sparse_rate=0.05, target_modules=ALL)),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
@@ -134,7 +138,7 @@ CASES = {
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
 }
 # saved tensors walked exactly (tests below)
-WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "gralora", "vera", "beft", "beft_default")
+WALKED = ("lora_fa", "ia3", "ia3_default", "ia3_ff3", "miss", "miss_mini", "gralora", "vera", "beft", "beft_default")
 
 
 def _peft_count(style: str, name: str) -> int:
@@ -375,6 +379,10 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "frod": ({"peft_type": "frod", "sparse_rate": 0.02},
              lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
     "boft": ({"peft_type": "boft"}, lambda targets: peft.BOFTConfig(boft_block_size=4, target_modules=targets)),
+    "miss_bat": ({"peft_type": "miss", "r": 16, "miss_init": "bat"},
+                 lambda targets: peft.MissConfig(r=16, init_weights="bat", target_modules=targets)),
+    "miss_mini": ({"peft_type": "miss", "r": 16, "miss_init": "mini", "mini_r": 8},
+                  lambda targets: peft.MissConfig(r=16, init_weights="mini", mini_r=8, target_modules=targets)),
     "frod_offload": ({"peft_type": "frod", "sparse_rate": 0.02, "runtime_offload_base_weight": True},
                      lambda targets: peft.FrodConfig(sparse_rate=0.02, runtime_offload_base_weight=True,
                                                      target_modules=targets)),
@@ -401,7 +409,9 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True),
     ("adaption_prompt", QV, "bfloat16", False),
     ("frod", QV, "bfloat16", False), ("frod", ALL, "bfloat16", False), ("frod_offload", QV, "bfloat16", False),
-    ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False)])
+    ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False),
+    ("miss_bat", QV, "bfloat16", False), ("miss_bat", ALL, "bfloat16", False),
+    ("miss_mini", QV, "bfloat16", False), ("miss_mini", ALL, "bfloat16", False), ("miss_mini", QV, "float32", True)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's

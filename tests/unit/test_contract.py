@@ -54,6 +54,7 @@ MINIMAL = {
     "prepare_model_for_kbit_training": False, "quantization_backend": "bitsandbytes", "r": 8, "lora_alpha": 8.0,
     "lora_dropout": 0.0, "target_modules": None, "use_dora": False, "peft_type": "lora",
     "num_virtual_tokens": 20, "decompose_factor": -1, "gralora_k": 2, "n_frequency": 1000, "block_size": 256,
+    "miss_init": "default", "mini_r": 1,
     "road_variant": "road_1", "group_size": 64, "num_vectors": 256, "vector_length": 256, "topk": 2,
     "theta_d_length": 256, "deft_para": False, "stride_A": 1, "num_B": 2, "depth": 0,
     "tinylora_u": 64, "weight_tying": 0.0, "config_A_B": "lora", "config_C": "lora", "config_D_E": "constant",

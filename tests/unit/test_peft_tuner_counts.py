@@ -73,6 +73,10 @@ QV = ["q_proj", "v_proj"]
     # trainable_tokens--llama-3.2-3B-sos+eos.json: TrainableTokensConfig(token_indices=[128000, 128001]): two rows
     # of the tied embedding (the head shares them)
     ({"peft_type": "trainable_tokens", "num_trainable_tokens": 2, "target_modules": None}, 6_144),
+    # miss--llama-3.2-3B-bat.json and -mini.json: MissConfig(r=64, init_weights="bat") ([out / 64, 64, 64] blocks:
+    # the default's count) and (r=64, init_weights="mini", mini_r=64): one [64, 64] block per module
+    ({"peft_type": "miss", "r": 64, "miss_init": "bat"}, 7_340_032),
+    ({"peft_type": "miss", "r": 64, "miss_init": "mini", "mini_r": 64}, 229_376),
     # adamss--llama-3.2-3B-rank32.json: AdamssConfig(r=100, num_subspaces=32, subspace_rank=1) on q_proj, v_proj:
     # 32 subspaces of [1, 100] A and the out rows of B, per module
     ({"peft_type": "adamss", "r": 100, "num_subspaces": 32, "subspace_rank": 1}, 293_888),
@@ -109,6 +113,9 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "road", "group_size": 48}, "invalid_value", "group_size"),  # 1024 (v_proj) is not a multiple
     ({"peft_type": "waveft", "n_frequency": 3072 * 1024 + 1}, "invalid_value", "n_frequency"),
     ({"peft_type": "psoft", "r": 1025}, "rank_too_large", "r"),  # r <= min(in, out): v_proj's 1024
+    # MiSS bat: r x r blocks tile the weight (1024 is no multiple of 48); mini: mini_r divides every output width
+    ({"peft_type": "miss", "r": 48, "miss_init": "bat"}, "invalid_value", "r"),
+    ({"peft_type": "miss", "r": 16, "miss_init": "mini", "mini_r": 48}, "invalid_value", "mini_r"),
     # adaption prompt: no more adapted layers than the model has (adaption_prompt/model.py _create_adapted_attentions)
     ({"peft_type": "adaption_prompt", "adapter_layers": 29}, "invalid_value", "adapter_layers"),
     ({"peft_type": "vblora", "vector_length": 48}, "invalid_value", "vector_length"),  # 1024 is not a multiple

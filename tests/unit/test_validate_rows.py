@@ -156,13 +156,13 @@ def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> No
     assert (c["method"], c["peft_type"]) == ("lora", peft_type)
 
 
-def test_miss_variants_refused_and_gralora_k_read() -> None:
-    """MiSS's init_weights "bat" (a full weight per module) and "mini" are not walked; GraLoRA's gralora_k is read
-    where the row states it (PEFT's default 2 otherwise)."""
-    for detail in ("MiSS (init_weights=bat)", "MiSS mini (mini_r=1)", "Bone (init_weights=bat)"):
-        with pytest.raises(vr.RowRefused) as err:
-            vr.row_case(_as("X", method_detail=detail))
-        assert err.value.code == "row_method_not_modelled"
+def test_miss_variants_and_size_fields_read() -> None:
+    """MiSS's init_weights "bat" and "mini" (with its mini_r) are read where the row states them, Bone being MiSS's
+    former name; GraLoRA's gralora_k likewise (PEFT's default 2 otherwise)."""
+    for detail, init in (("MiSS (init_weights=bat)", "bat"), ("Bone (init_weights=bat)", "bat"), ("MiSS", None)):
+        assert vr.row_case(_as("X", method_detail=detail)).config.get("miss_init") == init
+    mini = vr.row_case(_as("X", method_detail="MiSS mini (mini_r=64)")).config
+    assert (mini["peft_type"], mini["miss_init"], mini["mini_r"]) == ("miss", "mini", 64)
     assert vr.row_case(_as("X", method_detail="GraLoRA (gralora_k=4)")).config["gralora_k"] == 4
     assert "gralora_k" not in vr.row_case(_as("X", method_detail="GraLoRA")).config
     assert vr.row_case(_as("X", method_detail="FourierFT (n_frequency=5000)")).config["n_frequency"] == 5000
