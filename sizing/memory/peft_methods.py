@@ -13,8 +13,10 @@ Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trai
 # for the methods with no per-module adapter), so the estimate says confidence "low" and why.
 APPROXIMATE = {
     "adalora": "AdaLoRA's saved tensors are modelled as LoRA's at r = init_r (lora_E scaling not walked)",
-    "loha": "LoHa's saved tensors are modelled as LoRA's at rank r (its forward builds the full delta weight)",
-    "lokr": "LoKr's saved tensors are modelled as LoRA's at rank r (its forward builds the full Kronecker weight)",
+    "loha": "LoHa's saved tensors are modelled from CPU measurements (LoRA's input copy and the dense delta weight "
+            "its forward builds); the Hadamard product's backward temporaries are not counted",
+    "lokr": "LoKr's saved tensors are modelled from CPU measurements (LoRA's input copy, the dense Kronecker delta "
+            "weight its forward builds and a decomposed factor's product); the backward temporaries are not counted",
     "oft": "OFT's saved tensors are modelled as LoRA's at rank r (the rotation of the input is not walked)",
     "boft": "BOFT's saved tensors are modelled from CPU measurements with a 16-bit base (the layer input as it is, "
             "its scaled output per token, and per adapted layer the in x in rotation it builds each forward and the "
@@ -406,6 +408,17 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
                       weight_sized=sum((rank * (lin.in_features + lin.bias) + ke * sub * rank + sub * lin.out_features)
                                        * lin.count for lin, rank, ke, sub in sizes),
                       buffers=sum(rank * (lin.in_features + lin.bias) * lin.count for lin, rank, _, _ in sizes))
+    if kind == "loha":  # F.linear(x cast to the adapters' dtype, delta): LoRA's input copy (no r-wide intermediate)
+        # and the dense delta [out, in] the Hadamard product of its two factor pairs builds; a 0-d scale per module
+        return Extras(rank=0, dense=products, fixed=4 * modules)
+    if kind == "lokr":  # likewise the Kronecker delta [out, in]; a decomposed w2 (r below half its larger side, as
+        # _lokr's tensors) keeps its product w2_a @ w2_b [out_k, in_n] too
+        kept = 0
+        for lin in targets:
+            _, out_k = factorization(lin.out_features, cfg.decompose_factor)
+            _, in_n = factorization(lin.in_features, cfg.decompose_factor)
+            kept += out_k * in_n * lin.count if r < max(out_k, in_n) / 2 else 0
+        return Extras(rank=0, dense=products, assembled=kept)
     if kind == "miss" and cfg.miss_init == "mini":  # the block repeated out / mini_r times, kept by its matmul
         return Extras(assembled=r * outs)
     if kind == "miss" and cfg.miss_init == "bat":  # F.linear(x cast to the block's dtype, W + delta): LoRA's input

@@ -379,6 +379,10 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     "frod": ({"peft_type": "frod", "sparse_rate": 0.02},
              lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
     "boft": ({"peft_type": "boft"}, lambda targets: peft.BOFTConfig(boft_block_size=4, target_modules=targets)),
+    "loha": ({"peft_type": "loha", "r": 8}, lambda targets: peft.LoHaConfig(r=8, target_modules=targets)),
+    "lokr": ({"peft_type": "lokr", "r": 8}, lambda targets: peft.LoKrConfig(r=8, target_modules=targets)),
+    "lokr_f4": ({"peft_type": "lokr", "r": 4, "decompose_factor": 4},
+                lambda targets: peft.LoKrConfig(r=4, decompose_factor=4, target_modules=targets)),
     "miss_bat": ({"peft_type": "miss", "r": 16, "miss_init": "bat"},
                  lambda targets: peft.MissConfig(r=16, init_weights="bat", target_modules=targets)),
     "miss_mini": ({"peft_type": "miss", "r": 16, "miss_init": "mini", "mini_r": 8},
@@ -411,6 +415,9 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("frod", QV, "bfloat16", False), ("frod", ALL, "bfloat16", False), ("frod_offload", QV, "bfloat16", False),
     ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False),
     ("miss_bat", QV, "bfloat16", False), ("miss_bat", ALL, "bfloat16", False),
+    ("loha", QV, "bfloat16", False), ("loha", ALL, "bfloat16", False), ("loha", QV, "float32", True),
+    ("lokr", QV, "bfloat16", False), ("lokr", ALL, "bfloat16", False), ("lokr", QV, "float32", True),
+    ("lokr_f4", QV, "bfloat16", False), ("lokr_f4", ALL, "bfloat16", False),
     ("miss_mini", QV, "bfloat16", False), ("miss_mini", ALL, "bfloat16", False), ("miss_mini", QV, "float32", True)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
     """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
