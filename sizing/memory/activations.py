@@ -158,8 +158,9 @@ class LayerWalker:
                 extra += self.inner * (c if reg.autocast else reg.adapter)  # lora_B input: lora_A output
                 if self.out_saved:  # VeRA: the product lambda_b multiplies
                     extra += lin.out_features * (c if reg.autocast else reg.adapter)
-                if reg.dora:
-                    extra += 2 * c * lin.out_features  # base_result and lora_result kept by the magnitude
+                if reg.dora:  # base_result and lora_result kept by the magnitude; lora_result in the adapters' dtype
+                    # unless autocast runs lora_B (measured: tests/physics/test_peft_methods.py)
+                    extra += (c + (c if reg.autocast else reg.adapter)) * lin.out_features
         self.shared = tensor_bytes * width if shared and not already_saved else 0
         return extra + self.shared
 

@@ -380,6 +380,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
              lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
     "boft": ({"peft_type": "boft"}, lambda targets: peft.BOFTConfig(boft_block_size=4, target_modules=targets)),
     "loha": ({"peft_type": "loha", "r": 8}, lambda targets: peft.LoHaConfig(r=8, target_modules=targets)),
+    "dora": ({"peft_type": "lora", "r": 8, "use_dora": True, "lora_dropout": 0.0},
+             lambda targets: peft.LoraConfig(r=8, use_dora=True, target_modules=targets)),
     "lokr": ({"peft_type": "lokr", "r": 8}, lambda targets: peft.LoKrConfig(r=8, target_modules=targets)),
     "lokr_f4": ({"peft_type": "lokr", "r": 4, "decompose_factor": 4},
                 lambda targets: peft.LoKrConfig(r=4, decompose_factor=4, target_modules=targets)),
@@ -416,6 +418,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False),
     ("miss_bat", QV, "bfloat16", False), ("miss_bat", ALL, "bfloat16", False),
     ("loha", QV, "bfloat16", False), ("loha", ALL, "bfloat16", False), ("loha", QV, "float32", True),
+    ("dora", QV, "bfloat16", False), ("dora", ALL, "bfloat16", False), ("dora", QV, "float32", True),
     ("lokr", QV, "bfloat16", False), ("lokr", ALL, "bfloat16", False), ("lokr", QV, "float32", True),
     ("lokr_f4", QV, "bfloat16", False), ("lokr_f4", ALL, "bfloat16", False),
     ("miss_mini", QV, "bfloat16", False), ("miss_mini", ALL, "bfloat16", False), ("miss_mini", QV, "float32", True)])
