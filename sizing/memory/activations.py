@@ -369,6 +369,9 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
         const += ex.autocast_copied * reg.compute
     if reg.backend != "cpu":  # FRoD's CPU-held basis and indices, copied to the GPU each forward
         const += ex.host_copied * reg.weight + ex.host_bytes
+    if ex.resid_per_token:  # LN tuning: weight * x_hat.to(input dtype) keeps x_hat for the weight's gradient
+        layer.pieces.append(ex.resid_per_token * reg.resid)
+        per_token += ex.resid_per_token * reg.resid
     if ex.base_per_token or ex.per_sequence:  # AdaMSS's projection and subspace outputs, adaption prompt's terms
         elem = reg.compute if reg.autocast else reg.weight  # the dtype their casts and matmuls give
         # a sequence's prompt keys and values as bytes per token of this length (rounded up: under 1 B a token)

@@ -118,8 +118,9 @@ def trainable(cfg: RunConfig, arch: Architecture) -> Trainable:
         # shares it (tuners/trainable_tokens/model.py), so it too runs on an index_copy of the whole weight
         return Trainable((), False, ((cfg.num_trainable_tokens, arch.hidden, 1),), APPROXIMATE[kind],
                          head_tokens=cfg.num_trainable_tokens if arch.tied_embeddings else 0)
-    if kind == "ln_tuning":
-        return Trainable((), False, tuple(norm_tensors(arch)), APPROXIMATE[kind])
+    if kind == "ln_tuning":  # a trained RMSNorm weight makes its multiply keep the normalised input too
+        norms = arch.hidden * (arch.pre_norms + arch.post_norms) if arch.norm == "rms" else 0
+        return Trainable((), False, tuple(norm_tensors(arch)), APPROXIMATE[kind], extras=Extras(resid_per_token=norms))
     if kind == "adaption_prompt":  # whole attention layers wrapped, no Linear adapted: the frozen base's walk
         prompt, extras = adaption_prompt(cfg, arch)
         return Trainable((), False, tuple(prompt), APPROXIMATE[kind], extras=extras)

@@ -26,7 +26,8 @@ APPROXIMATE = {
     "miss_bat": "MiSS with init_weights='bat' is modelled from CPU measurements with a 16-bit base (LoRA's input "
                 "copy, and per adapted layer the weight cast to the adapters' dtype and the updated weight built from "
                 "it, two d_out x d_in tensors); their temporaries are not counted",
-    "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's (the norms' x_hat not walked)",
+    "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's plus, for RMSNorm, each trained "
+                 "norm's normalised input (measured on CPU); the final norm's is not counted",
     "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
     "shira": "SHiRA's saved tensors are modelled as LoRA's at rank r (its forward builds and keeps a full copy of "
              "each adapted weight)",
@@ -349,6 +350,7 @@ class Extras:
     weight_buffers: int = 0  # elements of frozen tensors the tuner stores in the base weight's dtype (FRoD's U)
     host_copied: int = 0  # elements in the base dtype of tensors it holds in CPU memory, copied to the GPU each
     host_bytes: int = 0  # forward and kept for backward (FRoD's basis V); bytes of such int64 indices
+    resid_per_token: int = 0  # elements per token kept in the residual stream's dtype (trained RMSNorm weights)
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:

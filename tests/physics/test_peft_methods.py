@@ -380,6 +380,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
              lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
     "boft": ({"peft_type": "boft"}, lambda targets: peft.BOFTConfig(boft_block_size=4, target_modules=targets)),
     "loha": ({"peft_type": "loha", "r": 8}, lambda targets: peft.LoHaConfig(r=8, target_modules=targets)),
+    "ln": ({"peft_type": "ln_tuning", "target_modules": None}, lambda targets: peft.LNTuningConfig(
+        target_modules=["input_layernorm", "post_attention_layernorm", "norm"])),
     "dora": ({"peft_type": "lora", "r": 8, "use_dora": True, "lora_dropout": 0.0},
              lambda targets: peft.LoraConfig(r=8, use_dora=True, target_modules=targets)),
     "lokr": ({"peft_type": "lokr", "r": 8}, lambda targets: peft.LoKrConfig(r=8, target_modules=targets)),
@@ -418,6 +420,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False),
     ("miss_bat", QV, "bfloat16", False), ("miss_bat", ALL, "bfloat16", False),
     ("loha", QV, "bfloat16", False), ("loha", ALL, "bfloat16", False), ("loha", QV, "float32", True),
+    ("ln", QV, "bfloat16", False), ("ln", QV, "float32", True),
     ("dora", QV, "bfloat16", False), ("dora", ALL, "bfloat16", False), ("dora", QV, "float32", True),
     ("lokr", QV, "bfloat16", False), ("lokr", ALL, "bfloat16", False), ("lokr", QV, "float32", True),
     ("lokr_f4", QV, "bfloat16", False), ("lokr_f4", ALL, "bfloat16", False),
