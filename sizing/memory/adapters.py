@@ -247,8 +247,10 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
     bat = kind == "miss" and cfg.miss_init == "bat"  # a whole updated weight, not the block sum: x is kept
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE["miss_bat"] if bat else APPROXIMATE.get(kind, ""),
-                     frozen_a=vera_like or (kind in ("miss", "tinylora", "psoft") and not bat),
-                     inner=k * cfg.r if kind == "gralora" else 0, has_a=kind != "miss", out_saved=vera_like,
+                     frozen_a=vera_like or (kind in ("miss", "tinylora", "psoft", "randlora") and not bat),
+                     # GraLoRA's intermediate is k r wide; PVeRA keeps its 2r-wide sample and its two r-wide halves
+                     inner=k * cfg.r if kind == "gralora" else 4 * cfg.r if kind == "pvera" else 0,
+                     has_a=kind != "miss", out_saved=vera_like or kind == "adalora",
                      extras=saved_extras(cfg, targets))
 
 

@@ -12,12 +12,14 @@ Tensors = list[tuple[int, int, int]]  # (rows, cols, how many), as adapters.Trai
 # Forward/backward not walked tensor by tensor: activations are the LoRA pattern at rank r (or the frozen base
 # for the methods with no per-module adapter), so the estimate says confidence "low" and why.
 APPROXIMATE = {
-    "adalora": "AdaLoRA's saved tensors are modelled as LoRA's at r = init_r (lora_E scaling not walked)",
+    "adalora": "AdaLoRA's saved tensors are modelled from CPU measurements with a 16-bit base (LoRA's at r = init_r, "
+               "plus lora_A * lora_E and the scaled update per token)",
     "loha": "LoHa's saved tensors are modelled from CPU measurements (LoRA's input copy and the dense delta weight "
             "its forward builds); the Hadamard product's backward temporaries are not counted",
     "lokr": "LoKr's saved tensors are modelled from CPU measurements (LoRA's input copy, the dense Kronecker delta "
             "weight its forward builds and a decomposed factor's product); the backward temporaries are not counted",
-    "oft": "OFT's saved tensors are modelled as LoRA's at rank r (the rotation of the input is not walked)",
+    "oft": "OFT's saved tensors are modelled from CPU measurements with a 16-bit base (the input's fp32 copy in r "
+           "blocks and the Cayley solve's blocks)",
     "boft": "BOFT's saved tensors are modelled from CPU measurements with a 16-bit base (the layer input as it is, "
             "its scaled output per token, and per adapted layer the in x in rotation it builds each forward and the "
             "Cayley solve's blocks); with boft_n_butterfly_factor 1 and block size 4, PEFT's defaults",
@@ -29,22 +31,23 @@ APPROXIMATE = {
     "ln_tuning": "LayerNorm tuning's saved tensors are modelled as the frozen base's plus, for RMSNorm, each trained "
                  "norm's normalised input (measured on CPU); the final norm's is not counted",
     "prompt_tuning": "prompt tuning is modelled as the frozen base on max_seq_length + num_virtual_tokens tokens",
-    "shira": "SHiRA's saved tensors are modelled as LoRA's at rank r (its forward builds and keeps a full copy of "
-             "each adapted weight)",
-    "hra": "HRA's saved tensors are modelled as LoRA's at rank r (its forward builds the reflected weight from an fp32 "
-           "in x in product)",
-    "delora": "DeLoRA's saved tensors are modelled as LoRA's at rank r (its normalised input and scaling not walked)",
-    "hira": "HiRA's saved tensors are modelled as LoRA's at rank r (its forward builds the full Hadamard-product "
-            "weight)",
+    "shira": "SHiRA's saved tensors are modelled from CPU measurements with a 16-bit base (the input as it is, the "
+             "full new weight per adapted layer and its sparse delta's entries)",
+    "hra": "HRA's saved tensors are modelled from CPU measurements with a 16-bit base (LoRA's input copy, the r + 1 "
+           "fp32 in x in products of its reflections and the reflected weight)",
+    "delora": "DeLoRA's saved tensors are modelled from CPU measurements with a 16-bit base (LoRA's plus its "
+              "normalised r-wide intermediate)",
+    "hira": "HiRA's saved tensors are modelled from CPU measurements with a 16-bit base (LoRA's input copy and the "
+            "full Hadamard-product weight)",
     "fourierft": "FourierFT's saved tensors are modelled from CPU measurements: LoRA's input copy, the dense out x in "
                  "update it builds from the spectrum and its frequency indices; the update's temporaries are not "
                  "counted",
-    "randlora": "RandLoRA's saved tensors are modelled as LoRA's at rank r (its intermediate is min(in, out) wide and "
-                "its random bases are buffers: not counted)",
-    "pvera": "PVeRA's saved tensors are modelled as VeRA's (its sampled intermediate, 2r wide before sampling, not "
-             "walked)",
-    "c3a": "C3A's saved tensors are modelled as LoRA's at rank r (it keeps an fp32 copy of the input, as LoRA's "
-           "fp32 adapters do; its block-circulant FFT temporaries are not walked)",
+    "randlora": "RandLoRA's saved tensors are modelled from CPU measurements with a 16-bit base (its min(in, out)-wide "
+                "fp32 intermediate per token; its random bases are buffers, not counted)",
+    "pvera": "PVeRA's saved tensors are modelled from CPU measurements with a 16-bit base (VeRA's with its 2r-wide "
+             "sample and its two r-wide halves per token)",
+    "c3a": "C3A's saved tensors are modelled from CPU measurements with a 16-bit base (LoRA's fp32 input copy; its "
+           "block-circulant FFT temporaries are not walked)",
     "road": "RoAd's saved tensors are modelled as the frozen base's plus its two fp32 [tokens, out] tensors per "
             "adapted layer (the upcast output and its rotated half; measured on CPU, not walked op by op)",
     "waveft": "WaveFT's saved tensors are modelled as LoRA's input copy plus, per adapted layer, its dense out x in "
@@ -410,6 +413,29 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
                       weight_sized=sum((rank * (lin.in_features + lin.bias) + ke * sub * rank + sub * lin.out_features)
                                        * lin.count for lin, rank, ke, sub in sizes),
                       buffers=sum(rank * (lin.in_features + lin.bias) * lin.count for lin, rank, _, _ in sizes))
+    # Measured on CPU with a bf16 base and fp32 adapters (tests/physics/test_peft_methods.py OUTPUT_SIDE):
+    if kind == "adalora":  # LoRA's, plus lora_A * lora_E [r, in] and the scaled update [tokens, out] (out_saved)
+        return Extras(assembled=r * ins, fixed=4 * modules)
+    if kind == "oft":  # x cast and split into r blocks (LoRA's input copy, no r-wide intermediate); the Cayley solve of
+        # r blocks of (in / r)^2: four fp32 tensors
+        return Extras(rank=0, fixed=16 * sum(lin.in_features * (lin.in_features // r) * lin.count for lin in targets))
+    if kind == "shira":  # F.linear(x as it is, W + sparse delta): the new weight in the base dtype, the delta's COO
+        # (int64 indices, fp32 values) of r * (in + out) entries
+        return Extras(rank=0, copies_input=False, weight_sized=products, fixed=20 * r * (ins + outs))
+    if kind == "hra":  # LoRA's input copy; the r Householder factors multiplied into an fp32 in x in product one by
+        # one, each step's kept (r + 1 of them), the reflected weight twice, the normalised vectors
+        return Extras(rank=0, fixed=4 * sum(((r + 1) * lin.in_features ** 2 + 2 * lin.out_features * lin.in_features
+                                             + 2 * r * lin.in_features + r) * lin.count for lin in targets))
+    if kind == "delora":  # LoRA's, a second r-wide fp32 intermediate (the normalised one), six r-vectors and a scalar
+        return Extras(per_token=4 * r * modules, fixed=(24 * r + 4) * modules)
+    if kind == "hira":  # LoRA's input copy and the dense Hadamard weight W * (B @ A) [out, in]
+        return Extras(rank=0, dense=products)
+    if kind == "randlora":  # x meets frozen random bases (not kept); the min(in, out)-wide intermediate per token and
+        # a min x min product
+        mins = [min(lin.in_features, lin.out_features) for lin in targets for _ in range(lin.count)]
+        return Extras(rank=0, per_token=4 * sum(mins), fixed=4 * sum(m * m for m in mins))
+    if kind == "c3a":  # LoRA's input copy (split into blocks for the FFT), no r-wide intermediate
+        return Extras(rank=0)
     if kind == "loha":  # F.linear(x cast to the adapters' dtype, delta): LoRA's input copy (no r-wide intermediate)
         # and the dense delta [out, in] the Hadamard product of its two factor pairs builds; a 0-d scale per module
         return Extras(rank=0, dense=products, fixed=4 * modules)
