@@ -19,7 +19,7 @@ from .peft_methods import (
     saved_extras,
     widths_ok,
 )
-from .regime import Regime
+from .regime import Regime, adapter_dtype, load_dtype
 
 LM_HEAD = "lm_head"
 NO_EXTRAS = Extras()  # frozen: one shared default
@@ -246,11 +246,16 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     if kind == "deft" and cfg.deft_para:
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
     bat = kind == "miss" and cfg.miss_init == "bat"  # a whole updated weight, not the block sum: x is kept
+    # AdaLoRA's update / ranknum keeps the update when ranknum needs a gradient: PEFT 0.21's cast of 16-bit adapter
+    # weights to fp32 makes every float parameter of its ParameterDicts a new, trainable one (tuners_utils.py
+    # cast_adapter_dtype; measured: tests/physics/test_peft_methods.py), the frozen ranknum included
+    load = load_dtype(cfg, arch)
+    recast = kind == "adalora" and not cfg.quantized and load != "float32" and adapter_dtype(cfg, load) != load
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE["miss_bat"] if bat else APPROXIMATE.get(kind, ""),
                      frozen_a=vera_like or (kind in ("miss", "tinylora", "psoft", "randlora") and not bat),
                      # GraLoRA's intermediate is k r wide; PVeRA keeps its 2r-wide sample and its two r-wide halves
                      inner=k * cfg.r if kind == "gralora" else 4 * cfg.r if kind == "pvera" else 0,
-                     has_a=kind != "miss", out_saved=vera_like or kind == "adalora",
+                     has_a=kind != "miss", out_saved=vera_like or recast,
                      extras=saved_extras(cfg, targets))
 
 

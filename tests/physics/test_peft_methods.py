@@ -436,7 +436,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("ln", QV, "bfloat16", False), ("ln", QV, "float32", True),
     *[(kind, targets, "bfloat16", False) for kind in ("adalora", "oft", "shira", "hra", "delora", "hira", "randlora",
                                                        "pvera", "c3a") for targets in (QV, ALL)],
-    ("c3a", QV, "float32", True),
+    ("c3a", QV, "float32", True), ("adalora", QV, "float32", True),  # fp32 weights: ranknum stays frozen
     ("dora", QV, "bfloat16", False), ("dora", ALL, "bfloat16", False), ("dora", QV, "float32", True),
     ("lokr", QV, "bfloat16", False), ("lokr", ALL, "bfloat16", False), ("lokr", QV, "float32", True),
     ("lokr_f4", QV, "bfloat16", False), ("lokr_f4", ALL, "bfloat16", False),
