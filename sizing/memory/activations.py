@@ -357,7 +357,7 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     per_token += sum(scaled)
     const, cached = layer.constants()
     const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
-    ex = trainable.extras  # the tuner's own terms (peft_methods.saved_extras: each measured on CPU)
+    ex = trainable.extras  # the tuner's own terms (peft_saved.saved_extras: each measured on CPU)
     # dense updates (WaveFT, FourierFT, PEANuT): built from fp32 parameters, bf16 where autocast runs their matmuls
     const += ex.dense * (reg.compute if reg.autocast else reg.adapter) + ex.fixed
     if not reg.autocast:  # VB-LoRA's and UniLoRA's built lora_A and lora_B (autocast's copies are walked as LoRA's)

@@ -10,15 +10,13 @@ from .peft_methods import (
     APPROXIMATE,
     IA3_DEFAULTS,
     LORA_SHAPED,
-    Extras,
-    adaption_prompt,
     default_targets,
     module_tensors,
     norm_tensors,
     prompt_tensors,
-    saved_extras,
     widths_ok,
 )
+from .peft_saved import Extras, adaption_prompt, saved_extras
 from .regime import Regime, adapter_dtype, load_dtype
 
 LM_HEAD = "lm_head"

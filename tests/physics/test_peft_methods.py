@@ -442,7 +442,7 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("lokr_f4", QV, "bfloat16", False), ("lokr_f4", ALL, "bfloat16", False),
     ("miss_mini", QV, "bfloat16", False), ("miss_mini", ALL, "bfloat16", False), ("miss_mini", QV, "float32", True)])
 def test_output_side_tuners_saved_activations(engine, kind, targets, load, autocast):
-    """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_methods.saved_extras.)
+    """(And VB-LoRA, UniLoRA, DEFT, Lily, PEANuT: peft_saved.saved_extras.)
     BEFT's added bias saves nothing (the frozen base's tensors only); RoAd keeps its fp32 output and that output's
     rotated half, 8 * out bytes per token per adapted layer; WaveFT keeps x cast to its fp32 spectrum's dtype (LoRA's
     input copy, no r-wide intermediate) and, per adapted layer, its dense out x in update and the wavelet coefficients
