@@ -358,13 +358,14 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
     const, cached = layer.constants()
     const += ia3_constant(trainable.scaled, trainable.feedforward, reg.adapter)
     ex = trainable.extras  # the tuner's own terms (peft_saved.saved_extras: each measured on CPU)
+    base = reg.compute if reg.autocast else reg.weight  # what the tuners' casts to the base's dtype give
     # dense updates (WaveFT, FourierFT, PEANuT): built from fp32 parameters, bf16 where autocast runs their matmuls
     const += ex.dense * (reg.compute if reg.autocast else reg.adapter) + ex.fixed
     if not reg.autocast:  # VB-LoRA's and UniLoRA's built lora_A and lora_B (autocast's copies are walked as LoRA's)
         const += ex.assembled * reg.adapter
     # GLoRA's effective weight, in the base's dtype (under autocast: the compute-dtype copy its matmul reads, and the
     # copies of the A and B paths' factors their product reads)
-    const += ex.weight_sized * (reg.compute if reg.autocast else reg.weight)
+    const += ex.weight_sized * base
     if reg.autocast:
         const += ex.autocast_copied * reg.compute
     if reg.backend != "cpu":  # FRoD's CPU-held basis and indices, copied to the GPU each forward
@@ -373,9 +374,8 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
         layer.pieces.append(ex.resid_per_token * reg.resid)
         per_token += ex.resid_per_token * reg.resid
     if ex.base_per_token or ex.per_sequence:  # AdaMSS's projection and subspace outputs, adaption prompt's terms
-        elem = reg.compute if reg.autocast else reg.weight  # the dtype their casts and matmuls give
         # a sequence's prompt keys and values as bytes per token of this length (rounded up: under 1 B a token)
-        kept = ex.base_per_token * elem + -(-ex.per_sequence * elem // seq)
+        kept = ex.base_per_token * base + -(-ex.per_sequence * base // seq)
         layer.pieces.append(kept)
         per_token += kept
     if ex.per_token:  # fp32 whatever autocast does (RoAd's and DEFT's multiplies promote to their fp32 parameters)

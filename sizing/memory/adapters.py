@@ -247,8 +247,8 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     # AdaLoRA's update / ranknum keeps the update when ranknum needs a gradient: PEFT 0.21's cast of 16-bit adapter
     # weights to fp32 makes every float parameter of its ParameterDicts a new, trainable one (tuners_utils.py
     # cast_adapter_dtype; measured: tests/physics/test_peft_methods.py), the frozen ranknum included
-    load = load_dtype(cfg, arch)
-    recast = kind == "adalora" and not cfg.quantized and load != "float32" and adapter_dtype(cfg, load) != load
+    recast = kind == "adalora" and not cfg.quantized and (load := load_dtype(cfg, arch)) != "float32" \
+        and adapter_dtype(cfg, load) != load
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE["miss_bat"] if bat else APPROXIMATE.get(kind, ""),
                      frozen_a=vera_like or (kind in ("miss", "tinylora", "psoft", "randlora") and not bat),
                      # GraLoRA's intermediate is k r wide; PVeRA keeps its 2r-wide sample and its two r-wide halves

@@ -28,8 +28,9 @@ class Extras:
     base_per_token: int = 0  # elements per token kept in the base weight's dtype, the compute dtype under autocast
     per_sequence: int = 0  # elements per sequence of the micro-batch kept in that dtype (adaption prompt's keys)
     weight_buffers: int = 0  # elements of frozen tensors the tuner stores in the base weight's dtype (FRoD's U)
-    host_copied: int = 0  # elements in the base dtype of tensors it holds in CPU memory, copied to the GPU each
-    host_bytes: int = 0  # forward and kept for backward (FRoD's basis V); bytes of such int64 indices
+    # tensors it holds in CPU memory, copied to the GPU each forward and kept for backward (FRoD's basis V and
+    host_copied: int = 0  # indices): elements in the base dtype,
+    host_bytes: int = 0  # and bytes of int64 indices
     resid_per_token: int = 0  # elements per token kept in the residual stream's dtype (trained RMSNorm weights)
 
 
@@ -40,6 +41,7 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
     outs = sum(lin.out_features * lin.count for lin in targets)
     ins = sum(lin.in_features * lin.count for lin in targets)
     products = sum(lin.in_features * lin.out_features * lin.count for lin in targets)
+    squares = sum(lin.in_features ** 2 * lin.count for lin in targets)  # in x in tensors (BOFT's rotation, FRoD's S)
     if kind == "road":  # its fp32 output and that output's rotated half (tuners/road/layer.py _apply_road) per token;
         # four fp32 out-wide vectors (the alpha * cos / sin columns its multiplies read)
         return Extras(per_token=8 * outs, fixed=16 * outs)
@@ -135,14 +137,13 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         # diagonal cast to x, the permuted product, the rotation it multiplies), the Cayley solve of in/4 blocks of 4 x
         # 4 (three fp32 tensors and int32 pivots: 52 in bytes) and the scale's out-wide ones (16-bit) and product (fp32)
         return Extras(rank=0, copies_input=False, base_per_token=outs,
-                      weight_sized=3 * sum(lin.in_features ** 2 * lin.count for lin in targets),
+                      weight_sized=3 * squares,
                       fixed=52 * ins + 6 * outs)
     if kind == "frod":  # z = x @ V per token (V frozen: x not kept), S densified from its coalesced COO (values and
         # int64 indices) and lambda's cast, in x's 16-bit dtype; the base layer is skipped. U [out, in] per module
         # is a buffer in the base dtype, unless runtime_offload_base_weight moves W to the CPU for it (same size). The
         # basis V [in, in] and S's indices stay in CPU memory (plain references PEFT never moves): copies each forward
         nnz = [frod_nnz(lin.in_features, cfg.sparse_rate) * lin.count for lin in targets]
-        squares = sum(lin.in_features ** 2 * lin.count for lin in targets)
         return Extras(base_per_token=ins, weight_sized=squares + ins, fixed=20 * sum(nnz),
                       weight_buffers=0 if cfg.runtime_offload_base_weight else products,
                       host_copied=squares, host_bytes=16 * sum(nnz))
