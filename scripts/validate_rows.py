@@ -275,6 +275,9 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         cfg["prepare_model_for_kbit_training"] = bool(said)
     if version:
         cfg["framework_version"] = version
+    peft = re.search(r"\bpeft\s*v?(\d+\.\d+(?:\.\d+)?(?:\.?dev\d+)?)", lower_col(row, "framework_version"))
+    if peft:  # what some PEFT methods keep changed with the release (frameworks.peft_release)
+        cfg["peft_version"] = peft.group(1)
     cfg.update(precision(row, fw))
     loss = trl_loss(row, fw)
     if loss:

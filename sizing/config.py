@@ -34,6 +34,7 @@ class RunConfig:
     model_config: Mapping[str, Any] | None = None
     framework: str = "transformers"
     framework_version: str | None = None  # e.g. "0.1" for torchtune's first releases; None: current
+    peft_version: str | None = None  # e.g. "0.21.0"; None: the current release (frameworks.peft_release)
     method: str = "lora"
     torch_dtype: str = "auto"
     bf16: bool | None = None  # None: the framework's default

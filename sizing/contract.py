@@ -79,6 +79,13 @@ FIELDS: tuple[Field, ...] = (
                                              "Freymvork versiyasi (masalan, torchtune uchun 0.1); null — joriy versiya",
                                              "Framework release (e.g. 0.1 for torchtune); null: the current one"),
           nullable=True),
+    Field("peft_version", "str", None, ("Версия PEFT (например 0.21.0); null — текущая. Меняет то, что хранят "
+                                        "некоторые методы (AdaLoRA до 0.21.1)",
+                                        "PEFT versiyasi (masalan, 0.21.0); null — joriy versiya. Ba’zi usullar "
+                                        "saqlaydigan narsani o‘zgartiradi (0.21.1 dan oldingi AdaLoRA)",
+                                        "PEFT release (e.g. 0.21.0); null: the current one. It changes what some "
+                                        "methods keep (AdaLoRA before 0.21.1)"),
+          nullable=True),
     Field("method", "str", "lora", ("full, lora, qlora (LoRA на 4-битной базе) или lora8 (LoRA на 8-битной базе)",
                                     "full, lora, qlora (4-bitli asosda LoRA) yoki lora8 (8-bitli asosda LoRA)",
                                     "full, lora, qlora (LoRA on a 4-bit base) or lora8 (LoRA on an 8-bit base)"),

@@ -104,10 +104,20 @@ TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_d
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
     """framework_version as a tuple; an absent version means the current release."""
-    if not cfg.framework_version:
+    return _release(cfg.framework_version)
+
+
+def peft_release(cfg: RunConfig) -> tuple[int, ...]:
+    """peft_version as a tuple; an absent version means the current release."""
+    return _release(cfg.peft_version)
+
+
+def _release(text: str | None) -> tuple[int, ...]:
+    """A release as a tuple of its numbers ("0.19.2.dev0" -> (0, 19, 2, 0)); None: the current one, above all."""
+    if not text:
         return (99,)
     parts = []
-    for piece in cfg.framework_version.split("."):
+    for piece in text.split("."):
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits) if digits else 0)
     return tuple(parts)

@@ -157,6 +157,7 @@ class RunConfig:
     model_config: Mapping[str, Any] | None = None
     framework: str = "transformers"
     framework_version: str | None = None  # e.g. "0.1" for torchtune's first releases; None: current
+    peft_version: str | None = None  # e.g. "0.21.0"; None: the current release (frameworks.peft_release)
     method: str = "lora"
     torch_dtype: str = "auto"
     bf16: bool | None = None  # None: the framework's default
@@ -480,6 +481,13 @@ FIELDS: tuple[Field, ...] = (
     Field("framework_version", "str", None, ("Версия фреймворка (например 0.1 у torchtune); null — текущая",
                                              "Freymvork versiyasi (masalan, torchtune uchun 0.1); null — joriy versiya",
                                              "Framework release (e.g. 0.1 for torchtune); null: the current one"),
+          nullable=True),
+    Field("peft_version", "str", None, ("Версия PEFT (например 0.21.0); null — текущая. Меняет то, что хранят "
+                                        "некоторые методы (AdaLoRA до 0.21.1)",
+                                        "PEFT versiyasi (masalan, 0.21.0); null — joriy versiya. Ba’zi usullar "
+                                        "saqlaydigan narsani o‘zgartiradi (0.21.1 dan oldingi AdaLoRA)",
+                                        "PEFT release (e.g. 0.21.0); null: the current one. It changes what some "
+                                        "methods keep (AdaLoRA before 0.21.1)"),
           nullable=True),
     Field("method", "str", "lora", ("full, lora, qlora (LoRA на 4-битной базе) или lora8 (LoRA на 8-битной базе)",
                                     "full, lora, qlora (4-bitli asosda LoRA) yoki lora8 (8-bitli asosda LoRA)",
@@ -1486,6 +1494,11 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
         if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
             raise _refuse("framework_version", f"the configuration says {framework} {wanted}, this environment "
                           f"has {have}")
+    wanted = cfg.get("peft_version")
+    if wanted:
+        have = version("peft") or "none"
+        if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
+            raise _refuse("peft_version", f"the configuration says peft {wanted}, this environment has {have}")
     loss = cfg.get("loss_implementation")
     runs = "fused_linear_ce" if framework == "trl" else "hf"  # TRL >= 1.15: fused LM head; Trainer: full logits
     if loss not in (None, runs):

@@ -94,6 +94,11 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
         if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
             raise _refuse("framework_version", f"the configuration says {framework} {wanted}, this environment "
                           f"has {have}")
+    wanted = cfg.get("peft_version")
+    if wanted:
+        have = version("peft") or "none"
+        if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
+            raise _refuse("peft_version", f"the configuration says peft {wanted}, this environment has {have}")
     loss = cfg.get("loss_implementation")
     runs = "fused_linear_ce" if framework == "trl" else "hf"  # TRL >= 1.15: fused LM head; Trainer: full logits
     if loss not in (None, runs):

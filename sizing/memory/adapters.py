@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..arch import ATTN_IN, MLP_IN, MLP_MID, Architecture, Linear, target_aliases
 from ..config import RunConfig
 from ..errors import SizingError
+from ..frameworks import peft_release
 from .peft_methods import (
     APPROXIMATE,
     IA3_DEFAULTS,
@@ -244,11 +245,12 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
     if kind == "deft" and cfg.deft_para:
         shaped = ()  # PaRa has no R: x is not multiplied by anything trained, so not kept
     bat = kind == "miss" and cfg.miss_init == "bat"  # a whole updated weight, not the block sum: x is kept
-    # AdaLoRA's update / ranknum keeps the update when ranknum needs a gradient: PEFT 0.21's cast of 16-bit adapter
-    # weights to fp32 makes every float parameter of its ParameterDicts a new, trainable one (tuners_utils.py
-    # cast_adapter_dtype; measured: tests/physics/test_peft_methods.py), the frozen ranknum included
+    # AdaLoRA's update / ranknum keeps the update when ranknum needs a gradient: from PEFT 0.21.1 the cast of 16-bit
+    # adapter weights to fp32 makes every float parameter of its ParameterDicts a new, trainable one (tuners_utils.py
+    # cast_adapter_dtype reassigns them; 0.21.0 cast .data in place), the frozen ranknum included (measured, both
+    # releases: tests/physics/test_peft_methods.py)
     recast = kind == "adalora" and not cfg.quantized and (load := load_dtype(cfg, arch)) != "float32" \
-        and adapter_dtype(cfg, load) != load
+        and adapter_dtype(cfg, load) != load and peft_release(cfg) >= (0, 21, 1)
     return Trainable(shaped, False, tuple(tensors), APPROXIMATE["miss_bat"] if bat else APPROXIMATE.get(kind, ""),
                      frozen_a=vera_like or (kind in ("miss", "tinylora", "psoft", "randlora") and not bat),
                      # GraLoRA's intermediate is k r wide; PVeRA keeps its 2r-wide sample and its two r-wide halves

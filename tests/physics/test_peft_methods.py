@@ -456,6 +456,28 @@ def test_output_side_tuners_saved_activations(engine, kind, targets, load, autoc
     assert walked == _recorded(make(targets), getattr(torch, load), autocast)[layer]
 
 
+@pytest.mark.parametrize("targets", [QV, ALL])
+def test_adalora_before_peft_0_21_1_keeps_no_scaled_update(engine, targets):
+    """PEFT 0.21.0's cast_adapter_dtype cast each adapter parameter's .data to fp32 in place, so AdaLoRA's frozen
+    ranknum stayed frozen; 0.21.1 reassigns a new Parameter through the ParameterDict, trainable (tuners_utils.py at
+    v0.21.0 and v0.21.1). The installed 0.21.2 is made to hold 0.21.0's result (ranknum frozen again, fp32 as the
+    in-place cast left it): one middle layer saves what the engine walks for peft_version 0.21.0, byte for byte, and
+    less than for 0.21.1."""
+    fields, make = OUTPUT_SIDE["adalora"]
+
+    def frozen_ranknum(pm) -> None:
+        for name, param in pm.named_parameters():
+            if ".ranknum." in name:
+                assert param.requires_grad and param.dtype == torch.float32  # 0.21.2's cast, as the engine says
+                param.requires_grad_(False)
+
+    run = {"torch_dtype": "bfloat16", "bf16": False, "target_modules": targets, **fields}
+    _, before = _walked_layer1(engine, {**run, "peft_version": "0.21.0"})
+    _, after = _walked_layer1(engine, {**run, "peft_version": "0.21.1"})
+    assert before == _recorded(make(targets), torch.bfloat16, False, prepare=frozen_ranknum)["L1"]
+    assert before < after
+
+
 BUFFERED = {  # tuners whose frozen factors are buffers (PSOFT's and TinyLoRA's A and B, UniLoRA's indices and scales)
     "psoft": ({"peft_type": "psoft", "r": 16}, lambda: peft.PsoftConfig(r=16, target_modules=ALL), "psoft"),
     "tinylora": ({"peft_type": "tinylora", "r": 2}, lambda: peft.TinyLoraConfig(r=2, target_modules=ALL), "tinylora_"),

@@ -66,6 +66,8 @@ BAD: list[tuple[str, dict[str, Any] | str, tuple[str, ...], str, str]] = [
     ("gpus vs launch", {**FAST, "num_gpus": 2, "parallelism": "ddp"}, (), "num_gpus", "1 process"),
     ("zero", {**FAST, "num_gpus": 1, "cpu_offload": True}, (), "cpu_offload", "false"),
     ("peft type not run", {**FAST, "peft_type": "ia3"}, (), "peft_type", "LoRA only"),
+    # requirements-physics.txt pins peft 0.21.2: another release would measure another run
+    ("peft release not installed", {**FAST, "peft_version": "0.19.2"}, (), "peft_version", "this environment has 0.21"),
     ("own fsdp units not run", {**FAST, "num_gpus": 2, "parallelism": "fsdp", "fsdp_shard_embeddings": True}, (),
      "fsdp_shard_embeddings",
      "decoder layers only"),

@@ -48,7 +48,8 @@ def test_docs_exist_in_three_languages_and_uzbek_is_latin() -> None:
 # contract's rules: a transformers LoRA run with only a model named.
 MINIMAL = {
     "model": "meta-llama/Llama-3.1-8B", "model_config": None, "framework": "transformers",
-    "framework_version": None, "method": "lora", "torch_dtype": "auto", "bf16": False, "fp16": False,
+    "framework_version": None, "peft_version": None, "method": "lora", "torch_dtype": "auto", "bf16": False,
+    "fp16": False,
     "load_in_4bit": False, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": False,
     "bnb_4bit_compute_dtype": "float32", "bnb_4bit_quant_storage": "uint8", "load_in_8bit": False,
     "prepare_model_for_kbit_training": False, "quantization_backend": "bitsandbytes", "r": 8, "lora_alpha": 8.0,

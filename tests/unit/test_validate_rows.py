@@ -126,6 +126,14 @@ def _as(row_id: str, **cols: str) -> dict[str, str]:
     return {**rows()["R008"], "row_id": row_id, **cols}
 
 
+@pytest.mark.parametrize(("stated", "expected"), [
+    ("torch 2.13.0+cu130; transformers 5.13.1; peft 0.19.2.dev0", "0.19.2.dev0"),  # S01's column, as written
+    ("PEFT v0.21.1", "0.21.1"), ("torch 2.13.0+cu130", None)])
+def test_peft_release_read_where_stated(stated: str, expected: str | None) -> None:
+    """The PEFT release a row states goes to peft_version (AdaLoRA's kept update depends on it); none: the current."""
+    assert vr.row_case(_as("R008", framework_version=stated)).config.get("peft_version") == expected
+
+
 def test_other_peft_methods_refused_with_code() -> None:
     for detail in ("OSF", "SHADOW"):  # no peft_type for them
         with pytest.raises(vr.RowRefused) as err:
