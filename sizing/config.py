@@ -1,6 +1,7 @@
 # The run configuration (shared contract: CLI, page, build, recipes): parse, validate, apply defaults.
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -156,6 +157,9 @@ def _check_str(spec: Field, value: Any) -> str:
         return value
     if not isinstance(value, str) or not value.strip():
         raise SizingError("wrong_type", f"{spec.name} must be a non-empty string", field=spec.name, value=value)
+    if spec.pattern and not re.fullmatch(spec.pattern, value.strip()):
+        raise SizingError("invalid_value", f"{spec.name} must be a release such as 0.21.0, not '{value.strip()}'",
+                          field=spec.name, value=value)
     return value.strip()
 
 

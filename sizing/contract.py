@@ -49,6 +49,7 @@ class Field:
     flag: bool = False  # has its own CLI option --name-with-dashes (every field also takes --set)
     form: str | None = None  # calculator form kind (FORM_KINDS); None: not on the form
     group: str | None = None  # calculator form group (a key into the page words)
+    pattern: str | None = None  # a str field's text (stripped) must match this whole (re.fullmatch; JSON Schema)
 
     def accepts(self) -> tuple[str, ...]:
         """Every string a choice field takes: its choices and, for dtypes, their aliases."""
@@ -56,6 +57,9 @@ class Field:
         return self.choices + extra
 
 
+# A release as packages write it: a number first, then dotted numbers and suffixes (0.1, 0.19.2.dev0, 2.13.0+cu130);
+# text without one would be read as release 0, older than every real one (frameworks._release)
+RELEASE = r"v?[0-9]+(\.[0-9]+)*[0-9A-Za-z.+-]*"
 _M, _P, _L, _B, _G, _T = ("group_model", "group_precision", "group_lora", "group_batch", "group_gpu", "group_time")
 _ANY_DTYPE = (*DTYPES, "auto")
 
@@ -78,14 +82,14 @@ FIELDS: tuple[Field, ...] = (
     Field("framework_version", "str", None, ("Версия фреймворка (например 0.1 у torchtune); null — текущая",
                                              "Freymvork versiyasi (masalan, torchtune uchun 0.1); null — joriy versiya",
                                              "Framework release (e.g. 0.1 for torchtune); null: the current one"),
-          nullable=True),
+          nullable=True, pattern=RELEASE),
     Field("peft_version", "str", None, ("Версия PEFT (например 0.21.0); null — текущая. Меняет то, что хранят "
                                         "некоторые методы (AdaLoRA до 0.21.1)",
                                         "PEFT versiyasi (masalan, 0.21.0); null — joriy versiya. Ba’zi usullar "
                                         "saqlaydigan narsani o‘zgartiradi (0.21.1 dan oldingi AdaLoRA)",
                                         "PEFT release (e.g. 0.21.0); null: the current one. It changes what some "
                                         "methods keep (AdaLoRA before 0.21.1)"),
-          nullable=True),
+          nullable=True, pattern=RELEASE),
     Field("method", "str", "lora", ("full, lora, qlora (LoRA на 4-битной базе) или lora8 (LoRA на 8-битной базе)",
                                     "full, lora, qlora (4-bitli asosda LoRA) yoki lora8 (8-bitli asosda LoRA)",
                                     "full, lora, qlora (LoRA on a 4-bit base) or lora8 (LoRA on an 8-bit base)"),

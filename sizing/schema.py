@@ -27,7 +27,9 @@ def _property(spec: Field) -> dict[str, Any]:
     elif spec.choices:
         out["enum"] = [*spec.accepts(), None]
     else:
-        out.update({"type": ["string", "null"], "pattern": "\\S"})  # stripped, it must not be empty
+        # stripped, it must not be empty (or must be the field's pattern, around which only spaces may stand)
+        out.update({"type": ["string", "null"],
+                    "pattern": f"^\\s*(?:{spec.pattern})\\s*$" if spec.pattern else "\\S"})
     if spec.default is not None:
         out["default"] = spec.default
     if spec.rule is not None:

@@ -105,6 +105,8 @@ def _value(spec: Any) -> st.SearchStrategy[Any]:
         return st.just({"model_type": "llama", "hidden_size": 64})
     if spec.choices:
         return st.sampled_from(spec.accepts())
+    if spec.pattern:  # a release: a number, then what packages append (text that is none is refused: test_schema)
+        return st.from_regex(f"\\A {{0,2}}(?:{spec.pattern}) {{0,2}}\\Z")
     return st.text(alphabet="abc-/ .0", min_size=1, max_size=8).filter(str.strip)
 
 

@@ -46,6 +46,7 @@ REFUSED: list[Any] = [
     {**BASE, "torch_dtype": "int8"}, {**BASE, "bf16": "yes"}, {**BASE, "bf16": 1}, {**BASE, "target_modules": 5},
     {**BASE, "target_modules": []}, {**BASE, "target_modules": " , "}, {**BASE, "target_modules": ["q_proj", ""]},
     {**BASE, "model_config": [1]}, {**BASE, "framework_version": ""}, {**BASE, "utilization": 0},
+    {**BASE, "framework_version": "latest"}, {**BASE, "peft_version": "x0.21"}, {**BASE, "peft_version": "0 .21"},
     {**BASE, "bf16": True, "fp16": True}, {**BASE, "load_in_4bit": True},
     {**BASE, "method": "full", "load_in_8bit": True},
     {**BASE, "method": "qlora", "load_in_4bit": False}, {**BASE, "method": "qlora", "load_in_8bit": True},
@@ -57,6 +58,8 @@ ACCEPTED: list[Any] = [
     {**BASE, "bnb_4bit_compute_dtype": "torch.float16"}, {**BASE, "target_modules": "q_proj, v_proj"},
     {**BASE, "method": "qlora", "load_in_4bit": True, "load_in_8bit": False}, {**BASE, "use_dora": True},
     {**BASE, "fp16": True, "framework": "trl"}, {**BASE, "bf16": None, "fp16": True}, {**BASE, "model": " x "},
+    {**BASE, "peft_version": " 0.19.2.dev0 "}, {**BASE, "framework_version": "2.13.0+cu130"},
+    {**BASE, "framework_version": "v0.1"},
     {k: None for k in (f.name for f in FIELDS)} | BASE, {**BASE, "num_gpus": 1, "parallelism": "fsdp"},
 ]
 
