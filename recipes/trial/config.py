@@ -88,17 +88,14 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
     if framework == "trl" and importlib.util.find_spec("trl") is None:
         raise _refuse("framework", "trl is not installed (pip install -r requirements.txt installs the pinned "
                       "version)")
-    wanted = cfg.get("framework_version")
-    if wanted:
-        have = version("trl" if framework == "trl" else "transformers") or "none"
-        if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
-            raise _refuse("framework_version", f"the configuration says {framework} {wanted}, this environment "
-                          f"has {have}")
-    wanted = cfg.get("peft_version")
-    if wanted:
-        have = version("peft") or "none"
-        if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
-            raise _refuse("peft_version", f"the configuration says peft {wanted}, this environment has {have}")
+    # a stated release must be the installed one (0.21 matches 0.21.2; a local +cu130 suffix is not compared)
+    for name, package in (("framework_version", "trl" if framework == "trl" else "transformers"),
+                          ("peft_version", "peft")):
+        wanted = cfg.get(name)
+        have = version(package) or "none" if wanted else ""
+        if wanted and have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
+            shown = framework if name == "framework_version" else package
+            raise _refuse(name, f"the configuration says {shown} {wanted}, this environment has {have}")
     loss = cfg.get("loss_implementation")
     runs = "fused_linear_ce" if framework == "trl" else "hf"  # TRL >= 1.15: fused LM head; Trainer: full logits
     if loss not in (None, runs):
