@@ -4,6 +4,10 @@ counts of allocator replays and _step calls (asserts nothing about time).
 
     PYTHONPATH=. python3 scripts/bench_table.py
     PYTHONPATH=. python3 scripts/bench_table.py --ranks 32 64 --profile
+    PYTHONPATH=. python3 scripts/bench_table.py --cards hopper   # then --cards pre-hopper
+
+--cards keeps one GPU class in the table (the engine's caches are keyed by it: Sizer._memory), what one of two
+workers would compute if the page split the table between them; compare the slower half with --cards all.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sizing import solve, step
+from sizing.catalog import Gpu
 from sizing.config import RunConfig, parse_config
 from sizing.memory import replay
 
@@ -48,12 +53,27 @@ class Counter:
         setattr(module, name, counted)
 
 
+def keep_cards(which: str) -> None:
+    """Rebinds solve's catalog to one GPU class (`which`: all, hopper = sm 9.0 and later, pre-hopper)."""
+    if which == "all":
+        return
+    every = getattr(solve, "gpus")  # solve's own binding of catalog.gpus, which fit_table calls  # noqa: B009
+
+    def kept() -> dict[str, Gpu]:
+        return {k: g for k, g in every().items() if (g.sm >= (9, 0)) == (which == "hopper")}
+
+    setattr(solve, "gpus", kept)  # noqa: B010
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="*", default=[32, 33, 64, 132, 164])
     ap.add_argument("--configs", nargs="*", default=list(CONFIGS))
     ap.add_argument("--profile", action="store_true", help="cProfile the last table of each configuration")
+    ap.add_argument("--cards", choices=("all", "hopper", "pre-hopper"), default="all",
+                    help="only the GPUs of one class in the table (see the module's docstring)")
     args = ap.parse_args()
+    keep_cards(args.cards)
     replays, steps = Counter(replay, "_replay"), Counter(step, "_step")
     for name in args.configs:
         cfg: RunConfig = parse_config(CONFIGS[name])
