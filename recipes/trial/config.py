@@ -92,8 +92,10 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
     for name, package in (("framework_version", "trl" if framework == "trl" else "transformers"),
                           ("peft_version", "peft")):
         wanted = cfg.get(name)
-        have = version(package) or "none" if wanted else ""
-        if wanted and have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
+        if not wanted:
+            continue
+        have = version(package) or "none"
+        if have.split("+")[0] != wanted and not have.startswith(f"{wanted}."):
             shown = framework if name == "framework_version" else package
             raise _refuse(name, f"the configuration says {shown} {wanted}, this environment has {have}")
     loss = cfg.get("loss_implementation")
