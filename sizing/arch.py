@@ -207,7 +207,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         eager_only=bool(fam.get("eager")) or (model_type == "falcon" and bool(cfg.get("alibi")))
         or (model_type == "internlm2" and cfg.get("attn_implementation", "eager") != "flash_attention_2"),
         experts=experts, experts_per_token=experts_per_token, mask_kinds=int(fam.get("masks", 1)),
-        sliding_window=_window(cfg),
+        sliding_window=_window(cfg, fam.get("window_default")),
         default_dtype=dtype if isinstance(dtype, str) else None,
         # PEFT maps defaults by the top-level model_type: a wrapped model's ("gemma3") is in none of its mappings
         # (0.21.2), so get_peft_model asks for target_modules there
@@ -219,15 +219,36 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         rope_type=_rope_type(cfg.get("rope_scaling")),
         tower=tower(raw, h) if wrapped else None, attn_sinks=bool(fam.get("sinks")),
         experts_targetable=not fam.get("sinks"), rope_half=bool(fam.get("sinks")),
+        rope_kinds=_rope_kinds(cfg, fam, layers),
     )
 
 
-def _window(cfg: Mapping[str, Any]) -> int | None:
-    """The sliding window a config turns on (Qwen2/3 carry one with use_sliding_window false: off)."""
-    window = cfg.get("sliding_window")
+def _rope_kinds(cfg: Mapping[str, Any], fam: Mapping[str, Any], layers: int) -> int:
+    """RoPE (cos, sin) pairs a forward computes and keeps through backward: one per distinct entry of layer_types in
+    the families with a table per layer type (`rope_pattern`: by default one full layer in that many, Gemma 3's
+    sliding_window_pattern where the config states it), else one."""
+    pattern = fam.get("rope_pattern")
+    if not pattern:
+        return 1
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        return max(len({str(k) for k in kinds[:layers]}), 1)
+    stated = cfg.get("sliding_window_pattern")
+    every = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0 else int(pattern)
+    return 2 if 1 < every <= layers else 1
+
+
+def _window(cfg: Mapping[str, Any], default: int | None = None) -> int | None:
+    """The sliding window a config turns on (Qwen2/3 carry one with use_sliding_window false: off; layer_types
+    without a "sliding_attention" layer: off, as the attention modules read it); `default`: the config class's own
+    where the key is missing (OLMo 3's 4096)."""
+    layer_types = cfg.get("layer_types")
+    if isinstance(layer_types, list) and "sliding_attention" not in layer_types:
+        return None
+    window = cfg.get("sliding_window", default)
     if cfg.get("use_sliding_window") is False or isinstance(window, bool) or not isinstance(window, int) or window < 1:
         return None
-    return window
+    return int(window)
 
 
 def _rope_type(scaling: Any) -> str | None:

@@ -20,7 +20,8 @@ from .errors import SizingError
 # linears only), head_bias (lm_head has a bias), norm_bias (False: LayerNorm without a bias), act (the config
 # class's default activation where it is a Python formula; BLOOM's BloomGelu saves only its input), sinks (gpt-oss:
 # a sink logit per head, biased router and experts, a clamped SwiGLU, experts PEFT cannot target), bias_default
-# (attention_bias when the config omits it).
+# (attention_bias when the config omits it), window_default (sliding_window when the config omits it), rope_pattern
+# (a RoPE table per layer type, Gemma3TextModel / Olmo3Model.forward: one full layer in this many by default).
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"norm": "rms", "tie": False},
     "mistral": {"norm": "rms", "tie": False},
@@ -32,7 +33,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Gemma 2 / 3 interleave sliding-window and full layers: each forward builds both masks (modeling_gemma2.py
     # Gemma2Model.forward causal_mask_mapping: create_causal_mask + create_sliding_window_causal_mask)
     "gemma2": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "masks": 2},
-    "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True, "masks": 2},
+    "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True, "masks": 2,
+                    "rope_pattern": 6},
     # PEFT's mapping has no phi3 entry (0.21.2 and after): get_peft_model asks for target_modules
     "phi3": {"norm": "rms", "tie": False, "qkv": "qkv_proj", "fused_mlp": ("gate_up_proj", "down_proj"),
              "targets": ()},
@@ -102,6 +104,12 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # No biases, untied head; PEFT 0.21 has no default target_modules for it.
     "olmo2": {"norm": "rms_cast", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": "whole",
               "targets": ()},
+    # OLMo 3 (models/olmo3/modular_olmo3.py, 5.24.0): OLMo 2's layer (Olmo3DecoderLayer is Olmo2DecoderLayer) with
+    # sliding-window attention on three layers in four (Olmo3Config.layer_types) and a RoPE table per layer type;
+    # Olmo3Config.sliding_window defaults to 4096 (window_default: a config.json without the key), and
+    # Olmo3Model.forward builds a causal and a sliding-window mask. PEFT 0.21 has no default target_modules for it.
+    "olmo3": {"norm": "rms_cast", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": "whole",
+              "targets": (), "masks": 2, "window_default": 4096, "rope_pattern": 4},
     # gpt-oss (models/gpt_oss/modeling_gpt_oss.py, 5.24.0): q/k/v/o with biases (GptOssConfig.attention_bias
     # defaults to true), a learned sink logit per head (`sinks`) that eager attention concatenates to the scores;
     # sdpa is refused (_supports_sdpa = False) and the default implementation is eager. GptOssExperts: gate_up_proj
@@ -125,7 +133,8 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "MptForCausalLM": "mpt", "MPTForCausalLM": "mpt", "Starcoder2ForCausalLM": "starcoder2",
                 "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
                 "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
-                "CodeGenForCausalLM": "codegen", "Olmo2ForCausalLM": "olmo2", "GptOssForCausalLM": "gpt_oss",
+                "CodeGenForCausalLM": "codegen", "Olmo2ForCausalLM": "olmo2", "Olmo3ForCausalLM": "olmo3",
+                "GptOssForCausalLM": "gpt_oss",
                 "T5ForConditionalGeneration": "t5",
                 "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}

@@ -107,6 +107,7 @@ class Architecture:
     # nn.Linear modules can be targeted (gpt-oss, whose experts were never nn.Linear modules)
     experts_targetable: bool = True
     rope_half: bool = False  # gpt-oss: cos/sin span head_dim / 2 (_apply_rotary_emb rotates the halves, no cat)
+    rope_kinds: int = 1  # (cos, sin) pairs each forward computes: one per layer type (Gemma 3, OLMo 3)
 
     @property
     def fused_qkv(self) -> bool:

@@ -194,7 +194,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
     rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
-    shared = 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
+    shared = arch.rope_kinds * 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept

@@ -190,6 +190,28 @@ MODEL_CONFIGS: dict[str, dict] = {
         tie_word_embeddings=False,
         attention_bias=False,
     ),
+    # OLMo 3: OLMo 2's layer with sliding-window attention on three layers in four (Olmo3Config.layer_types), its
+    # default window (4096) above S: every layer attends as OLMo 2's does
+    "olmo3": dict(
+        model_type="olmo3",
+        **_COMMON,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        attention_bias=False,
+    ),
+    # OLMo 3 with a 128-token window below S on every layer: SDPA gets the window's mask and k/v repeated to every
+    # head, as Gemma 3's windowed layers (memory/regime.py beyond_window)
+    "olmo3_window": dict(
+        model_type="olmo3",
+        **_COMMON,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        sliding_window=128,
+        layer_types=["sliding_attention"] * _COMMON["num_hidden_layers"],
+    ),
 }
 
 # Llama with eager attention: its float mask [B, 1, S, S] is a checkpointed layer's input (masking_utils.eager_mask)
@@ -282,6 +304,16 @@ def olmo2_cases():
     regimes = ("lora_fp32", "lora_bf16") + (("qlora", "qlora_prep") if _bnb_available()[0] else ())
     return [("olmo2", "full", 0.0, gcm) for gcm in (False, True)] + [
         ("olmo2", rg, dp, gcm) for rg in regimes for dp in (0.0, 0.05) for gcm in (False, True)]
+
+
+def olmo3_cases():
+    """OLMo 3's cases: within its window, bf16 full fine-tuning and LoRA (fp32 adapters with dropout, bf16 adapters)
+    and, where bitsandbytes runs, QLoRA with prepare_model_for_kbit_training; past a window on every layer, full
+    fine-tuning and bf16 LoRA; with and without checkpointing."""
+    regimes = (("full", 0.0), ("lora_fp32", 0.05), ("lora_bf16", 0.0)) + (
+        (("qlora_prep", 0.0),) if _bnb_available()[0] else ())
+    return [("olmo3", rg, dp, gcm) for rg, dp in regimes for gcm in (False, True)] + [
+        ("olmo3_window", rg, 0.0, gcm) for rg in ("full", "lora_bf16") for gcm in (False, True)]
 
 
 def window_cases():

@@ -105,6 +105,12 @@ CASES = [
     ("gemma2", "lora", "eager", True, "bfloat16"),
     ("gemma2", "lora_fp32", "eager", False, "bfloat16"),
     ("gemma2", "full", "eager", True, "float32"),
+    # OLMo 3: OLMo 2's layer; eager builds its causal and sliding-window masks; past a window on every layer, SDPA
+    # with the window mask, k and v repeated to every head
+    ("olmo3", "lora", "sdpa", True, "bfloat16"),
+    ("olmo3", "lora", "eager", False, "bfloat16"),
+    ("olmo3_window", "lora", "sdpa", False, "bfloat16"),
+    ("olmo3_window", "full", "sdpa", True, "bfloat16"),
     # Gemma 3 past its sliding window (128 < S): SDPA with the window mask, k and v repeated to every head
     ("gemma3_window", "lora", "sdpa", False, "bfloat16"),
     ("gemma3_window", "full", "sdpa", True, "bfloat16"),

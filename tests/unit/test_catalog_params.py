@@ -446,6 +446,38 @@ def test_olmo2_is_sized_by_model_type_or_class() -> None:
         assert arch.total_params == expected
 
 
+# allenai/Olmo-3-1025-7B as public code restates its config.json: 4096 wide, 32 layers, 32 heads and as many key/value
+# heads (no GQA), FFN 11008, vocabulary 100278 (dolma2-tokenizer), 65536 positions, a 4096-token window skipped on
+# every fourth layer (a vLLM OLMo 3 backbone contract test; a C++ config-loader test has the layer_types). The Hub
+# lists 7,298,011,136 parameters for the checkpoint (quoted by a fine-tune's model card that names it its base).
+OLMO3_7B = {"architectures": ["Olmo3ForCausalLM"], "model_type": "olmo3", "hidden_size": 4096,
+            "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+            "vocab_size": 100278, "max_position_embeddings": 65536, "sliding_window": 4096,
+            "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"] * 8}
+
+
+def test_olmo3_is_olmo2_with_a_window() -> None:
+    """OLMo 3 is read by model_type or by its class alone, with OLMo 2's layer (no pre-norms, norms on the sublayer
+    outputs, q/k norms over the whole projections) and the Hub's parameter count. Its window is the config's, 4096
+    when the key is missing (Olmo3Config's default), none when no layer is a sliding one; past the window the
+    estimate of a packed run says it sizes every layer as a windowed one."""
+    from sizing import estimate
+    from sizing.arch import from_hf_config
+
+    for cfg in (OLMO3_7B, {k: v for k, v in OLMO3_7B.items() if k != "model_type"}):
+        arch = from_hf_config(cfg)
+        assert (arch.model_type, arch.pre_norms, arch.post_norms, arch.qk_norm_whole) == ("olmo3", 0, 2, True)
+        assert arch.total_params == 7_298_011_136
+        assert (arch.sliding_window, arch.mask_kinds) == (4096, 2)
+    assert from_hf_config({k: v for k, v in OLMO3_7B.items() if k != "sliding_window"}).sliding_window == 4096
+    assert from_hf_config({**OLMO3_7B, "layer_types": ["full_attention"] * 32}).sliding_window is None
+    assert from_hf_config({**OLMO3_7B, "sliding_window": None}).sliding_window is None
+    run = {"model_config": OLMO3_7B, "method": "lora", "target_modules": "all-linear", "packing": True,
+           "per_device_train_batch_size": 1, "gpu": "H100-SXM-80GB"}
+    reasons = [[r["code"] for r in estimate({**run, "max_seq_length": n}).confidence_reasons] for n in (4000, 8192)]
+    assert "sliding_window" not in reasons[0] and "sliding_window" in reasons[1]
+
+
 @pytest.mark.parametrize(("model_id", "active"), [("openai/gpt-oss-20b", 3_610_000_000),
                                                    ("openai/gpt-oss-120b", 5_130_000_000)])
 def test_gpt_oss_active_parameters(model_id: str, active: int) -> None:
