@@ -161,7 +161,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         lins.append(Linear(fam["qkv"], h, q + 2 * kvw, ATTN_IN, qkv_bias))
     else:
         lins += [Linear(n, h, w, ATTN_IN, qkv_bias) for n, w in (("q_proj", q), ("k_proj", kvw), ("v_proj", kvw))]
-    lins.append(Linear(fam.get("out", "o_proj"), q, h, ATTN_OUT, bias))
+    lins.append(Linear(fam.get("out", "o_proj"), q, h, ATTN_OUT, bias and fam.get("bias_out", True)))
     experts = experts_per_token = 0
     if fam.get("moe"):
         experts = _int(cfg, "num_local_experts", "num_experts", bound="experts")
@@ -219,7 +219,7 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         rope_type=_rope_type(cfg.get("rope_scaling")),
         tower=tower(raw, h) if wrapped else None, attn_sinks=bool(fam.get("sinks")),
         experts_targetable=not fam.get("sinks"), rope_half=bool(fam.get("sinks")),
-        rope_kinds=_rope_kinds(cfg, fam, layers),
+        rope_kinds=_rope_kinds(cfg, fam, layers), rope_cat=bool(fam.get("rope_cat")),
     )
 
 

@@ -21,7 +21,8 @@ from .errors import SizingError
 # class's default activation where it is a Python formula; BLOOM's BloomGelu saves only its input), sinks (gpt-oss:
 # a sink logit per head, biased router and experts, a clamped SwiGLU, experts PEFT cannot target), bias_default
 # (attention_bias when the config omits it), window_default (sliding_window when the config omits it), rope_pattern
-# (a RoPE table per layer type, Gemma3TextModel / Olmo3Model.forward: one full layer in this many by default).
+# (a RoPE table per layer type, Gemma3TextModel / Olmo3Model.forward: one full layer in this many by default),
+# bias_out (False: o_proj has no bias where attention_bias gives q/k/v one), rope_cat (RoPE output concatenated).
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"norm": "rms", "tie": False},
     "mistral": {"norm": "rms", "tie": False},
@@ -110,6 +111,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Olmo3Model.forward builds a causal and a sliding-window mask. PEFT 0.21 has no default target_modules for it.
     "olmo3": {"norm": "rms_cast", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": "whole",
               "targets": (), "masks": 2, "window_default": 4096, "rope_pattern": 4},
+    # GLM-4 (models/glm4/modular_glm4.py, 5.24.0): GLM's attention (q/k/v biased by attention_bias, default true; o
+    # without) and Phi-3's fused gate_up MLP, an RMSNorm before each sublayer and one on each sublayer's output.
+    # GLM's apply_rotary_pos_emb rotates the first partial_rotary_factor of head_dim and concatenates the rest back
+    # (rope_cat): q and k come out contiguous per head, SDPA's output follows q's layout, and the transpose before
+    # o_proj is then a copy of its own (measured: tests/physics/test_activations.py).
+    "glm4": {"norm": "rms", "tie": False, "post_norms": 2, "fused_mlp": ("gate_up_proj", "down_proj"),
+             "targets": (), "bias_default": True, "bias_out": False, "rope_cat": True},
     # gpt-oss (models/gpt_oss/modeling_gpt_oss.py, 5.24.0): q/k/v/o with biases (GptOssConfig.attention_bias
     # defaults to true), a learned sink logit per head (`sinks`) that eager attention concatenates to the scores;
     # sdpa is refused (_supports_sdpa = False) and the default implementation is eager. GptOssExperts: gate_up_proj

@@ -108,6 +108,7 @@ class Architecture:
     experts_targetable: bool = True
     rope_half: bool = False  # gpt-oss: cos/sin span head_dim / 2 (_apply_rotary_emb rotates the halves, no cat)
     rope_kinds: int = 1  # (cos, sin) pairs each forward computes: one per layer type (Gemma 3, OLMo 3)
+    rope_cat: bool = False  # GLM: q and k concatenated after RoPE, so o_proj's input is a copy of SDPA's output
 
     @property
     def fused_qkv(self) -> bool:

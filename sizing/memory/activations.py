@@ -221,7 +221,7 @@ class LayerWalker:
             fused = arch.fused_qkv or prof.keeps_fused_qkv
             if fused and not (expanded and arch.kv_heads < nh):  # repeat_kv of one group is the tensor itself
                 total += self._rec(qb * (q + kv))  # v is a view: the whole fused qkv output stays alive
-            out_saved = not prof.out_proj_copy
+            out_saved = not (prof.out_proj_copy or arch.rope_cat)
         total += self._rec(self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved))
         if arch.post_norms:
             total += self._rec(self.norm_saved(self.linear_out(ab), h))

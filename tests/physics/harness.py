@@ -200,6 +200,19 @@ MODEL_CONFIGS: dict[str, dict] = {
         tie_word_embeddings=False,
         attention_bias=False,
     ),
+    # GLM-4: an RMSNorm before and after each sublayer, q/k/v biased (o not), fused gate_up, RoPE on half of head_dim
+    # with interleaved cos/sin (GLM's apply_rotary_pos_emb)
+    "glm4": dict(
+        model_type="glm4",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        attention_bias=True,
+        partial_rotary_factor=0.5,
+        pad_token_id=0,
+    ),
     # OLMo 3 with a 128-token window below S on every layer: SDPA gets the window's mask and k/v repeated to every
     # head, as Gemma 3's windowed layers (memory/regime.py beyond_window)
     "olmo3_window": dict(
@@ -314,6 +327,14 @@ def olmo3_cases():
         (("qlora_prep", 0.0),) if _bnb_available()[0] else ())
     return [("olmo3", rg, dp, gcm) for rg, dp in regimes for gcm in (False, True)] + [
         ("olmo3_window", rg, 0.0, gcm) for rg in ("full", "lora_bf16") for gcm in (False, True)]
+
+
+def glm4_cases():
+    """GLM-4's cases: bf16 full fine-tuning, LoRA (fp32 adapters with dropout, bf16 adapters) and, where
+    bitsandbytes runs, QLoRA with prepare_model_for_kbit_training, on all-linear, with and without checkpointing."""
+    regimes = (("full", 0.0), ("lora_fp32", 0.05), ("lora_bf16", 0.0)) + (
+        (("qlora_prep", 0.0),) if _bnb_available()[0] else ())
+    return [("glm4", rg, dp, gcm) for rg, dp in regimes for gcm in (False, True)]
 
 
 def window_cases():

@@ -111,6 +111,14 @@ CASES = [
     ("olmo3", "lora", "eager", False, "bfloat16"),
     ("olmo3_window", "lora", "sdpa", False, "bfloat16"),
     ("olmo3_window", "full", "sdpa", True, "bfloat16"),
+    # GLM-4: norms before and after each sublayer, biased q/k/v, fused gate_up, partial RoPE concatenated back
+    ("glm4", "full", "sdpa", False, "bfloat16"),
+    ("glm4", "lora", "sdpa", True, "bfloat16"),
+    ("glm4", "lora_fp32", "sdpa", False, "bfloat16"),
+    # eager: the engine's layer backward is 7.3 % above the measured one (3,090,944 B against 2,881,536), not found
+    # yet; high, so the estimate errs safe. A strict xfail, so that its fix shows.
+    pytest.param("glm4", "lora", "eager", False, "bfloat16", marks=pytest.mark.xfail(
+        strict=True, reason="GLM-4 eager LoRA layer backward: the engine holds 7.3 % more than measured")),
     # Gemma 3 past its sliding window (128 < S): SDPA with the window mask, k and v repeated to every head
     ("gemma3_window", "lora", "sdpa", False, "bfloat16"),
     ("gemma3_window", "full", "sdpa", True, "bfloat16"),
@@ -119,7 +127,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("style", "method", "attn", "ckpt", "dtype"), CASES,
-                         ids=["-".join(str(x) for x in c) for c in CASES])
+                         ids=["-".join(str(x) for x in getattr(c, "values", c)) for c in CASES])
 def test_layer_backward_high_water_mark(style: str, method: str, attn: str, ckpt: bool, dtype: str) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
