@@ -111,6 +111,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # Olmo3Model.forward builds a causal and a sliding-window mask. PEFT 0.21 has no default target_modules for it.
     "olmo3": {"norm": "rms_cast", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": "whole",
               "targets": (), "masks": 2, "window_default": 4096, "rope_pattern": 4},
+    # EXAONE 4 (models/exaone4/modular_exaone4.py, 5.24.0): OLMo 2's layer (Exaone4DecoderLayer is Olmo2DecoderLayer:
+    # no pre-norms, norms on the sublayer outputs) with Llama's RMSNorm, q_norm / k_norm per head, sliding-window
+    # attention on three layers in four (Exaone4Config: window 4096, pattern 4) and no RoPE on the full layers.
+    "exaone4": {"norm": "rms", "tie": False, "pre_norms": 0, "post_norms": 2, "qk_norm": True, "targets": (),
+                "masks": 2, "window_default": 4096},
     # GLM-4 (models/glm4/modular_glm4.py, 5.24.0): GLM's attention (q/k/v biased by attention_bias, default true; o
     # without) and Phi-3's fused gate_up MLP, an RMSNorm before each sublayer and one on each sublayer's output.
     # GLM's apply_rotary_pos_emb rotates the first partial_rotary_factor of head_dim and concatenates the rest back
@@ -142,7 +147,7 @@ ARCH_CLASSES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "M
                 "StableLmForCausalLM": "stablelm", "GraniteForCausalLM": "granite",
                 "SmolLM3ForCausalLM": "smollm3", "InternLM2ForCausalLM": "internlm2",
                 "CodeGenForCausalLM": "codegen", "Olmo2ForCausalLM": "olmo2", "Olmo3ForCausalLM": "olmo3",
-                "GptOssForCausalLM": "gpt_oss",
+                "GptOssForCausalLM": "gpt_oss", "Glm4ForCausalLM": "glm4", "Exaone4ForCausalLM": "exaone4",
                 "T5ForConditionalGeneration": "t5",
                 "MT5ForConditionalGeneration": "mt5",
                 "BartForConditionalGeneration": "bart"}

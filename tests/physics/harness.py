@@ -213,6 +213,15 @@ MODEL_CONFIGS: dict[str, dict] = {
         partial_rotary_factor=0.5,
         pad_token_id=0,
     ),
+    # EXAONE 4: OLMo 2's layer with Llama's RMSNorm and per-head q/k norms; no RoPE on its full layer (the fourth)
+    "exaone4": dict(
+        model_type="exaone4",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+    ),
     # OLMo 3 with a 128-token window below S on every layer: SDPA gets the window's mask and k/v repeated to every
     # head, as Gemma 3's windowed layers (memory/regime.py beyond_window)
     "olmo3_window": dict(
@@ -319,22 +328,19 @@ def olmo2_cases():
         ("olmo2", rg, dp, gcm) for rg in regimes for dp in (0.0, 0.05) for gcm in (False, True)]
 
 
-def olmo3_cases():
-    """OLMo 3's cases: within its window, bf16 full fine-tuning and LoRA (fp32 adapters with dropout, bf16 adapters)
-    and, where bitsandbytes runs, QLoRA with prepare_model_for_kbit_training; past a window on every layer, full
-    fine-tuning and bf16 LoRA; with and without checkpointing."""
-    regimes = (("full", 0.0), ("lora_fp32", 0.05), ("lora_bf16", 0.0)) + (
-        (("qlora_prep", 0.0),) if _bnb_available()[0] else ())
-    return [("olmo3", rg, dp, gcm) for rg, dp in regimes for gcm in (False, True)] + [
-        ("olmo3_window", rg, 0.0, gcm) for rg in ("full", "lora_bf16") for gcm in (False, True)]
-
-
-def glm4_cases():
-    """GLM-4's cases: bf16 full fine-tuning, LoRA (fp32 adapters with dropout, bf16 adapters) and, where
+def family_cases(style: str):
+    """A further family's cases: bf16 full fine-tuning, LoRA (fp32 adapters with dropout, bf16 adapters) and, where
     bitsandbytes runs, QLoRA with prepare_model_for_kbit_training, on all-linear, with and without checkpointing."""
     regimes = (("full", 0.0), ("lora_fp32", 0.05), ("lora_bf16", 0.0)) + (
         (("qlora_prep", 0.0),) if _bnb_available()[0] else ())
-    return [("glm4", rg, dp, gcm) for rg, dp in regimes for gcm in (False, True)]
+    return [(style, rg, dp, gcm) for rg, dp in regimes for gcm in (False, True)]
+
+
+def olmo3_cases():
+    """OLMo 3's cases: family_cases within its window; past a window on every layer, full fine-tuning and bf16 LoRA,
+    with and without checkpointing."""
+    return family_cases("olmo3") + [
+        ("olmo3_window", rg, 0.0, gcm) for rg in ("full", "lora_bf16") for gcm in (False, True)]
 
 
 def window_cases():

@@ -36,6 +36,7 @@ FAMILIES = {
     "olmo2": {"head_dim": 16},
     "olmo3": {"head_dim": 16},
     "glm4": {"head_dim": 16, "pad_token_id": 0},
+    "exaone4": {"head_dim": 16},
     "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16, "sliding_window": 8},
     "gpt_bigcode": {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_inner": 160, "n_positions": 128,
                     "num_key_value_heads": None},

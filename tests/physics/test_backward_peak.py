@@ -84,7 +84,7 @@ FP16_LORA_CKPT_GAP = pytest.mark.xfail(strict=True, reason="checkpointed LoRA ba
 
 
 @pytest.mark.parametrize(("style", "attn", "dtype", "method", "ckpt"), [
-    *((style, attn, "bfloat16", method, ckpt) for style in ("llama", "olmo2", "olmo3", "glm4")
+    *((style, attn, "bfloat16", method, ckpt) for style in ("llama", "olmo2", "olmo3", "glm4", "exaone4")
       for attn in ("sdpa", "eager") for method in ("full", "lora") for ckpt in (False, True)),
     *(("llama", "sdpa", "float16", method, ckpt)
       for method, ckpt in (("full", False), ("full", True), ("lora", False))),
