@@ -12,11 +12,12 @@ gpt-oss (harness.gpt_oss_cases: eager attention with sink logits, biased experts
 attention only, QLoRA too): to the byte per layer and within 0.012 % retained when added. OLMo 3 (harness.olmo3_cases:
 OLMo 2's layer, a RoPE table per layer type; past a window on every layer, the window's mask and k/v repeated to every
 head): to the byte per layer past the window and 0.01-0.37 % low retained when added (the harness passes per-row
-position_ids, so its second table has the batch's rows; the engine sizes it for one). GLM-4 (harness.glm4_cases: an
-RMSNorm before and after each sublayer, biased q/k/v, fused gate_up, RoPE on part of head_dim concatenated back, so
-o_proj's input is a copy of SDPA's output): per layer within 32 bytes a token of Llama's own agreement (the
-interleaved cos/sin each layer makes), retained within 0.08 % when added. EXAONE 4 (OLMo 2's layer with Llama's
-RMSNorm, per-head q/k norms, no RoPE on its full layers): to the byte per layer, retained within 0.011 % when added."""
+position_ids, so its second table has the batch's rows; the engine sizes it for one). GLM-4
+(harness.family_cases("glm4"): an RMSNorm before and after each sublayer, biased q/k/v, fused gate_up, RoPE on part of
+head_dim concatenated back, so o_proj's input is a copy of SDPA's output): per layer 32 bytes a token under the
+measurement (the interleaved cos/sin each layer makes), retained within 0.08 % when added. EXAONE 4 (OLMo 2's layer
+with Llama's RMSNorm, per-head q/k norms, no RoPE on its full layers): to the byte per layer, retained within 0.011 %
+when added."""
 
 from __future__ import annotations
 
