@@ -152,6 +152,18 @@ class _Layer(SinksOps):
 
             outs: dict[str, Callable[[], int]] = {ups[0].name: gate, ups[1].name: lambda: g_up}
             ups = ups[:2]
+        elif arch.gated_mlp and arch.fused_gate_up:  # Phi3MLP: gate and up are the halves of one output
+            g_act, g_up = s.alloc(w), s.alloc(w)  # grad * up, grad * act(gate)
+            s.free(gm)
+            s.release(0 if self.reg.compiled else w)  # act(gate); up is a view of the fused output, still held
+            g_gate = s.alloc(w)
+            s.free(g_act)
+            s.release(2 * w)  # the fused output: gate and up were views of it, and both their nodes are done
+            g_fused = s.alloc(2 * w)  # chunk's backward: the two gradients concatenated
+            s.free(g_gate)
+            s.free(g_up)
+            outs = {ups[0].name: lambda: g_fused}
+            ups = ups[:1]
         else:
             g_pre = s.alloc(w)
             extra = self.walker.act_backward_extra(gb)

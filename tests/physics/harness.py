@@ -222,6 +222,16 @@ MODEL_CONFIGS: dict[str, dict] = {
         rms_norm_eps=1e-5,
         tie_word_embeddings=False,
     ),
+    # Phi-3: one qkv_proj, one gate_up_proj whose output halves are the gate and up, untied head
+    "phi3": dict(
+        model_type="phi3",
+        **_COMMON,
+        head_dim=32,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+    ),
     # OLMo 3 with a 128-token window below S on every layer: SDPA gets the window's mask and k/v repeated to every
     # head, as Gemma 3's windowed layers (memory/regime.py beyond_window)
     "olmo3_window": dict(

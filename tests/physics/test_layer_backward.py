@@ -115,12 +115,18 @@ CASES = [
     ("glm4", "full", "sdpa", False, "bfloat16"),
     ("glm4", "lora", "sdpa", True, "bfloat16"),
     ("glm4", "lora_fp32", "sdpa", False, "bfloat16"),
-    # eager: the engine's layer backward is 7.3 % above the measured one (3,090,944 B against 2,881,536; full
-    # fine-tuning +31 %), not found yet. It comes with the fused gate_up_proj: sized with separate gate and up
-    # projections the engine is within 0.1 % of this measurement, and Phi-3 (fused qkv and gate_up) is +39-52 % high
-    # under eager too. High, so the estimate errs safe; a strict xfail, so that its fix shows.
-    pytest.param("glm4", "lora", "eager", False, "bfloat16", marks=pytest.mark.xfail(
-        strict=True, reason="GLM-4 eager LoRA layer backward: the engine holds 7.3 % more than measured")),
+    # eager: the fused gate_up_proj's backward (its gradient the two halves' concatenated) is the peak's last step
+    ("glm4", "lora", "eager", False, "bfloat16"),
+    ("glm4", "full", "eager", False, "bfloat16"),
+    # Phi-3: fused qkv_proj and gate_up_proj (under eager the engine was +39 % / +52 % high before the fused MLP's
+    # backward was walked as one output split in two)
+    ("phi3", "full", "eager", False, "bfloat16"),
+    ("phi3", "lora", "eager", False, "bfloat16"),
+    ("phi3", "full", "sdpa", False, "bfloat16"),
+    # checkpointed LoRA: the engine's layer backward is 9.6 % under the measured one (7,144,960 B against 7,901,184),
+    # before and after the fused MLP's walk; not found yet (low: the estimate does not err safe here)
+    pytest.param("phi3", "lora", "sdpa", True, "bfloat16", marks=pytest.mark.xfail(
+        strict=True, reason="Phi-3 checkpointed LoRA layer backward: the engine holds 9.6 % less than measured")),
     # EXAONE 4: OLMo 2's layer with per-head q/k norms; no RoPE on its full layer
     ("exaone4", "full", "sdpa", False, "bfloat16"),
     ("exaone4", "lora", "sdpa", True, "bfloat16"),
