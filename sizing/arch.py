@@ -232,7 +232,7 @@ def _rope_kinds(cfg: Mapping[str, Any], fam: Mapping[str, Any], layers: int) -> 
         return 1
     kinds = cfg.get("layer_types")
     if isinstance(kinds, list) and kinds:
-        return max(len({str(k) for k in kinds[:layers]}), 1)
+        return len({str(k) for k in kinds[:layers]})
     stated = cfg.get("sliding_window_pattern")
     every = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated > 0 else int(pattern)
     return 2 if 1 < every <= layers else 1

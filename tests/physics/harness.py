@@ -190,16 +190,6 @@ MODEL_CONFIGS: dict[str, dict] = {
         tie_word_embeddings=False,
         attention_bias=False,
     ),
-    # OLMo 3: OLMo 2's layer with sliding-window attention on three layers in four (Olmo3Config.layer_types), its
-    # default window (4096) above S: every layer attends as OLMo 2's does
-    "olmo3": dict(
-        model_type="olmo3",
-        **_COMMON,
-        hidden_act="silu",
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-        attention_bias=False,
-    ),
     # GLM-4: an RMSNorm before and after each sublayer, q/k/v biased (o not), fused gate_up, RoPE on half of head_dim
     # with interleaved cos/sin (GLM's apply_rotary_pos_emb)
     "glm4": dict(
@@ -232,22 +222,17 @@ MODEL_CONFIGS: dict[str, dict] = {
         tie_word_embeddings=False,
         pad_token_id=0,
     ),
-    # OLMo 3 with a 128-token window below S on every layer: SDPA gets the window's mask and k/v repeated to every
-    # head, as Gemma 3's windowed layers (memory/regime.py beyond_window)
-    "olmo3_window": dict(
-        model_type="olmo3",
-        **_COMMON,
-        hidden_act="silu",
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-        attention_bias=False,
-        sliding_window=128,
-        layer_types=["sliding_attention"] * _COMMON["num_hidden_layers"],
-    ),
 }
 
 # Llama with eager attention: its float mask [B, 1, S, S] is a checkpointed layer's input (masking_utils.eager_mask)
 MODEL_CONFIGS["llama_eager"] = MODEL_CONFIGS["llama"]
+# OLMo 3: OLMo 2's layer with sliding-window attention on three layers in four (Olmo3Config.layer_types), its default
+# window (4096) above S: every layer attends as OLMo 2's does
+MODEL_CONFIGS["olmo3"] = {**MODEL_CONFIGS["olmo2"], "model_type": "olmo3"}
+# OLMo 3 with a 128-token window below S on every layer: SDPA gets the window's mask and k/v repeated to every head, as
+# Gemma 3's windowed layers (memory/regime.py beyond_window)
+MODEL_CONFIGS["olmo3_window"] = {**MODEL_CONFIGS["olmo3"], "sliding_window": 128,
+                                 "layer_types": ["sliding_attention"] * _COMMON["num_hidden_layers"]}
 
 STYLES = ("llama", "qwen2", "qwen3", "gemma")
 # Models built with another attention than "sdpa": None is transformers' default, which the engine's "sdpa" default
