@@ -220,6 +220,9 @@ def from_hf_config(raw: Mapping[str, Any]) -> Architecture:
         tower=tower(raw, h) if wrapped else None, attn_sinks=bool(fam.get("sinks")),
         experts_targetable=not fam.get("sinks"), rope_half=bool(fam.get("sinks")),
         rope_kinds=_rope_kinds(cfg, fam, layers), rope_cat=bool(fam.get("rope_cat")),
+        rope_cat_since=fam["rope_cat"] if isinstance(fam.get("rope_cat"), tuple) else (0,),
+        cache_copies_kv=bool(fam.get("cache_copies_kv")),
+        use_cache=cfg.get("use_cache", raw.get("use_cache")) is not False,
     )
 
 

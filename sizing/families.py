@@ -22,7 +22,9 @@ from .errors import SizingError
 # a sink logit per head, biased router and experts, a clamped SwiGLU, experts PEFT cannot target), bias_default
 # (attention_bias when the config omits it), window_default (sliding_window when the config omits it), rope_pattern
 # (a RoPE table per layer type, Gemma3TextModel / Olmo3Model.forward: one full layer in this many by default),
-# bias_out (False: o_proj has no bias where attention_bias gives q/k/v one), rope_cat (RoPE output concatenated).
+# bias_out (False: o_proj has no bias where attention_bias gives q/k/v one), rope_cat (RoPE output concatenated:
+# True, or the first transformers release whose code does), cache_copies_kv (the attention's v is a view of the fused
+# qkv output until a DynamicCache update copies k and v: memory/regime.py kv_copied).
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"norm": "rms", "tie": False},
     "mistral": {"norm": "rms", "tie": False},
@@ -36,9 +38,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "gemma2": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "masks": 2},
     "gemma3_text": {"norm": "rms_gemma", "tie": True, "post_norms": 2, "qk_norm": True, "masks": 2,
                     "rope_pattern": 6},
-    # PEFT's mapping has no phi3 entry (0.21.2 and after): get_peft_model asks for target_modules
+    # PEFT's mapping has no phi3 entry (0.21.2 and after): get_peft_model asks for target_modules. Phi-3's
+    # apply_rotary_pos_emb concatenates the pass-through part of head_dim back from transformers 4.49.0
+    # (models/phi3/modeling_phi3.py v4.49.0 l.150 `torch.cat([... , q_pass], dim=-1)`; v4.48.0 l.106 rotates in place)
     "phi3": {"norm": "rms", "tie": False, "qkv": "qkv_proj", "fused_mlp": ("gate_up_proj", "down_proj"),
-             "targets": ()},
+             "targets": (), "rope_cat": (4, 49), "cache_copies_kv": True},
     "phi": {"norm": "layer", "tie": False, "parallel": True, "plain_mlp": ("fc1", "fc2"), "out": "dense",
             "targets": ("q_proj", "v_proj", "fc1", "fc2"), "bias": True, "act": "gelu_new"},
     # microsoft/phi-1_5 and phi-2 before transformers 4.37: remote code modeling_phi.py (MHA mixer.Wqkv,
@@ -51,7 +55,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "falcon": {"norm": "layer", "tie": True, "qkv": "query_key_value", "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"),
                "out": "dense", "targets": ("query_key_value",), "ffn_keys": ("ffn_hidden_size",)},
     "gpt_neox": {"norm": "layer", "tie": False, "qkv": "query_key_value", "bias": True, "mha": True,
-                 "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",)},
+                 "plain_mlp": ("dense_h_to_4h", "dense_4h_to_h"), "out": "dense", "targets": ("query_key_value",),
+                 "cache_copies_kv": True},
     # BloomMLP is hard-coded 4 * hidden_size (models/bloom/modeling_bloom.py): no FFN-width key is read;
     # word_embeddings_layernorm follows the embedding.
     "bloom": {"norm": "layer", "tie": True, "qkv": "query_key_value", "bias": True, "eager": True, "ffn_x4": True,
@@ -81,7 +86,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
     # bias, ln_1 feeding attention and MLP, lm_head with a bias.
     "codegen": {"norm": "layer", "tie": False, "parallel": True, "qkv": "qkv_proj", "out": "out_proj", "mha": True,
                 "plain_mlp": ("fc_in", "fc_out"), "mlp_bias": True, "head_bias": True, "act": "gelu_new",
-                "targets": ("qkv_proj",)},
+                "targets": ("qkv_proj",), "cache_copies_kv": True},
     # MPT (models/mpt): Wqkv, out_proj, up_proj (4 x hidden, hard-coded), down_proj, no biases; LayerNorms whose
     # bias is set to None; ALiBi in its own eager attention; tied lm_head.
     "mpt": {"norm": "layer", "norm_bias": False, "tie": True, "qkv": "Wqkv", "out": "out_proj", "mha": True,

@@ -204,6 +204,14 @@ ROPE_TABLE_FLOATS = {"llama": 1, "mistral": 1, "gemma": 1, "qwen2": 2, "phi3": 2
 HF_ROPE_CACHES = {"llama": (((0,), (4, 38)), ((4, 39), (4, 41))), "mistral": (((0,), (4, 42)),)}
 # The stacks whose framework_version is the transformers release (a hand-written loop runs its models too).
 HF_STACKS = ("transformers", "custom")
+# A forward with use_cache (config.use_cache, true by default; transformers turns it off under gradient checkpointing)
+# builds a DynamicCache, and each attention's cache.update returns what it stores. From 4.56.0 the first update
+# concatenates k and v onto an empty tensor, a copy (cache_utils.py v4.56.0 DynamicLayer.update l.114-117:
+# lazy_initialization, then torch.cat); up to 4.55.4 it stored and returned the tensors themselves (l.99
+# `self.keys = key_states`). Measured on the CPU (transformers 5.24, tests/physics/test_activations.py): with the
+# cache, Phi-3, GPT-NeoX and CodeGen layers save (q + kv) fewer values a token, their fused qkv output no longer
+# kept through v's view.
+HF_CACHE_COPIES = (4, 56)
 # bitsandbytes' MatMul4Bit kept its input in ctx.tensors = (A, B) whenever A or B needed a gradient
 # (autograd/_functions.py 0.42.0 l.523, 0.43.0 l.523, 0.43.1 l.516) until commit 9e753741 "fix QLoRA mem bug:
 # delete useless buffered activation (#1270)", 2024-07-16, first in 0.43.2 (tag 2024-07-23): ctx.tensors = (None, B).

@@ -109,6 +109,9 @@ class Architecture:
     rope_half: bool = False  # gpt-oss: cos/sin span head_dim / 2 (_apply_rotary_emb rotates the halves, no cat)
     rope_kinds: int = 1  # (cos, sin) pairs each forward computes: one per layer type (Gemma 3, OLMo 3)
     rope_cat: bool = False  # GLM: q and k concatenated after RoPE, so o_proj's input is a copy of SDPA's output
+    rope_cat_since: tuple[int, ...] = (0,)  # the first transformers release whose code concatenates (Phi-3: 4.49)
+    cache_copies_kv: bool = False  # a DynamicCache update copies the fused qkv output's k and v views (regime.py)
+    use_cache: bool = True  # config.json's use_cache (the forward builds a DynamicCache unless it is false)
 
     @property
     def fused_qkv(self) -> bool:

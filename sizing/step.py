@@ -229,7 +229,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         logit_bytes = 4 if reg.loss == "hf" and reg.hf_logits == "upcast" else (reg.compute if reg.autocast
                                                                                else reg.lm_head_weight)
         kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * logit_bytes
-        kept_cache = 0 if reg.checkpointing else 2 * arch.layers * n * arch.kv_width * reg.compute
+        kept_cache = 0 if reg.checkpointing or not arch.use_cache else 2 * arch.layers * n * arch.kv_width * reg.compute
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
         optimizer=opt.resident_bytes,

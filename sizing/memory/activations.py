@@ -218,10 +218,13 @@ class LayerWalker:
             total += self._rec(ab * q, ab * kv_saved, ab * kv_saved, ab * q + 4 * nh)  # q, k, v, out, logsumexp
             if reg.masked:
                 total += self._rec(ab * seq)  # SDPA's additive mask, one per layer
-            fused = arch.fused_qkv or prof.keeps_fused_qkv
-            if fused and not (expanded and arch.kv_heads < nh):  # repeat_kv of one group is the tensor itself
-                total += self._rec(qb * (q + kv))  # v is a view: the whole fused qkv output stays alive
-            out_saved = not (prof.out_proj_copy or arch.rope_cat)
+            # v is a view of the fused qkv output, which then stays alive whole, unless something copied it first: a
+            # DynamicCache update (reg.kv_copied), autocast's cast to SDPA's dtype (ab != qb: the fp32 projections
+            # after prepare_model_for_kbit_training, measured), or repeat_kv (of one group it is the tensor itself)
+            fused = (arch.fused_qkv and not reg.kv_copied) or prof.keeps_fused_qkv
+            if fused and ab == qb and not (expanded and arch.kv_heads < nh):
+                total += self._rec(qb * (q + kv))
+            out_saved = not (prof.out_proj_copy or reg.rope_cat)
         total += self._rec(self.consumers_saved(ab, q, self.by_source(ATTN_OUT), already_saved=out_saved))
         if arch.post_norms:
             total += self._rec(self.norm_saved(self.linear_out(ab), h))

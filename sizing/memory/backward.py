@@ -209,9 +209,9 @@ class _Layer(SinksOps):
         s, arch, reg, n = self.s, self.arch, self.reg, self.n
         q, kv, nh = arch.q_width, arch.kv_width, arch.heads
         o = self.walker.by_source(ATTN_OUT)
-        # o_proj's input is SDPA's saved output unless eager attention (or a profile's copy, or GLM's concatenated
+        # o_proj's input is SDPA's saved output unless eager attention (or a profile's copy, or a concatenated
         # RoPE output, whose layout SDPA's output follows) gives it its own
-        own = reg.attention == "eager" or reg.profile.out_proj_copy or arch.rope_cat
+        own = reg.attention == "eager" or reg.profile.out_proj_copy or reg.rope_cat
         ga = self.linears(o, {lin.name: (lambda: g) if owned else (lambda: s.alloc(0)) for lin in o}, ab, own)
         expanded = reg.masked or (reg.profile.expand_kv and arch.kv_heads < nh)
         if reg.attention == "eager" and arch.attn_sinks:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
-from ..frameworks import Profile, compiles_plain_loss, hf_logits, profile, version
+from ..frameworks import HF_CACHE_COPIES, HF_STACKS, Profile, compiles_plain_loss, hf_logits, profile, version
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 HF_STACK = ("transformers", "trl", "custom")
@@ -54,6 +54,12 @@ class Regime:
     # the adapters in the other 16-bit dtype than autocast's (float16 LoRA weights under bf16=True): PEFT casts the
     # input to them and autocast casts it back, so each adapted module saves its own copy, as with fp32 adapters
     adapter_mismatch: bool = False
+    # the attention's RoPE output is concatenated (Architecture.rope_cat in the transformers release the run uses), so
+    # o_proj's input is a copy of SDPA's output, not the output itself
+    rope_cat: bool = False
+    # the forward's DynamicCache copies k and v (frameworks.HF_CACHE_COPIES): SDPA saves the copies, and a fused qkv
+    # output, whose views k and v were, is not kept (Architecture.cache_copies_kv)
+    kv_copied: bool = False
 
     @property
     def resid(self) -> int:
@@ -149,6 +155,9 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     half_mismatch = not kbit_prep and other_half(load)
     prof = profile(cfg)
     padded = _padded(cfg, attention)
+    checkpointing = bool(cfg.gradient_checkpointing or kbit_prep)
+    hf = cfg.framework in HF_STACK
+    release = version(cfg) if cfg.framework in HF_STACKS else (99,)  # TRL: the current transformers
     return Regime(
         backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
         lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
@@ -156,12 +165,15 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         # LitGPT and torchtune train padded batches without a mask tensor (is_causal + ignore_index).
         padded=padded, windowed=_windowed(cfg, arch, attention, padded),
         attention=attention, loss=default_loss(cfg),
-        checkpointing=bool(cfg.gradient_checkpointing or kbit_prep),
+        checkpointing=checkpointing,
         dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
         half_mismatch=half_mismatch, adapter_mismatch=other_half(adapter_name),
+        rope_cat=arch.rope_cat and hf and release >= arch.rope_cat_since,
+        # under checkpointing transformers passes no cache to the layers (modeling_layers.py GradientCheckpointingLayer)
+        kv_copied=hf and arch.cache_copies_kv and arch.use_cache and not checkpointing and release >= HF_CACHE_COPIES,
     )
 
 

@@ -802,7 +802,9 @@ def _measure_case(style: str, regime: str, dropout: float, gc_on: bool, mode: st
     res = _measure(style, regime, dropout, mode)
     res["gc"] = gc_on
     if not gc_on and mode is not None:
-        raw = _measure(style, regime, dropout, None)
+        # the layer as its checkpointed recomputation runs it: transformers gives checkpointed layers no cache
+        # (modeling_layers.py GradientCheckpointingLayer), so a DynamicCache copies no k and v there
+        raw = _measure(style, regime, dropout, None, use_cache=False)
         res["layer_saved_bytes_per_token"] = raw["layer_saved_bytes_per_token"]
         res["saved_by_layer"] = raw["saved_by_layer"]
         res["retained_activation_bytes_really_no_checkpointing"] = raw["retained_activation_bytes"]
@@ -810,7 +812,7 @@ def _measure_case(style: str, regime: str, dropout: float, gc_on: bool, mode: st
     return res
 
 
-def _measure(style: str, regime: str, dropout: float, gc_mode: str | None) -> dict:
+def _measure(style: str, regime: str, dropout: float, gc_mode: str | None, use_cache: bool | None = None) -> dict:
     from accelerate.utils import convert_to_fp32
 
     t0 = time.perf_counter()
@@ -848,7 +850,7 @@ def _measure(style: str, regime: str, dropout: float, gc_mode: str | None) -> di
         hooks = torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t) if rec else contextlib.nullcontext()
         with tracker:
             with hooks, torch.autocast("cpu", dtype=torch.bfloat16):  # accelerate mixed_precision="bf16"
-                out = m(**inputs)
+                out = m(**inputs, **({} if use_cache is None else {"use_cache": use_cache}))
                 out = convert_to_fp32(out)  # accelerate ConvertOutputsToFp32
             loss = out.loss
             del out
