@@ -208,9 +208,9 @@ HF_STACKS = ("transformers", "custom")
 # builds a DynamicCache, and each attention's cache.update returns what it stores. From 4.56.0 the first update
 # concatenates k and v onto an empty tensor, a copy (cache_utils.py v4.56.0 DynamicLayer.update l.114-117:
 # lazy_initialization, then torch.cat); up to 4.55.4 it stored and returned the tensors themselves (l.99
-# `self.keys = key_states`). Measured on the CPU (transformers 5.24, tests/physics/test_activations.py): with the
+# `self.keys = key_states`). Measured on the CPU (transformers 5.24, tests/physics/test_kv_cache_copy.py): with the
 # cache, Phi-3, GPT-NeoX and CodeGen layers save (q + kv) fewer values a token, their fused qkv output no longer
-# kept through v's view.
+# kept through v's view (Phi-3 to the byte per layer: tests/physics/test_activations.py).
 HF_CACHE_COPIES = (4, 56)
 # bitsandbytes' MatMul4Bit kept its input in ctx.tensors = (A, B) whenever A or B needed a gradient
 # (autograd/_functions.py 0.42.0 l.523, 0.43.0 l.523, 0.43.1 l.516) until commit 9e753741 "fix QLoRA mem bug:
