@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch import ATTN_IN, ATTN_OUT, MLP_IN, MLP_MID, Architecture, Linear
-from .adapters import Trainable
+from .adapters import NO_EXTRAS, Trainable
 from .peft_methods import ia3_constant, ia3_pieces
 from .regime import Regime
 from .weights import grouped_experts, kept_bytes, quantized_linear
@@ -68,6 +68,9 @@ class LayerWalker:
         self.shared = 0  # per-token bytes of the last consumers_saved's one shared copy of its input
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
         self.recompute_extra = 0  # LayerSaved.recompute_extra_per_token
+        # the adapters add lora_B(lora_A(x)) * scaling to the base output (LoRA, LoRA-FA): no tuner's own terms
+        self.plain_lora = bool(trainable.targets) and self.has_a and not self.out_saved and not trainable.scaled \
+            and trainable.extras == NO_EXTRAS
 
     def _rec(self, *per_token: int) -> int:
         """Record each tensor's per-token bytes (a group if one figure stands for several) and their sum."""
@@ -235,7 +238,10 @@ class LayerWalker:
                 total += self._rec(self.norm_saved(resid, h))
             mlp_in = self.pre_out(resid)
             total += self._rec(self.consumers_saved(mlp_in, h, self.by_source(MLP_IN), already_saved=False))
+        in_kept = self.shared > 0  # the MLP's input itself is saved (not only casts of it)
         gb = self.linear_out(mlp_in)
+        mid = post = 0
+        product_kept = False
         if arch.experts:
             total += self._rec(self.experts(mlp_in, gb))
         else:
@@ -243,10 +249,69 @@ class LayerWalker:
                 total += self._rec(*[gb * inter] * (2 if reg.compiled else 3))
             else:  # what the activation saves of fc1's output (its input, and a Python formula's intermediates)
                 total += self._rec(*[b * inter for b in self.act_tensors(gb)])
-            total += self._rec(self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False))
+            mid = self._rec(self.consumers_saved(gb, inter, self.by_source(MLP_MID), already_saved=False))
+            total += mid
+            product_kept = self.shared > 0  # and the product, down_proj's input
         if arch.post_norms:
-            total += self._rec(self.norm_saved(gb, h))
+            post = self._rec(self.norm_saved(gb, h))
+            total += post
+        self.recompute_extra = max(self.recompute_extra, self.mlp_recompute_extra(
+            mlp_in, gb, mid, post, (in_kept, product_kept)))
         return total
+
+    def mlp_recompute_extra(self, mlp_in: int, gb: int, after_product: int, post: int, kept: tuple[bool, bool]) -> int:
+        """A checkpointed layer's recomputation, per token above all the layer saves, at the LoRA adds of a gated MLP
+        (0: not above). At an adapted projection lora_B's output and its scaled copy are alive beside the base output,
+        and so is PEFT's cast of the input to the adapters' dtype (fp32 adapters: held by forward's local x until it
+        returns); the residual stream after attention is alive too (bf16: the norm saved an fp32 copy of it). At the
+        fused gate_up_proj or up_proj (the second of Llama's down(act(gate(x)) * up(x))) the later saves are not made
+        yet (act(gate) after the fused one, the product's); at down_proj its base output is alive, and the
+        recomputation stops as lora_B's matmul saves its inputs, the layer's last save (torch.utils.checkpoint's early
+        stop; autograd saves inputs before the op runs), unless a norm on the MLP's output saves after it. An input
+        only casts of which are saved (`kept` False: the MLP's input, the product) is alive unsaved meanwhile: the
+        product while down_proj runs, the MLP's input (the decoder layer's local) until the MLP returns. Before a
+        non-reentrant recomputation (at the first unpack) autograd has run what needs no saved tensor: the backward of
+        down_proj's `* scaling` (a gradient [N, h]), or with a norm on the MLP's output that casts last (OLMo 2, Gemma
+        2), that cast's backward (an fp32 [N, h] gradient).
+        Measured on the CPU: tests/physics/test_layer_backward.py."""
+        arch, reg = self.arch, self.reg
+        if not (self.plain_lora and reg.checkpointing and arch.gated_mlp and arch.pre_norms in (0, 2)) \
+                or arch.experts or reg.compiled:
+            return 0
+        lb = reg.compute if reg.autocast else reg.adapter  # lora_B's output and its product with the scaling
+        h, inter = arch.hidden, arch.intermediate
+        # without pre-norms (OLMo 2) the residual stream is the MLP's input itself, counted as that
+        live = h * reg.resid - self.input_kept(reg.resid, h) if arch.pre_norms else 0
+        unsaved_in = 0 if kept[0] else mlp_in * h
+
+        def cast(x_bytes: int, width: int) -> int:  # lora.Linear._cast_input_dtype's copy
+            return width * reg.adapter if self.copies_input and reg.peft_copies(x_bytes) else 0
+
+        found = []
+        ins = self.by_source(MLP_IN)
+        adapted = [lin for lin in ins if lin.name in self.targets]
+        if adapted:
+            last = adapted[-1]  # the fused gate_up_proj, or the up projection
+            after = after_product + post
+            if arch.fused_gate_up:
+                after += gb * inter  # act(gate)
+            elif last is not ins[-1]:
+                after += 2 * gb * inter  # the gate alone adapted: act(gate) and up's output come after it
+            found.append(cast(mlp_in, h) + unsaved_in + 2 * last.out_features * lb + live - after)
+        down = [lin for lin in self.by_source(MLP_MID) if lin.name in self.targets]
+        if down:
+            lora_out = 2 * h * lb - post if arch.post_norms else 0
+            unsaved = unsaved_in + (0 if kept[1] else gb * inter)
+            found.append(cast(gb, inter) + unsaved + h * gb + lora_out + live)
+        if not found:
+            return 0
+        if reg.reentrant:
+            pre = 0
+        elif arch.post_norms:  # the cast's backward makes the fp32 gradient of the norm's output
+            pre = 4 * h if arch.norm in ("rms_cast", "rms_gemma") else 0
+        else:
+            pre = h * lb if down else 0
+        return max(max(found) + pre, 0)
 
     def act_tensors(self, gb: int) -> list[int]:
         """Bytes per element of each tensor the plain MLP's activation saves, its input of gb bytes."""
