@@ -138,6 +138,9 @@ CASES = [
     ("glm4", "lora_fp32", "sdpa", True, "bfloat16"),
     ("phi3", "lora_fp32", "sdpa", True, "bfloat16"),
     ("gemma2", "lora_fp32", "eager", True, "bfloat16"),
+    ("qwen3", "lora_fp32", "sdpa", True, "bfloat16"),
+    ("exaone4", "lora_fp32", "sdpa", True, "bfloat16"),
+    ("gemma3_window", "lora_fp32", "sdpa", True, "bfloat16"),
     # EXAONE 4: OLMo 2's layer with per-head q/k norms; no RoPE on its full layer
     ("exaone4", "full", "sdpa", False, "bfloat16"),
     ("exaone4", "lora", "sdpa", True, "bfloat16"),
