@@ -68,9 +68,10 @@ class LayerWalker:
         self.shared = 0  # per-token bytes of the last consumers_saved's one shared copy of its input
         self.pieces: list[int] = []  # per-token bytes of each group of tensors walk() saves, in forward order
         self.recompute_extra = 0  # LayerSaved.recompute_extra_per_token
-        # the adapters add lora_B(lora_A(x)) * scaling to the base output (LoRA, LoRA-FA): no tuner's own terms
+        # the adapters add lora_B(lora_A(x)) * scaling to the base output (LoRA, LoRA-FA): no tuner's own terms, no
+        # DoRA magnitude
         self.plain_lora = bool(trainable.targets) and self.has_a and not self.out_saved and not trainable.scaled \
-            and trainable.extras == NO_EXTRAS
+            and trainable.extras == NO_EXTRAS and not reg.dora
 
     def _rec(self, *per_token: int) -> int:
         """Record each tensor's per-token bytes (a group if one figure stands for several) and their sum."""

@@ -78,17 +78,15 @@ def _measure(attn: str, method: str, ckpt: bool, style: str = "llama", dtype: st
 # A float16 base (and PEFT's float16 adapters: autocast_adapter_dtype=False keeps the base's dtype) under bf16
 # autocast: the weights' and the adapters' inputs are cast per module (regime.half_mismatch, adapter_mismatch).
 # Measured when added: full +1.6 % / +2.4 %, LoRA +0.8 % without checkpointing; with checkpointing the LoRA backward
-# holds about 1 MiB (8 %) more than the engine's op-by-op layer, not found yet: a strict xfail, so that its fix shows.
-FP16_LORA_CKPT_GAP = pytest.mark.xfail(strict=True, reason="checkpointed LoRA backward with float16 adapters under "
-                                       "bf16 autocast: ~1 MiB (8 %) the engine does not hold")
+# held about 1 MiB (8 %) more than the engine, a strict xfail until the recomputation's peak at the MLP's LoRA adds
+# was walked (activations.py mlp_recompute_extra: PEFT's casts of the inputs are alive there): then +0.17 %.
 
 
 @pytest.mark.parametrize(("style", "attn", "dtype", "method", "ckpt"), [
     *((style, attn, "bfloat16", method, ckpt) for style in ("llama", "olmo2", "olmo3", "glm4", "exaone4")
       for attn in ("sdpa", "eager") for method in ("full", "lora") for ckpt in (False, True)),
     *(("llama", "sdpa", "float16", method, ckpt)
-      for method, ckpt in (("full", False), ("full", True), ("lora", False))),
-    pytest.param("llama", "sdpa", "float16", "lora", True, marks=FP16_LORA_CKPT_GAP),
+      for method, ckpt in (("full", False), ("full", True), ("lora", False), ("lora", True))),
 ])
 def test_backward_peak_of_the_decoder_body(style: str, attn: str, dtype: str, method: str, ckpt: bool) -> None:
     threads = torch.get_num_threads()
