@@ -35,6 +35,17 @@ class _Layer(SinksOps):
         shared = [self._shares(lin, x_bytes) for lin in consumers]
         left = sum(shared) if x_saved else 0
         grad: int | None = None
+        # an fp32 x that autocast (or bitsandbytes' compute dtype) cast for the matmul: each gradient comes back in
+        # the compute dtype and the cast's backward makes it fp32 (measured: tests/physics/test_layer_backward.py)
+        gx = x_bytes if reg.autocast and x_bytes > c else c
+
+        def back(p: int) -> int:
+            if gx == c:
+                return p
+            q = s.alloc(n * width * gx)
+            s.free(p)
+            return q
+
         for lin, saves in reversed(list(zip(consumers, shared, strict=True))):
             width = lin.in_features
             g = g_out[lin.name]()
@@ -52,7 +63,7 @@ class _Layer(SinksOps):
                 s.release(n * self.walker.inner * c)  # lora_B's saved input: lora_A's output
                 if not self.walker.frozen_a:
                     s.alloc(self.r * width * reg.adapter, replay=False)  # lora_A.weight.grad
-                parts.append(s.alloc(n * width * c))
+                parts.append(back(s.alloc(n * width * c)))
                 s.free(mid)
                 if not self.walker.frozen_a and not self._lora_shares(x_bytes):
                     s.release(n * width * self._lora_input(x_bytes))  # lora_A's own (cast/dropout) copy
@@ -67,7 +78,7 @@ class _Layer(SinksOps):
                     x_saved = False
             if reg.full:
                 s.alloc(lin.params * reg.weight, replay=False)  # weight.grad
-            parts.append(s.alloc(n * width * c))  # grad_output @ W
+            parts.append(back(s.alloc(n * width * c)))  # grad_output @ W
             if wrapped:
                 # grouped_mm's gradient of the merged weight (W + lora_B @ lora_A, in the experts' dtype), made with
                 # the input's, gate and up as one fused gate_up_proj (the gate's turn, the later one); the
@@ -87,7 +98,7 @@ class _Layer(SinksOps):
             if x_saved and saves and left == 0:
                 s.release(n * width * x_bytes)
             for p in parts:
-                grad = p if grad is None else self.accumulate(grad, p, n * width * c)
+                grad = p if grad is None else self.accumulate(grad, p, n * width * gx)
         assert grad is not None
         return grad
 

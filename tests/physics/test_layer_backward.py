@@ -45,7 +45,8 @@ def _model_config(style: str) -> dict:
     return {**base, "vocab_size": 64}
 
 
-def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype, reentrant: bool = False) -> int:
+def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype, reentrant: bool = False,
+             autocast: bool = False) -> int:
     torch.manual_seed(0)
     m = transformers.AutoModelForCausalLM.from_config(
         transformers.AutoConfig.for_model(**_model_config(style)), attn_implementation=attn).to(dtype)
@@ -58,12 +59,12 @@ def _measure(style: str, method: str, attn: str, ckpt: bool, dtype: torch.dtype,
         m = get_peft_model(m, lc, autocast_adapter_dtype=method == "lora_fp32")
         if ckpt:
             m.enable_input_require_grads()
-    return harness.layer_backward_peak(m, LAYER, harness.make_inputs(64), autocast=dtype == torch.bfloat16)
+    return harness.layer_backward_peak(m, LAYER, harness.make_inputs(64), autocast=dtype == torch.bfloat16 or autocast)
 
 
-def _engine(style: str, method: str, attn: str, ckpt: bool, dtype: str) -> int:
+def _engine(style: str, method: str, attn: str, ckpt: bool, dtype: str, autocast: bool = False) -> int:
     cfg = {"model_config": _model_config(style), "method": "lora" if method.startswith("lora") else "full",
-           "torch_dtype": dtype, "bf16": dtype == "bfloat16", "max_seq_length": harness.S,
+           "torch_dtype": dtype, "bf16": dtype == "bfloat16" or autocast, "max_seq_length": harness.S,
            "per_device_train_batch_size": harness.B, "packing": True, "gradient_checkpointing": ckpt,
            "attn_implementation": attn}
     if method.startswith("lora"):
@@ -165,6 +166,57 @@ def test_layer_backward_high_water_mark(style: str, method: str, attn: str, ckpt
         torch.set_num_threads(threads)
     engine = _engine(style, method, attn, ckpt, dtype)
     print(f"{style} {method} {attn} ckpt={ckpt} {dtype}: measured {measured} B, engine {engine} B, "
+          f"{100 * (engine - measured) / measured:+.2f} %")
+    assert engine == pytest.approx(measured, rel=TOL)
+
+
+# fp32 weights under bf16 autocast (a checkpoint loaded without a dtype before transformers 5 made dtype="auto" the
+# default, trained with bf16=True): measured 2026-12-06, the engine's layer backward is +15.4 % (full) and -10.5 %
+# (LoRA) without checkpointing, +3.5 % / -2.3 % with it. For full fine-tuning the op trace shows what the walk leaves
+# out: each matmul saved autocast's bf16 copy of its weight, freed when its node is done (the walk never releases it),
+# and the gradient entering a bf16 branch of the fp32 residual stream is cast to bf16 first. The LoRA gap is not
+# traced yet. Strict xfails, so that their fix shows.
+FP32_AUTOCAST_GAP = pytest.mark.xfail(strict=True, reason="fp32 weights under bf16 autocast: the layer backward's "
+                                      "weight copies and gradient casts are not walked")
+
+
+@pytest.mark.parametrize("method", [pytest.param(m, marks=FP32_AUTOCAST_GAP) for m in ("full", "lora")])
+def test_fp32_weights_under_bf16_autocast(method: str) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            measured = _measure("llama", method, "sdpa", False, torch.float32, autocast=True)
+    finally:
+        torch.set_num_threads(threads)
+    engine = _engine("llama", method, "sdpa", False, "float32", autocast=True)
+    print(f"llama {method} fp32 weights under bf16 autocast: measured {measured} B, engine {engine} B, "
+          f"{100 * (engine - measured) / measured:+.2f} %")
+    assert engine == pytest.approx(measured, rel=TOL)
+
+
+# QLoRA (NF4 base through bitsandbytes, loaded as transformers loads it), checkpointed by the Trainer: +0.43 % when
+# added. After prepare_model_for_kbit_training (fp32 norms and embeddings, so fp32 activations) the window was 5.7 %
+# above the engine's: its peak is in down_proj's backward, where bitsandbytes' bf16 input gradient and the LoRA
+# path's are each cast back to the fp32 input's dtype and summed in fp32 (backward.py linears: back); then +0.26 %.
+QLORA_CASES = [("qlora", True), ("qlora_prep", True)]
+
+
+@pytest.mark.parametrize(("regime", "ckpt"), QLORA_CASES if harness._bnb_available()[0] else [])
+def test_qlora_layer_backward(regime: str, ckpt: bool) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings(), harness.cuda_autocast_shim():
+            warnings.simplefilter("ignore")
+            m, _ = harness.build("llama", regime, 0.0, harness.checkpointing_mode(regime, ckpt))
+            measured = harness.layer_backward_peak(m, LAYER, harness.make_inputs(harness.MODEL_CONFIGS["llama"]
+                                                                                ["vocab_size"]), autocast=True)
+    finally:
+        torch.set_num_threads(threads)
+    engine = harness.engine_layer_backward(harness.engine_config("llama", regime, 0.0, ckpt))
+    print(f"llama {regime} ckpt={ckpt}: measured {measured} B, engine {engine} B, "
           f"{100 * (engine - measured) / measured:+.2f} %")
     assert engine == pytest.approx(measured, rel=TOL)
 
