@@ -39,7 +39,7 @@ class _Layer(SinksOps):
         # the compute dtype and the cast's backward makes it fp32 (measured: tests/physics/test_layer_backward.py)
         gx = x_bytes if reg.autocast and x_bytes > c else c
 
-        def back(p: int) -> int:
+        def back(p: int, width: int) -> int:
             if gx == c:
                 return p
             q = s.alloc(n * width * gx)
@@ -63,7 +63,7 @@ class _Layer(SinksOps):
                 s.release(n * self.walker.inner * c)  # lora_B's saved input: lora_A's output
                 if not self.walker.frozen_a:
                     s.alloc(self.r * width * reg.adapter, replay=False)  # lora_A.weight.grad
-                parts.append(back(s.alloc(n * width * c)))
+                parts.append(back(s.alloc(n * width * c), width))
                 s.free(mid)
                 if not self.walker.frozen_a and not self._lora_shares(x_bytes):
                     s.release(n * width * self._lora_input(x_bytes))  # lora_A's own (cast/dropout) copy
@@ -78,7 +78,7 @@ class _Layer(SinksOps):
                     x_saved = False
             if reg.full:
                 s.alloc(lin.params * reg.weight, replay=False)  # weight.grad
-            parts.append(back(s.alloc(n * width * c)))  # grad_output @ W
+            parts.append(back(s.alloc(n * width * c), width))  # grad_output @ W
             if wrapped:
                 # grouped_mm's gradient of the merged weight (W + lora_B @ lora_A, in the experts' dtype), made with
                 # the input's, gate and up as one fused gate_up_proj (the gate's turn, the later one); the

@@ -19,7 +19,9 @@ within -0.16 % .. +0.01 % when added."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 
 import pytest
 
@@ -38,6 +40,25 @@ LAYER = 2  # a middle layer of the 4: layer 0 of a PEFT model without checkpoint
 
 # Mistral: Llama's layer with a sliding window; the window is wider than the sequence here.
 _MISTRAL = {**harness.MODEL_CONFIGS["llama"], "model_type": "mistral", "sliding_window": 4096}
+
+
+@contextlib.contextmanager
+def _measuring() -> Iterator[None]:
+    """One thread (the live-bytes trace follows one op order) and no deprecation notices (they say nothing about
+    memory, as in harness)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _compare(label: str, measured: int, engine: int) -> None:
+    print(f"{label}: measured {measured} B, engine {engine} B, {100 * (engine - measured) / measured:+.2f} %")
+    assert engine == pytest.approx(measured, rel=TOL)
 
 
 def _model_config(style: str) -> dict:
@@ -156,18 +177,9 @@ CASES = [
 @pytest.mark.parametrize(("style", "method", "attn", "ckpt", "dtype"), CASES,
                          ids=["-".join(str(x) for x in getattr(c, "values", c)) for c in CASES])
 def test_layer_backward_high_water_mark(style: str, method: str, attn: str, ckpt: bool, dtype: str) -> None:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():  # deprecation notices say nothing about memory (as in harness)
-            warnings.simplefilter("ignore")
-            measured = _measure(style, method, attn, ckpt, getattr(torch, dtype))
-    finally:
-        torch.set_num_threads(threads)
-    engine = _engine(style, method, attn, ckpt, dtype)
-    print(f"{style} {method} {attn} ckpt={ckpt} {dtype}: measured {measured} B, engine {engine} B, "
-          f"{100 * (engine - measured) / measured:+.2f} %")
-    assert engine == pytest.approx(measured, rel=TOL)
+    with _measuring():
+        measured = _measure(style, method, attn, ckpt, getattr(torch, dtype))
+    _compare(f"{style} {method} {attn} ckpt={ckpt} {dtype}", measured, _engine(style, method, attn, ckpt, dtype))
 
 
 # fp32 weights under bf16 autocast (a checkpoint loaded without a dtype before transformers 5 made dtype="auto" the
@@ -182,18 +194,10 @@ FP32_AUTOCAST_GAP = pytest.mark.xfail(strict=True, reason="fp32 weights under bf
 
 @pytest.mark.parametrize("method", [pytest.param(m, marks=FP32_AUTOCAST_GAP) for m in ("full", "lora")])
 def test_fp32_weights_under_bf16_autocast(method: str) -> None:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            measured = _measure("llama", method, "sdpa", False, torch.float32, autocast=True)
-    finally:
-        torch.set_num_threads(threads)
-    engine = _engine("llama", method, "sdpa", False, "float32", autocast=True)
-    print(f"llama {method} fp32 weights under bf16 autocast: measured {measured} B, engine {engine} B, "
-          f"{100 * (engine - measured) / measured:+.2f} %")
-    assert engine == pytest.approx(measured, rel=TOL)
+    with _measuring():
+        measured = _measure("llama", method, "sdpa", False, torch.float32, autocast=True)
+    _compare(f"llama {method} fp32 weights under bf16 autocast", measured,
+             _engine("llama", method, "sdpa", False, "float32", autocast=True))
 
 
 # QLoRA (NF4 base through bitsandbytes, loaded as transformers loads it), checkpointed by the Trainer: +0.43 % when
@@ -205,20 +209,12 @@ QLORA_CASES = [("qlora", True), ("qlora_prep", True)]
 
 @pytest.mark.parametrize(("regime", "ckpt"), QLORA_CASES if harness._bnb_available()[0] else [])
 def test_qlora_layer_backward(regime: str, ckpt: bool) -> None:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings(), harness.cuda_autocast_shim():
-            warnings.simplefilter("ignore")
-            m, _ = harness.build("llama", regime, 0.0, harness.checkpointing_mode(regime, ckpt))
-            measured = harness.layer_backward_peak(m, LAYER, harness.make_inputs(harness.MODEL_CONFIGS["llama"]
-                                                                                ["vocab_size"]), autocast=True)
-    finally:
-        torch.set_num_threads(threads)
-    engine = harness.engine_layer_backward(harness.engine_config("llama", regime, 0.0, ckpt))
-    print(f"llama {regime} ckpt={ckpt}: measured {measured} B, engine {engine} B, "
-          f"{100 * (engine - measured) / measured:+.2f} %")
-    assert engine == pytest.approx(measured, rel=TOL)
+    with _measuring(), harness.cuda_autocast_shim():
+        m, _ = harness.build("llama", regime, 0.0, harness.checkpointing_mode(regime, ckpt))
+        inputs = harness.make_inputs(harness.MODEL_CONFIGS["llama"]["vocab_size"])
+        measured = harness.layer_backward_peak(m, LAYER, inputs, autocast=True)
+    _compare(f"llama {regime} ckpt={ckpt}", measured,
+             harness.engine_layer_backward(harness.engine_config("llama", regime, 0.0, ckpt)))
 
 
 @pytest.mark.parametrize("method", ["full", "lora"])
@@ -226,15 +222,9 @@ def test_reentrant_checkpointing_keeps_the_recomputed_output(method: str) -> Non
     """Reentrant checkpointing (what prepare_model_for_kbit_training switches on by itself) holds one more
     hidden state through a layer's backward than non-reentrant: the recomputed output it backpropagates
     from. Measured on the bf16 Llama; the engine adds N·h·b(resid) for exactly that regime."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            extra = (_measure("llama", method, "sdpa", True, torch.bfloat16, reentrant=True)
-                     - _measure("llama", method, "sdpa", True, torch.bfloat16))
-    finally:
-        torch.set_num_threads(threads)
+    with _measuring():
+        extra = (_measure("llama", method, "sdpa", True, torch.bfloat16, reentrant=True)
+                 - _measure("llama", method, "sdpa", True, torch.bfloat16))
     hidden = harness.N * harness.MODEL_CONFIGS["llama"]["hidden_size"]
     print(f"{method}: reentrant - non-reentrant = {extra} B = {extra / hidden:.3f} x N*h")
     assert extra == 2 * hidden  # one bf16 hidden state
