@@ -44,8 +44,11 @@ from row_columns import (
     yes_no,
 )
 from row_names import checkpoint_name, parse
+from sizing import load_config
 from sizing.arch import from_hf_config
 from sizing.catalog import models
+from sizing.errors import SizingError
+from sizing.memory.adapters import resolve_targets
 
 # Column readers (row_columns.py) and catalog matchers (row_catalog.py) re-exported: one import gives the whole mapping.
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
@@ -70,14 +73,15 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("peanut", "peanut"), ("tinylora", "tinylora"), ("glora", "glora"), ("psoft", "psoft"),
                ("trainable tokens", "trainable_tokens"), ("trainable_tokens", "trainable_tokens"),
                ("adamss", "adamss"), ("adaption prompt", "adaption_prompt"),
-               ("adaption_prompt", "adaption_prompt"), ("adaptionprompt", "adaption_prompt"), ("frod", "frod"))
-_OTHER_PEFT = ("osf",)
+               ("adaption_prompt", "adaption_prompt"), ("adaptionprompt", "adaption_prompt"), ("frod", "frod"),
+               ("osf", "osf"))
+_OTHER_PEFT: tuple[str, ...] = ()  # PEFT methods a row may name that are not modelled (none since OSF)
 # The tuner's own integer size fields, read where the row states them ("gralora_k=4"); else the contract's defaults
 _SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a": ("block_size",),
                 "waveft": ("n_frequency",), "road": ("group_size",), "p_tuning": ("num_virtual_tokens",),
                 "vblora": ("num_vectors",), "unilora": ("theta_d_length",), "peanut": ("depth",),
                 "lily": ("stride_A", "num_B"), "adamss": ("num_subspaces", "subspace_rank"), "miss": ("mini_r",),
-                "adaption_prompt": ("adapter_len", "adapter_layers")}
+                "adaption_prompt": ("adapter_len", "adapter_layers"), "osf": ("effective_rank",)}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -208,6 +212,22 @@ def virtual_tokens(cfg: Mapping[str, Any], stated: int | None) -> int | None:
     return stated // per if stated % per == 0 else None
 
 
+def osf_trained_rank(cfg: Mapping[str, Any], stated: int | None) -> int | None:
+    """An OSF row that states its trainable count but no effective_rank: the rank t every adapted layer trains that
+    gives it (U_low [out, t], S_low [t], V_low [t, in] per layer: PEFT's benchmark sets it with rank_pattern), when
+    the count divides exactly; None otherwise (PEFT's default, half of each layer, is then estimated)."""
+    rec = models().get(str(cfg.get("model") or "").lower())
+    if not stated or rec is None:
+        return None
+    arch = from_hf_config(rec.config)
+    try:
+        targets, _ = resolve_targets(load_config({**cfg, "osf_trainable_rank": 1}), arch)
+    except SizingError:
+        return None
+    per = arch.layers * sum((lin.in_features + lin.out_features + 1) * lin.count for lin in targets)
+    return stated // per if per and stated % per == 0 else None
+
+
 def metric(text: str) -> str:
     """Which statistic the source read: max_memory_allocated, active_bytes, max_memory_reserved, or
     nvidia-smi-style device memory; several named with "not stated" -> unstated."""
@@ -309,6 +329,11 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         if tokens:
             cfg["num_virtual_tokens"] = tokens
             notes.append("num_virtual_tokens derived from the stated trainable_params")
+    if cfg.get("peft_type") == "osf" and "effective_rank" not in cfg:
+        trained = osf_trained_rank(cfg, first_int(row.get("trainable_params", "")))
+        if trained:
+            cfg["osf_trainable_rank"] = trained
+            notes.append("osf_trainable_rank derived from the stated trainable_params (the same rank on every layer)")
     cfg.update(sequences(row))
     batch = per_device(row.get("micro_batch_size", ""))
     if batch is None:

@@ -12,7 +12,7 @@ PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft"
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
               "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
-              "trainable_tokens", "adamss", "adaption_prompt", "frod")
+              "trainable_tokens", "adamss", "adaption_prompt", "frod", "osf")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 MISS_INITS = ("default", "bat", "mini")  # MissConfig.init_weights: True (or False: random), "bat", "mini"
@@ -52,6 +52,7 @@ KBIT_REFUSED = {
     "glora": "adapts plain nn.Linear layers only, not bitsandbytes' layers",
     "adamss": "makes its factors in the base weight's dtype, which is packed as integers",
     "frod": "makes its parameters in the base weight's dtype, which is packed as integers",
+    "osf": "takes the SVD of the base weight at init, which is stored as integers",
 }
 
 

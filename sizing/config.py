@@ -85,6 +85,8 @@ class RunConfig:
     adapter_layers: int | None = None  # ... the last adapter_layers attention layers (None: every one)
     sparse_rate: float = 0.01  # FRoD (FrodConfig's sparse_rate and runtime_offload_base_weight)
     runtime_offload_base_weight: bool = False
+    effective_rank: float | None = None  # OSF (OSFConfig.effective_rank: kept singular directions; None: half)
+    osf_trainable_rank: int | None = None  # ... or the rank each layer trains, as PEFT's benchmark sets rank_pattern
     num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)

@@ -173,7 +173,8 @@ FIELDS: tuple[Field, ...] = (
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
-                                       "(sparse_rate, runtime_offload_base_weight)",
+                                       "(sparse_rate, runtime_offload_base_weight), osf (effective_rank, "
+                                       "osf_trainable_rank)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -185,7 +186,8 @@ FIELDS: tuple[Field, ...] = (
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
-                                       "(sparse_rate, runtime_offload_base_weight)",
+                                       "(sparse_rate, runtime_offload_base_weight), osf (effective_rank, "
+                                       "osf_trainable_rank)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -197,7 +199,8 @@ FIELDS: tuple[Field, ...] = (
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
-                                       "(sparse_rate, runtime_offload_base_weight)"),
+                                       "(sparse_rate, runtime_offload_base_weight), osf (effective_rank, "
+                                       "osf_trainable_rank)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -346,6 +349,28 @@ FIELDS: tuple[Field, ...] = (
            "almashtiradi)",
            "FrodConfig.runtime_offload_base_weight: move the adapted layer's weight to CPU memory (U takes its "
            "place)")),
+    # OSF's effective_rank: an int, or a fraction in (0, 1) of each layer's smaller side (OSFConfig; PEFT reads a float
+    # of 1.0 as the whole side, which trains nothing); None: half of it (tuners/osf/model.py _resolve_rank)
+    Field("effective_rank", "float", None, ("OSFConfig.effective_rank: сколько старших сингулярных направлений "
+                                            "каждого слоя заморожено (целое или доля < 1 меньшей стороны); null — "
+                                            "половина",
+                                            "OSFConfig.effective_rank: har bir qatlamning nechta katta singulyar "
+                                            "yo‘nalishi muzlatiladi (butun son yoki kichik tomonning < 1 ulushi); "
+                                            "null — yarmi",
+                                            "OSFConfig.effective_rank: how many top singular directions of each "
+                                            "layer stay frozen (an integer, or a fraction < 1 of its smaller side); "
+                                            "null: half"),
+          low=0.0, high=1 << 20, nullable=True),
+    Field("osf_trainable_rank", "int", None, ("OSF: ранг, который обучает каждый слой (меньшая сторона минус "
+                                              "effective_rank; так задаёт rank_pattern бенчмарк PEFT); null — из "
+                                              "effective_rank",
+                                              "OSF: har bir qatlam o‘qitadigan rang (kichik tomon minus "
+                                              "effective_rank; PEFT benchmarki rank_pattern bilan shunday beradi); "
+                                              "null — effective_rank dan",
+                                              "OSF: the rank each layer trains (its smaller side minus "
+                                              "effective_rank; PEFT's benchmark sets it with rank_pattern); null: "
+                                              "from effective_rank"),
+          low=1, high=1 << 20, nullable=True),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",

@@ -208,6 +208,8 @@ class RunConfig:
     adapter_layers: int | None = None  # ... the last adapter_layers attention layers (None: every one)
     sparse_rate: float = 0.01  # FRoD (FrodConfig's sparse_rate and runtime_offload_base_weight)
     runtime_offload_base_weight: bool = False
+    effective_rank: float | None = None  # OSF (OSFConfig.effective_rank: kept singular directions; None: half)
+    osf_trainable_rank: int | None = None  # ... or the rank each layer trains, as PEFT's benchmark sets rank_pattern
     num_trainable_tokens: int = 2  # TrainableTokens: len(token_indices) (2: a new BOS and EOS, PEFT's benchmark)
     encoder_hidden_size: int | None = None  # P-tuning's MLP (None: the model's hidden size, as PEFT)
     feedforward_modules: str | tuple[str, ...] | None = None  # IA3 (None: PEFT's per-model mapping)
@@ -580,7 +582,8 @@ FIELDS: tuple[Field, ...] = (
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
-                                       "(sparse_rate, runtime_offload_base_weight)",
+                                       "(sparse_rate, runtime_offload_base_weight), osf (effective_rank, "
+                                       "osf_trainable_rank)",
                                        "PEFT usuli: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k ta blok, hybrid_r = 0), shira, hra, delora, hira, "
@@ -592,7 +595,8 @@ FIELDS: tuple[Field, ...] = (
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
-                                       "(sparse_rate, runtime_offload_base_weight)",
+                                       "(sparse_rate, runtime_offload_base_weight), osf (effective_rank, "
+                                       "osf_trainable_rank)",
                                        "PEFT method: lora, lora_fa, adalora (r = init_r), ia3, vera, loha, lokr, oft, "
                                        "boft, prompt_tuning, prefix_tuning, ln_tuning, miss (miss_init, mini_r), "
                                        "gralora (gralora_k blocks, hybrid_r = 0), shira, hra, delora, hira, "
@@ -604,7 +608,8 @@ FIELDS: tuple[Field, ...] = (
                                        "config_C, config_D_E), psoft (psoft_orth, psoft_mag_a, psoft_mag_b), "
                                        "trainable_tokens (num_trainable_tokens), adamss (num_subspaces, "
                                        "subspace_rank), adaption_prompt (adapter_len, adapter_layers), frod "
-                                       "(sparse_rate, runtime_offload_base_weight)"),
+                                       "(sparse_rate, runtime_offload_base_weight), osf (effective_rank, "
+                                       "osf_trainable_rank)"),
           choices=PEFT_TYPES, form="choice", group=_L),
     # PEFT's PromptLearningConfig has no default (None); 20 is the value of PEFT's prompt-tuning examples.
     Field("num_virtual_tokens", "int", 20, ("Виртуальных токенов у prompt_tuning / prefix_tuning / p_tuning",
@@ -753,6 +758,28 @@ FIELDS: tuple[Field, ...] = (
            "almashtiradi)",
            "FrodConfig.runtime_offload_base_weight: move the adapted layer's weight to CPU memory (U takes its "
            "place)")),
+    # OSF's effective_rank: an int, or a fraction in (0, 1) of each layer's smaller side (OSFConfig; PEFT reads a float
+    # of 1.0 as the whole side, which trains nothing); None: half of it (tuners/osf/model.py _resolve_rank)
+    Field("effective_rank", "float", None, ("OSFConfig.effective_rank: сколько старших сингулярных направлений "
+                                            "каждого слоя заморожено (целое или доля < 1 меньшей стороны); null — "
+                                            "половина",
+                                            "OSFConfig.effective_rank: har bir qatlamning nechta katta singulyar "
+                                            "yo‘nalishi muzlatiladi (butun son yoki kichik tomonning < 1 ulushi); "
+                                            "null — yarmi",
+                                            "OSFConfig.effective_rank: how many top singular directions of each "
+                                            "layer stay frozen (an integer, or a fraction < 1 of its smaller side); "
+                                            "null: half"),
+          low=0.0, high=1 << 20, nullable=True),
+    Field("osf_trainable_rank", "int", None, ("OSF: ранг, который обучает каждый слой (меньшая сторона минус "
+                                              "effective_rank; так задаёт rank_pattern бенчмарк PEFT); null — из "
+                                              "effective_rank",
+                                              "OSF: har bir qatlam o‘qitadigan rang (kichik tomon minus "
+                                              "effective_rank; PEFT benchmarki rank_pattern bilan shunday beradi); "
+                                              "null — effective_rank dan",
+                                              "OSF: the rank each layer trains (its smaller side minus "
+                                              "effective_rank; PEFT's benchmark sets it with rank_pattern); null: "
+                                              "from effective_rank"),
+          low=1, high=1 << 20, nullable=True),
     Field("num_trainable_tokens", "int", 2, ("Строк эмбеддинга у trainable_tokens (длина token_indices)",
                                              "trainable_tokens o‘qitadigan embedding qatorlari (token_indices "
                                              "uzunligi)",
@@ -897,7 +924,7 @@ PEFT_TYPES = ("lora", "lora_fa", "adalora", "ia3", "vera", "loha", "lokr", "oft"
               "prefix_tuning", "ln_tuning", "miss", "gralora", "shira", "hra", "delora", "hira",
               "fourierft", "randlora", "pvera", "c3a", "beft", "road", "waveft", "p_tuning",
               "vblora", "unilora", "deft", "lily", "peanut", "tinylora", "glora", "psoft",
-              "trainable_tokens", "adamss", "adaption_prompt", "frod")
+              "trainable_tokens", "adamss", "adaption_prompt", "frod", "osf")
 GLORA_AB, GLORA_C, GLORA_DE = ("lora", "vector", "constant", "none"), ("lora", "vector", "none"), ("vector", "constant",
                                                                                                   "none")
 MISS_INITS = ("default", "bat", "mini")  # MissConfig.init_weights: True (or False: random), "bat", "mini"
@@ -937,6 +964,7 @@ KBIT_REFUSED = {
     "glora": "adapts plain nn.Linear layers only, not bitsandbytes' layers",
     "adamss": "makes its factors in the base weight's dtype, which is packed as integers",
     "frod": "makes its parameters in the base weight's dtype, which is packed as integers",
+    "osf": "takes the SVD of the base weight at init, which is stored as integers",
 }
 
 

@@ -447,6 +447,10 @@ def layer_saved(arch: Architecture, reg: Regime, trainable: Trainable, r: int, s
         kept = ex.base_per_token * base + -(-ex.per_sequence * base // seq)
         layer.pieces.append(kept)
         per_token += kept
+    if ex.adapter_per_token:  # OSF's 2t-wide product: the adapters' dtype, autocast's where it runs the matmul
+        kept = ex.adapter_per_token * (reg.compute if reg.autocast else reg.adapter)
+        layer.pieces.append(kept)
+        per_token += kept
     if ex.per_token:  # fp32 whatever autocast does (RoAd's and DEFT's multiplies promote to their fp32 parameters)
         layer.pieces.append(ex.per_token)
         per_token += ex.per_token

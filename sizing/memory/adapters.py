@@ -8,12 +8,14 @@ from ..config import RunConfig
 from ..errors import SizingError
 from ..frameworks import peft_release
 from .peft_methods import (
+    ALL_LINEAR,
     APPROXIMATE,
     IA3_DEFAULTS,
     LORA_SHAPED,
     default_targets,
     module_tensors,
     norm_tensors,
+    osf_kept,
     prompt_tensors,
     widths_ok,
 )
@@ -76,6 +78,8 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         return reachable, False
     wanted = default_targets(cfg.peft_type, arch.peft_model_type or arch.model_type, arch.default_lora_targets) \
         if cfg.target_modules is None else cfg.target_modules
+    if wanted == ALL_LINEAR:  # OSF on a model type its mapping lacks
+        return reachable, False
     if not wanted:
         tuner = "" if cfg.peft_type == "lora" else f"{cfg.peft_type} "
         raise SizingError("target_modules_required",
@@ -169,10 +173,26 @@ def _tower_adapters(cfg: RunConfig, arch: Architecture) -> int:
                               if cfg.target_modules == "all-linear" or lin.name in wanted)
 
 
+def _osf_ranks_ok(cfg: RunConfig, targets: tuple[Linear, ...]) -> None:
+    """OSF keeps at least one singular direction of each adapted layer frozen: update_layer refuses an effective_rank
+    of 0 or less (tuners/osf/layer.py), which osf_trainable_rank at or above a layer's smaller side would give."""
+    bad = [lin for lin in targets if osf_kept(cfg, lin) <= 0]
+    if not bad:
+        return
+    side = min(min(lin.in_features, lin.out_features) for lin in bad)
+    if cfg.osf_trainable_rank is not None:
+        raise SizingError("invalid_value", f"osf_trainable_rank={cfg.osf_trainable_rank} leaves no frozen direction "
+                          f"in {', '.join(lin.name for lin in bad)}: it must be below {side}, the smaller side",
+                          field="osf_trainable_rank", value=cfg.osf_trainable_rank)
+    raise SizingError("invalid_value", f"effective_rank={cfg.effective_rank} keeps no singular direction of "
+                      f"{', '.join(lin.name for lin in bad)} frozen; PEFT refuses it", field="effective_rank",
+                      value=cfg.effective_rank)
+
+
 def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear, ...], head: bool) -> Trainable:
     """A per-module tuner (AdaLoRA, VeRA, LoHa, LoKr, OFT, BOFT, IA3, MiSS, GraLoRA, SHiRA, HRA, DeLoRA, HiRA,
     FourierFT, RandLoRA, PVeRA, C3A, BEFT, RoAd, WaveFT, VB-LoRA, UniLoRA, DEFT, Lily, PEANuT, TinyLoRA, GLoRA, PSOFT,
-    AdaMSS, FRoD)
+    AdaMSS, FRoD, OSF)
     on the resolved target modules."""
     if head:
         raise SizingError("target_not_linear", f"target_modules: lm_head is modelled for LoRA only, not {kind}",
@@ -222,6 +242,8 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/road/config.py (group_size even) and layer.py update_layer (it divides out_features)
         raise SizingError("invalid_value", f"group_size={g} must be even and divide the output width of every "
                           "targeted layer", field="group_size", value=g)
+    if kind == "osf":
+        _osf_ranks_ok(cfg, targets)
     ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()
     tensors: list[tuple[int, int, int]] = []
     for lin in targets:

@@ -85,6 +85,10 @@ APPROXIMATE = {
             "shared basis per token, the dense sparse matrix it builds each forward and, on a GPU, the copies of the "
             "basis and indices it keeps in CPU memory); the sparse matrix's backward temporaries are not counted, "
             "and a 32-bit input takes a sparse path that is not walked",
+    "osf": "OSF's saved tensors are modelled from CPU measurements with a 16-bit base (PEFT 0.21: its input's copy, "
+           "the 2r-wide product per token and the two factors it concatenates each forward; before 0.21, from PEFT's "
+           "source, the whole weight rebuilt from the SVD factors each forward); the gradient projection's backward "
+           "temporaries and the SVD at load are not counted",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward
@@ -119,8 +123,24 @@ BEFT_DEFAULTS = ("opt", "gptj", "gpt_neo", "llama", "llama4", "mistral", "mixtra
                  "gemma3_text", "qwen2", "qwen3")
 
 
+# OSF's own mapping (TRANSFORMERS_MODELS_TO_OSF_TARGET_MODULES_MAPPING); a model type it lacks gets all-linear
+# (tuners/osf/model.py _prepare_adapter_config: INCLUDE_LINEAR_LAYERS_SHORTHAND), default_targets' ALL_LINEAR
+_SEVEN = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj")
+OSF_DEFAULTS = {**dict.fromkeys(("llama", "llama4", "mistral", "mixtral", "gemma", "gemma2", "gemma3_text", "qwen2",
+                                 "qwen3", "phi"), _SEVEN),
+                "gpt2": ("c_attn", "c_proj"), "bloom": ("query_key_value", "dense_4h_to_h"),
+                "opt": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"),
+                "gptj": ("q_proj", "k_proj", "v_proj", "out_proj", "fc_in", "fc_out"),
+                "gpt_neox": ("query_key_value", "dense_4h_to_h"), "falcon": ("query_key_value", "dense_4h_to_h"),
+                "gpt_bigcode": ("c_attn", "c_proj")}
+ALL_LINEAR = ("all-linear",)
+
+
 def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[str, ...]:
-    """PEFT's target_modules for `kind` when none are given (empty: PEFT has none for this model type)."""
+    """PEFT's target_modules for `kind` when none are given (empty: PEFT has none for this model type; ALL_LINEAR:
+    every linear layer but the head)."""
+    if kind == "osf":
+        return OSF_DEFAULTS.get(model_type, ALL_LINEAR)
     if kind == "ia3":
         return IA3_DEFAULTS.get(model_type, ((), ()))[0]
     if kind == "beft":
@@ -131,7 +151,7 @@ def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[
 # Tuners whose layers are LoRA-shaped in the activation walk (sizing/memory/activations.py, rank r).
 LORA_SHAPED = ("lora", "lora_fa", "adalora", "vera", "loha", "lokr", "oft", "boft", "miss", "gralora", "shira", "hra",
                "delora", "hira", "randlora", "pvera", "c3a", "waveft", "fourierft", "vblora", "unilora", "lily",
-               "peanut", "deft", "tinylora", "glora", "psoft")
+               "peanut", "deft", "tinylora", "glora", "psoft", "osf")
 
 
 def factorization(dimension: int, factor: int = -1) -> tuple[int, int]:
@@ -242,9 +262,26 @@ def module_tensors(cfg: RunConfig, lin: Linear, k: int, feedforward: bool = Fals
         return [(sub, rank, groups * k), (o, sub, k)]
     if kind == "frod":  # frod_lambda_l [in] and frod_lambda_s_values [nnz] (tuners/frod/layer.py update_layer)
         return [(1, i, k), (1, frod_nnz(i, cfg.sparse_rate), k)]
+    if kind == "osf":  # U_low [out, t], S_low [t], V_low [t, in]: the t trained singular directions
+        t = min(i, o) - osf_kept(cfg, lin)
+        return [(o, t, k), (1, t, k), (t, i, k)]
     if kind == "ia3":  # ia3_l: [1, in] on a feed-forward module, else [out, 1]
         return [(1, i if feedforward else o, k)]
     raise ValueError(kind)
+
+
+def osf_kept(cfg: RunConfig, lin: Linear) -> int:
+    """OSF's effective_rank on `lin`: the top singular directions it keeps frozen (tuners/osf/model.py _resolve_rank,
+    0.21.2): half the smaller side by default, an int as it is, a fraction below 1 of the smaller side, capped at that
+    side; osf_trainable_rank t instead keeps all but t of them (PEFT's benchmark: rank_pattern). 0 or less is refused
+    (adapters._other), as update_layer does."""
+    side = min(lin.in_features, lin.out_features)
+    if cfg.osf_trainable_rank is not None:
+        return side - cfg.osf_trainable_rank
+    value = cfg.effective_rank
+    if value is None:
+        return side // 2
+    return max(min(side, int(side * value) if 0 < value < 1 else int(value)), 0)
 
 
 def frod_nnz(width: int, rate: float) -> int:

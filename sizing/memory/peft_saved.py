@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from ..arch import Architecture, Linear
 from ..config import RunConfig
 from ..errors import SizingError
-from .peft_methods import Tensors, adamss_sizes, factorization, frod_nnz
+from ..frameworks import peft_release
+from .peft_methods import Tensors, adamss_sizes, factorization, frod_nnz, osf_kept
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Extras:
     host_copied: int = 0  # indices): elements in the base dtype,
     host_bytes: int = 0  # and bytes of int64 indices
     resid_per_token: int = 0  # elements per token kept in the residual stream's dtype (trained RMSNorm weights)
+    adapter_per_token: int = 0  # elements per token kept in the adapters' dtype, the compute dtype under autocast
 
 
 def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
@@ -147,7 +149,32 @@ def saved_extras(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
         return Extras(base_per_token=ins, weight_sized=squares + ins, fixed=20 * sum(nnz),
                       weight_buffers=0 if cfg.runtime_offload_base_weight else products,
                       host_copied=squares, host_bytes=16 * sum(nnz))
+    if kind == "osf":
+        return _osf(cfg, targets)
     return Extras()
+
+
+def _osf(cfg: RunConfig, targets: tuple[Linear, ...]) -> Extras:
+    """OSF (tuners/osf). PEFT 0.21 adds x @ delta^T, delta = A @ B with A = [U_low * S_low, -U_low_init * S_low_init]
+    [out, 2t] and B = [V_low; V_low_init] [2t, in] concatenated each forward: the two matmuls keep x cast to A's
+    dtype (LoRA's input copy), B, h = x @ B^T [tokens, 2t] and A (autocast's compute-dtype copies of x and B under
+    autocast). Frozen buffers, in the adapters' dtype (cast_adapter_dtype casts BufferDicts too): the three init
+    copies, and U_high [out, k] where out > in, V_high [k, in] where out < in. Before 0.21 (tuners/osf/layer.py at
+    v0.20.0) the forward rebuilt the whole weight U_high S_high V_high + U_low S_low V_low and ran F.linear(x cast to
+    its dtype, W): W [out, in] and U_low * S_low [out, t] are kept, no per-token intermediate; U_high, S_high and
+    V_high are buffers."""
+    # per adapted linear: (its copies, trained rank t, kept rank k, in, out)
+    ranks = [(lin.count, min(lin.in_features, lin.out_features) - k, k, lin.in_features, lin.out_features)
+             for lin in targets for k in (osf_kept(cfg, lin),)]
+    if peft_release(cfg) < (0, 21):
+        return Extras(rank=0, dense=sum(n * i * o for n, _, _, i, o in ranks),
+                      assembled=sum(n * t * o for n, t, _, _, o in ranks),
+                      autocast_copied=sum(n * t * (i + o) for n, t, _, i, o in ranks),
+                      buffers=sum(n * k * (i + o + 1) for n, _, k, i, o in ranks))
+    factors = sum(n * 2 * t * (i + o) for n, t, _, i, o in ranks)
+    high = sum(n * k * (o if o > i else i if o < i else 0) for n, _, k, i, o in ranks)
+    return Extras(rank=0, adapter_per_token=sum(n * 2 * t for n, t, _, _, _ in ranks), assembled=factors,
+                  autocast_copied=factors, buffers=sum(n * t * (i + o + 1) for n, t, _, i, o in ranks) + high)
 
 
 def adaption_prompt(cfg: RunConfig, arch: Architecture) -> tuple[Tensors, Extras]:

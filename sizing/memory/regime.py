@@ -5,7 +5,16 @@ from dataclasses import dataclass
 
 from ..arch import Architecture
 from ..config import RunConfig
-from ..frameworks import HF_CACHE_COPIES, HF_STACKS, Profile, compiles_plain_loss, hf_logits, profile, version
+from ..frameworks import (
+    HF_CACHE_COPIES,
+    HF_STACKS,
+    Profile,
+    compiles_plain_loss,
+    hf_logits,
+    peft_release,
+    profile,
+    version,
+)
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 HF_STACK = ("transformers", "trl", "custom")
@@ -112,6 +121,8 @@ def adapter_dtype(cfg: RunConfig, load: str) -> str:
         return "float32" if cfg.quantized else load  # _cast_adapter_dtype (peft 0.21 adaption_prompt/layer.py)
     if cfg.framework in ("litgpt", "torchtune"):
         return load  # both build LoRA weights in the model's dtype
+    if cfg.peft_type == "osf" and peft_release(cfg) < (0, 19):  # OSFModel._cast_adapter_dtype matched the base
+        return load  # layer's dtype until peft 0.19 (commit 89a75aa1, #2893, removed it: the generic fp32 cast)
     if cfg.framework == "trl" and cfg.quantized:
         return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
     if cfg.framework == "trl" and cfg.parallelism == "zero3":
@@ -166,7 +177,8 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         padded=padded, windowed=_windowed(cfg, arch, attention, padded),
         attention=attention, loss=default_loss(cfg),
         checkpointing=checkpointing,
-        dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout else 0.0,
+        # OSFConfig has no dropout (tuners/osf/layer.py: x meets its factors as it is)
+        dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout and cfg.peft_type != "osf" else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
         quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),

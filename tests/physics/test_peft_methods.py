@@ -48,6 +48,20 @@ def _kmeans(monkeypatch):
 
 
 QV, KVD = ["q_proj", "v_proj"], ["k_proj", "v_proj", "down_proj"]
+
+
+def _osf_pattern(trained: int) -> dict[str, int]:
+    """OSF's rank_pattern keeping all but `trained` singular directions of every projection of the tiny models, as
+    PEFT's MetaMathQA benchmark does for Llama-3.2-3B (experiments/osf/llama-3.2-3B-rank128): each module's smaller
+    side minus `trained` (the sides from harness's configs)."""
+    import harness
+
+    cfg = harness.hf_config("llama")
+    kv = cfg.num_key_value_heads * cfg.head_dim
+    side = {"q_proj": min(cfg.hidden_size, cfg.num_attention_heads * cfg.head_dim), "k_proj": min(cfg.hidden_size, kv),
+            "v_proj": min(cfg.hidden_size, kv), "o_proj": min(cfg.hidden_size, cfg.num_attention_heads * cfg.head_dim)}
+    side.update(dict.fromkeys(("gate_proj", "up_proj", "down_proj"), min(cfg.hidden_size, cfg.intermediate_size)))
+    return {name: width - trained for name, width in side.items()}
 ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 FF3 = ["gate_proj", "up_proj", "down_proj"]
 
@@ -133,6 +147,13 @@ CASES = {
                   lambda: peft.MissConfig(r=16, init_weights="mini", mini_r=8, target_modules=ALL)),
     "frod": ({"peft_type": "frod", "sparse_rate": 0.05, "target_modules": ALL},
              lambda: peft.FrodConfig(sparse_rate=0.05, target_modules=ALL)),
+    # OSF: PEFT's default (half of each layer's smaller side kept), a fraction, and the trained rank set per module
+    "osf": ({"peft_type": "osf", "target_modules": ALL}, lambda: peft.OSFConfig(target_modules=ALL)),
+    "osf_fraction": ({"peft_type": "osf", "effective_rank": 0.75, "target_modules": QV},
+                     lambda: peft.OSFConfig(effective_rank=0.75, target_modules=QV)),
+    "osf_trained": ({"peft_type": "osf", "osf_trainable_rank": 8, "target_modules": ALL},
+                    lambda: peft.OSFConfig(target_modules=ALL, rank_pattern=_osf_pattern(8))),
+    "osf_default": ({"peft_type": "osf"}, lambda: peft.OSFConfig()),
     # PEFT's own default targets for the method (SHiRA's copy of LoRA's mapping: q, v; BEFT's own: v only)
     "shira_default": ({"peft_type": "shira", "r": 8}, lambda: peft.ShiraConfig(r=8)),
     "beft_default": ({"peft_type": "beft"}, lambda: peft.BeftConfig()),
@@ -378,6 +399,9 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
                lambda targets: peft.AdamssConfig(r=16, num_subspaces=4, subspace_rank=2, target_modules=targets)),
     "frod": ({"peft_type": "frod", "sparse_rate": 0.02},
              lambda targets: peft.FrodConfig(sparse_rate=0.02, target_modules=targets)),
+    "osf": ({"peft_type": "osf"}, lambda targets: peft.OSFConfig(target_modules=targets)),
+    "osf_trained": ({"peft_type": "osf", "osf_trainable_rank": 8},
+                    lambda targets: peft.OSFConfig(target_modules=targets, rank_pattern=_osf_pattern(8))),
     "boft": ({"peft_type": "boft"}, lambda targets: peft.BOFTConfig(boft_block_size=4, target_modules=targets)),
     "loha": ({"peft_type": "loha", "r": 8}, lambda targets: peft.LoHaConfig(r=8, target_modules=targets)),
     # LoRA-shaped tuners walked from measurement (a bf16 base; under autocast they keep other dtypes)
@@ -430,6 +454,8 @@ OUTPUT_SIDE = {  # tuners that act on the frozen output, as the engine's configu
     ("adamss", QV, "bfloat16", False), ("adamss", ALL, "bfloat16", False), ("adamss", QV, "float32", True),
     ("adaption_prompt", QV, "bfloat16", False),
     ("frod", QV, "bfloat16", False), ("frod", ALL, "bfloat16", False), ("frod_offload", QV, "bfloat16", False),
+    ("osf", QV, "bfloat16", False), ("osf", ALL, "bfloat16", False), ("osf", QV, "float32", True),
+    ("osf_trained", ALL, "bfloat16", False),
     ("boft", QV, "bfloat16", False), ("boft", ALL, "bfloat16", False),
     ("miss_bat", QV, "bfloat16", False), ("miss_bat", ALL, "bfloat16", False),
     ("loha", QV, "bfloat16", False), ("loha", ALL, "bfloat16", False), ("loha", QV, "float32", True),
@@ -454,6 +480,17 @@ def test_output_side_tuners_saved_activations(engine, kind, targets, load, autoc
     # which every layer shares and the engine counts once for the model, are first kept, so recorded, in layer 1
     layer = "L2" if kind == "adaption_prompt" else "L1"
     assert walked == _recorded(make(targets), getattr(torch, load), autocast)[layer]
+
+
+def test_osf_mlp_under_autocast_over_fp32_returns_fp32(engine):
+    """OSF adds delta_out.to(x.dtype) to the base output: under autocast over fp32 weights an adapted gate_proj and
+    up_proj return fp32 (bf16 + fp32), so SiLU keeps gate's output and the product keeps SiLU's and up's in fp32, not
+    bf16. The walk keeps LoRA's dtypes (OSF is approximate, like MiSS's and GraLoRA's result.to(previous_dtype)):
+    one middle layer is low by exactly those three intermediate-wide tensors' other two bytes per token."""
+    fields, make = OUTPUT_SIDE["osf_trained"]
+    _, walked = _walked_layer1(engine, {"torch_dtype": "float32", "bf16": True, "target_modules": ALL, **fields})
+    recorded = _recorded(make(ALL), torch.float32, True)["L1"]
+    assert recorded - walked == 3 * 2 * harness.hf_config("llama").intermediate_size * harness.N
 
 
 @pytest.mark.parametrize("targets", [QV, ALL])
@@ -486,6 +523,7 @@ BUFFERED = {  # tuners whose frozen factors are buffers (PSOFT's and TinyLoRA's 
     "adamss": ({"peft_type": "adamss", "r": 16},
                lambda: peft.AdamssConfig(r=16, target_modules=ALL), "adamss_newB"),
     "frod": ({"peft_type": "frod"}, lambda: peft.FrodConfig(target_modules=ALL), "frod_U"),
+    "osf": ({"peft_type": "osf"}, lambda: peft.OSFConfig(target_modules=ALL), "_osf_"),
 }
 
 

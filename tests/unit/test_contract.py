@@ -61,6 +61,7 @@ MINIMAL = {
     "tinylora_u": 64, "weight_tying": 0.0, "config_A_B": "lora", "config_C": "lora", "config_D_E": "constant",
     "psoft_orth": True, "psoft_mag_a": True, "psoft_mag_b": True, "num_subspaces": 5, "subspace_rank": 1,
     "adapter_len": 10, "adapter_layers": None, "sparse_rate": 0.01, "runtime_offload_base_weight": False,
+    "effective_rank": None, "osf_trainable_rank": None,
     "num_trainable_tokens": 2, "encoder_hidden_size": None, "feedforward_modules": None,
     "adapter_dtype": "auto",
     "max_seq_length": 1024, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "packing": False,

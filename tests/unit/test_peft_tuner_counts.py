@@ -12,6 +12,7 @@ from sizing.errors import SizingError
 from sizing.memory.adapters import trainable
 
 QV = ["q_proj", "v_proj"]
+ALL7 = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 @pytest.mark.parametrize(("fields", "logged"), [
@@ -88,6 +89,9 @@ QV = ["q_proj", "v_proj"]
     # lambda [in] and int(in^2 x sparse_rate) entries of S per module
     ({"peft_type": "frod", "sparse_rate": 0.01}, 5_456_808),
     ({"peft_type": "frod", "sparse_rate": 0.02}, 10_741_640),
+    # osf--llama-3.2-3B-rank128.json: OSFConfig(rank_pattern=...) keeping min(out, in) - 128 directions of each of the
+    # seven projections (q 2944, k 896, ...): U_low [out, 128], S_low [128], V_low [128, in] per module
+    ({"peft_type": "osf", "osf_trainable_rank": 128, "target_modules": ALL7}, 194_535_936),
     # ia3--llama-3.2-3B-default.json: IA3Config() on k_proj, v_proj, down_proj (PEFT's IA3 defaults for Llama)
     ({"peft_type": "ia3", "target_modules": None}, 286_720),
     # ia3--llama-3.2-3B-all-attn-5k-lr0.005.json: all seven projections, feed-forward up, gate and down
@@ -124,6 +128,9 @@ def test_counts_match_peft_benchmark_logs(fields: dict, logged: int) -> None:
     ({"peft_type": "gralora", "r": 28, "gralora_k": 7}, "invalid_value", "gralora_k"),  # ... and 3072, 1024
     # IA3Config: feedforward_modules must be among target_modules
     ({"peft_type": "ia3", "feedforward_modules": ["down_proj"]}, "invalid_value", "feedforward_modules"),
+    # OSF: update_layer refuses an effective_rank of 0 or less: v_proj's smaller side is 1024, so at most 1023 train
+    ({"peft_type": "osf", "osf_trainable_rank": 1024}, "invalid_value", "osf_trainable_rank"),
+    ({"peft_type": "osf", "effective_rank": 0}, "invalid_value", "effective_rank"),
 ])
 def test_peft_checks_refused_with_field(fields: dict, code: str, field: str) -> None:
     """What PEFT's update_layer (or GraLoRA's forward view into k blocks) rejects is refused, naming the field."""
@@ -147,14 +154,16 @@ def test_adaption_prompt_refused_where_peft_has_no_model_type(model: str) -> Non
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora8"])
-@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft", "adamss", "frod"])
+@pytest.mark.parametrize("kind", ["road", "peanut", "tinylora", "glora", "psoft", "adamss", "frod", "osf"])
 def test_tuners_refused_on_a_quantized_base(method: str, kind: str) -> None:
     """RoAd's bitsandbytes layers cast the input, not the result, back (peft 0.21.2 tuners/road/bnb.py): a 4- or
     8-bit base returns float32 outputs (without autocast, sdpa then refuses q, k and v of mixed dtypes). PEANuT builds
     its update from W.T, which a k-bit base stores packed: its forward fails; TinyLoRA makes its vector in the packed
     weight's integer dtype and fails in get_peft_model; GLoRA refuses any layer but a plain nn.Linear; PSOFT's SVD
     init refuses an integer weight; AdaMSS and FRoD make their parameters in the packed weight's dtype, which cannot
-    require a gradient (measured on CPU, bitsandbytes 0.50.2)."""
+    require a gradient; OSF reads the packed weight's [n/2, 1] shape: its default effective_rank is 0, which
+    update_layer refuses, and any other leaves integer factors that cannot require a gradient (measured on CPU,
+    bitsandbytes 0.50.2)."""
     with pytest.raises(SizingError) as err:
         parse_config({"model": "meta-llama/Llama-3.2-3B", "method": method, "peft_type": kind})
     assert (err.value.code, err.value.field) == ("conflict", "peft_type")

@@ -135,7 +135,7 @@ def test_peft_release_read_where_stated(stated: str, expected: str | None) -> No
 
 
 def test_other_peft_methods_refused_with_code() -> None:
-    for detail in ("OSF", "SHADOW"):  # no peft_type for them
+    for detail in ("SHADOW",):  # no peft_type for it
         with pytest.raises(vr.RowRefused) as err:
             vr.row_case(_as("R018", method_detail=detail))
         assert err.value.code == "row_method_not_modelled"
@@ -156,12 +156,25 @@ def test_other_peft_methods_refused_with_code() -> None:
     ("other", "TinyLoRA", "tinylora"), ("other", "GLoRA", "glora"), ("other", "PSOFT", "psoft"),
     ("other", "trainable tokens", "trainable_tokens"), ("other", "AdaMSS", "adamss"),
     ("other", "adaption prompt", "adaption_prompt"), ("other", "LLaMA-Adapter (adaption prompt)", "adaption_prompt"),
-    ("other", "FRoD", "frod"),
+    ("other", "FRoD", "frod"), ("other", "OSF", "osf"),
 ])
 def test_peft_method_rows_mapped(method: str, detail: str, peft_type: str) -> None:
     """S01 rows (R007-R017) name their tuner in method_detail; pure-bf16 base, no quantization."""
     c = vr.row_case(_as("X", method=method, method_detail=detail)).config
     assert (c["method"], c["peft_type"]) == ("lora", peft_type)
+
+
+def test_osf_rank_read_from_the_stated_trainable_count() -> None:
+    """R018 (PEFT's osf--llama-3.2-3B-rank128 run) names OSF and states 194,535,936 trainable parameters, not its
+    rank: the benchmark's adapter_config keeps min(out, in) - 128 directions of each of the seven projections
+    (rank_pattern q 2944, k 896, ...), so every layer trains rank 128, which the count gives back. A stated
+    effective_rank is read as it is; a count no uniform rank gives leaves PEFT's default."""
+    row = _as("R018", method="other", method_detail="OSF", trainable_params="194535936",
+              lora_target_modules="down_proj,gate_proj,k_proj,o_proj,q_proj,up_proj,v_proj")
+    assert vr.row_case(row).config["osf_trainable_rank"] == 128
+    stated = vr.row_case({**row, "method_detail": "OSF (effective_rank=64)"}).config
+    assert stated["effective_rank"] == 64 and "osf_trainable_rank" not in stated
+    assert "osf_trainable_rank" not in vr.row_case({**row, "trainable_params": "194535937"}).config
 
 
 def test_miss_variants_and_size_fields_read() -> None:
