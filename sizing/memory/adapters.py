@@ -80,6 +80,8 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
         if cfg.target_modules is None else cfg.target_modules
     if wanted == ALL_LINEAR:  # OSF on a model type its mapping lacks
         return reachable, False
+    if cfg.target_modules is None and cfg.peft_type == "osf":  # its mapping names Llama's seven for Phi-2 and
+        wanted = tuple(n for n in wanted if n in names)  # Mixtral too: PEFT adapts those the model has
     if not wanted:
         tuner = "" if cfg.peft_type == "lora" else f"{cfg.peft_type} "
         raise SizingError("target_modules_required",
@@ -242,6 +244,10 @@ def _other(cfg: RunConfig, arch: Architecture, kind: str, targets: tuple[Linear,
         # tuners/road/config.py (group_size even) and layer.py update_layer (it divides out_features)
         raise SizingError("invalid_value", f"group_size={g} must be even and divide the output width of every "
                           "targeted layer", field="group_size", value=g)
+    if kind == "osf" and arch.model_type == "gpt2":  # GPT-2's projections are Conv1D, which OSF's dispatch skips
+        raise SizingError("invalid_value", "peft_type osf adapts nn.Linear layers only; GPT-2's are Conv1D, so PEFT "
+                          "wraps none and nothing trains (tuners/osf/layer.py dispatch_default)", field="peft_type",
+                          value="osf")
     if kind == "osf":
         _osf_ranks_ok(cfg, targets)
     ff = _feedforward(cfg, arch, targets) if kind == "ia3" else ()

@@ -7,6 +7,8 @@ trained bf16 factors; both were before 0.21, whose forward rebuilt the whole wei
 
 from __future__ import annotations
 
+import pytest
+
 from sizing import load_config
 from sizing.estimate import estimate
 
@@ -37,3 +39,24 @@ def test_fp32_factors_from_0_19_and_the_factored_forward_from_0_21() -> None:
     assert _reserved(peft_version="0.19.2") > 48 * 10**9
     assert _reserved(peft_version="0.21.2", adapter_dtype="bfloat16") < _reserved(peft_version="0.19.2.dev0",
                                                                                    adapter_dtype="bfloat16")
+
+
+def test_default_targets_are_the_ones_the_model_has_and_conv1d_is_refused() -> None:
+    """OSF's mapping (peft utils/constants.py TRANSFORMERS_MODELS_TO_OSF_TARGET_MODULES_MAPPING) lists Llama's seven
+    names for Phi-2 and Mixtral too; PEFT adapts those the model has (q, k, v; q, k, v, o). A model type the mapping
+    lacks (Phi-3) gets all-linear. GPT-2's Conv1D projections are skipped by OSF's dispatch: nothing would train
+    (PEFT 0.21.2 on a tiny GPT-2: 0 trainable parameters), so it is refused."""
+    from sizing.catalog import resolve_architecture
+    from sizing.errors import SizingError
+    from sizing.memory.adapters import trainable
+
+    def names(model: str) -> list[str]:
+        cfg = load_config({"model": model, "method": "lora", "peft_type": "osf"})
+        return [lin.name for lin in trainable(cfg, resolve_architecture(cfg.model, None)[0]).targets]
+
+    assert names("microsoft/phi-2") == ["q_proj", "k_proj", "v_proj"]
+    assert names("mistralai/Mixtral-8x7B-v0.1") == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    assert names("microsoft/Phi-3-mini-4k-instruct") == ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
+    with pytest.raises(SizingError) as err:
+        names("openai-community/gpt2")
+    assert (err.value.code, err.value.field) == ("invalid_value", "peft_type")
