@@ -81,7 +81,7 @@ _SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a":
                 "waveft": ("n_frequency",), "road": ("group_size",), "p_tuning": ("num_virtual_tokens",),
                 "vblora": ("num_vectors",), "unilora": ("theta_d_length",), "peanut": ("depth",),
                 "lily": ("stride_A", "num_B"), "adamss": ("num_subspaces", "subspace_rank"), "miss": ("mini_r",),
-                "adaption_prompt": ("adapter_len", "adapter_layers"), "osf": ("effective_rank",)}
+                "adaption_prompt": ("adapter_len", "adapter_layers")}
 # A QLoRA row whose quantization column is left empty or names only the library: the 4-bit NF4 base QLoRA is
 # (Dettmers et al. 2023, bitsandbytes' nf4); a column that names a format, or says there is none, is read as written.
 QLORA_UNSTATED = re.compile(rf"\W*({UNSTATED}|bnb|bitsandbytes)?\W*")
@@ -159,6 +159,9 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     variant = re.search(r"\b(bat|mini)\b", text) if peft_type == "miss" else None
     if variant:  # MissConfig.init_weights="bat" (r x r blocks) or "mini" (an r x mini_r block)
         out["miss_init"] = variant.group(1)
+    kept = re.search(r"effective_rank\W*([0-9]*\.?[0-9]+)", text) if peft_type == "osf" else None
+    if kept:  # OSFConfig.effective_rank: an int, or a fraction below 1 of each layer's smaller side
+        out["effective_rank"] = float(kept.group(1))
     tying = re.search(r"weight_tying\W*([0-9.]+)", text) if peft_type == "tinylora" else None
     if tying:  # TinyLoraConfig.weight_tying (u keeps its default unless stated)
         out["weight_tying"] = float(tying.group(1).rstrip("."))

@@ -86,9 +86,9 @@ APPROXIMATE = {
             "basis and indices it keeps in CPU memory); the sparse matrix's backward temporaries are not counted, "
             "and a 32-bit input takes a sparse path that is not walked",
     "osf": "OSF's saved tensors are modelled from CPU measurements with a 16-bit base (PEFT 0.21: its input's copy, "
-           "the 2r-wide product per token and the two factors it concatenates each forward; before 0.21, from PEFT's "
-           "source, the whole weight rebuilt from the SVD factors each forward); the gradient projection's backward "
-           "temporaries and the SVD at load are not counted",
+           "a product twice the trained rank wide per token and the two factors it concatenates each forward; before "
+           "0.21, from PEFT's source, the whole weight rebuilt from the SVD factors each forward); the gradient "
+           "projection's backward temporaries and the SVD at load are not counted",
 }
 # PEFT's default target_modules where a tuner's own mapping is not LoRA's (peft 0.21.2 utils/constants.py,
 # TRANSFORMERS_MODELS_TO_<TUNER>_TARGET_MODULES_MAPPING; the others copy LoRA's): IA3's, with the feed-forward

@@ -174,6 +174,7 @@ def test_osf_rank_read_from_the_stated_trainable_count() -> None:
     assert vr.row_case(row).config["osf_trainable_rank"] == 128
     stated = vr.row_case({**row, "method_detail": "OSF (effective_rank=64)"}).config
     assert stated["effective_rank"] == 64 and "osf_trainable_rank" not in stated
+    assert vr.row_case({**row, "method_detail": "OSF (effective_rank=0.25)"}).config["effective_rank"] == 0.25
     assert "osf_trainable_rank" not in vr.row_case({**row, "trainable_params": "194535937"}).config
 
 
