@@ -65,6 +65,18 @@ def resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, .
     """The adapted Linear modules of a layer, as PEFT would match them, and whether lm_head is adapted."""
     if cfg.method == "full":
         return (), False
+    if cfg.peft_type == "osf":  # OSF wraps nn.Linear modules only (tuners/osf: a 2-D weight, dispatch_default):
+        targets, head = _resolve_targets(cfg, arch)  # not transformers 5's fused experts or its routers
+        wrapped = tuple(lin for lin in targets if lin.nn_linear)
+        if targets and not wrapped:
+            raise SizingError("target_not_linear", f"target_modules: {', '.join(lin.name for lin in targets)} are not "
+                              "nn.Linear modules, which OSF wraps (it skips fused experts and routers): nothing "
+                              "would train", field="target_modules", unknown=[lin.name for lin in targets])
+        return wrapped, head
+    return _resolve_targets(cfg, arch)
+
+
+def _resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, ...], bool]:
     own_code = cfg.framework in ("litgpt", "torchtune")  # their MoE experts are nn.Linear modules
     # gpt-oss's experts and router are no nn.Linear and PEFT maps no v4 names onto them: PEFT finds no module of that
     # name ("Target modules ... not found") or refuses its type (GptOssTopKRouter is "not supported")

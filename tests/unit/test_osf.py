@@ -44,8 +44,9 @@ def test_fp32_factors_from_0_19_and_the_factored_forward_from_0_21() -> None:
 def test_default_targets_are_the_ones_the_model_has_and_conv1d_is_refused() -> None:
     """OSF's mapping (peft utils/constants.py TRANSFORMERS_MODELS_TO_OSF_TARGET_MODULES_MAPPING) lists Llama's seven
     names for Phi-2 and Mixtral too; PEFT adapts those the model has (q, k, v; q, k, v, o). A model type the mapping
-    lacks (Phi-3) gets all-linear. GPT-2's Conv1D projections are skipped by OSF's dispatch: nothing would train
-    (PEFT 0.21.2 on a tiny GPT-2: 0 trainable parameters), so it is refused."""
+    lacks (Phi-3, Qwen3-MoE) gets all-linear, of which OSF wraps the nn.Linear modules only (a 2-D weight and
+    dispatch_default's isinstance). GPT-2's Conv1D projections are skipped by OSF's dispatch: nothing would train
+    (PEFT 0.21.2 on a tiny GPT-2: 0 trainable parameters), so it is refused, as are MoE experts targeted alone."""
     from sizing.catalog import resolve_architecture
     from sizing.errors import SizingError
     from sizing.memory.adapters import trainable
@@ -57,6 +58,12 @@ def test_default_targets_are_the_ones_the_model_has_and_conv1d_is_refused() -> N
     assert names("microsoft/phi-2") == ["q_proj", "k_proj", "v_proj"]
     assert names("mistralai/Mixtral-8x7B-v0.1") == ["q_proj", "k_proj", "v_proj", "o_proj"]
     assert names("microsoft/Phi-3-mini-4k-instruct") == ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
+    # Qwen3-MoE (all-linear): transformers 5's fused experts and router are no nn.Linear, which OSF skips
+    assert names("Qwen/Qwen3-30B-A3B") == ["q_proj", "k_proj", "v_proj", "o_proj"]
     with pytest.raises(SizingError) as err:
         names("openai-community/gpt2")
     assert (err.value.code, err.value.field) == ("invalid_value", "peft_type")
+    experts = {"model": "Qwen/Qwen3-30B-A3B", "method": "lora", "peft_type": "osf", "target_modules": ["gate_proj"]}
+    with pytest.raises(SizingError) as err:
+        trainable(load_config(experts), resolve_architecture("Qwen/Qwen3-30B-A3B", None)[0])
+    assert (err.value.code, err.value.field) == ("target_not_linear", "target_modules")
