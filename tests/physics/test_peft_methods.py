@@ -482,6 +482,27 @@ def test_output_side_tuners_saved_activations(engine, kind, targets, load, autoc
     assert walked == _recorded(make(targets), getattr(torch, load), autocast)[layer]
 
 
+@pytest.mark.parametrize("targets", [QV, ALL])
+def test_osf_bf16_adapters_saved_activations(engine, targets):
+    """OSF with get_peft_model(autocast_adapter_dtype=False), as PEFT's benchmark ran it: the factors, their stacked
+    copies and the 2t-wide product stay bf16 and the input is not copied; byte-exact per decoder layer >= 1."""
+    from torch.autograd.graph import saved_tensors_hooks
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
+    pm = peft.get_peft_model(model, peft.OSFConfig(target_modules=targets), autocast_adapter_dtype=False)
+    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
+    ids = torch.randint(0, 8192, (harness.B, harness.S))
+    with saved_tensors_hooks(rec.pack, lambda t: t):
+        out = pm(input_ids=ids, labels=ids)
+    recorded = rec.by_label()["L1"]
+    rec.remove()
+    del out
+    _, walked = _walked_layer1(engine, {"torch_dtype": "bfloat16", "adapter_dtype": "bfloat16", "peft_type": "osf",
+                                        "target_modules": targets})
+    assert walked == recorded
+
+
 def test_osf_mlp_under_autocast_over_fp32_returns_fp32(engine):
     """OSF adds delta_out.to(x.dtype) to the base output: under autocast over fp32 weights an adapted gate_proj and
     up_proj return fp32 (bf16 + fp32), so SiLU keeps gate's output and the product keeps SiLU's and up's in fp32, not
