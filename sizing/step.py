@@ -241,7 +241,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4,
         embed_unit=arch.embedding_params * reg.embed, head_unit=arch.lm_head_params * reg.lm_head_weight,
         embed_grads=arch.embedding_params * grad_elem if reg.full else 0,
-        head_grads=arch.lm_head_params * grad_elem if reg.full else 0)
+        head_grads=arch.lm_head_params * grad_elem if reg.full else 0,
+        buffers=(tr.extras.buffers * reg.adapter + tr.extras.index_bytes + tr.extras.weight_buffers * reg.weight)
+        * arch.layers if cfg.is_peft else 0)
     sh = shares(cfg, totals)
     # RoPE buffers (torchtune's, older transformers'): whole on every GPU (FSDP shards params)
     rope_table, rope_count = rope_tables(cfg, arch, reg.weight)
