@@ -238,14 +238,15 @@ def test_lora_fa_saved_activations(engine, load, autocast, dropout):
     assert not any(w["code"] == "peft_method_approximate" for w in est.warnings)
 
 
-def _recorded(pcfg, dtype: torch.dtype, autocast: bool, prepare=None) -> dict[str, int]:
+def _recorded(pcfg, dtype: torch.dtype, autocast: bool, prepare=None, cast_adapters: bool = True) -> dict[str, int]:
     """Bytes each decoder layer of a tiny Llama under the PEFT config `pcfg` saves for backward (harness.SavedRecorder),
-    by layer label; `prepare` runs on the PEFT model first (LoRA-FA's optimizer freezes lora_A)."""
+    by layer label; `prepare` runs on the PEFT model first (LoRA-FA's optimizer freezes lora_A); cast_adapters:
+    get_peft_model's autocast_adapter_dtype."""
     from torch.autograd.graph import saved_tensors_hooks
 
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=dtype)
-    pm = peft.get_peft_model(model, pcfg)
+    pm = peft.get_peft_model(model, pcfg, autocast_adapter_dtype=cast_adapters)
     if prepare is not None:
         prepare(pm)
     rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
@@ -486,18 +487,7 @@ def test_output_side_tuners_saved_activations(engine, kind, targets, load, autoc
 def test_osf_bf16_adapters_saved_activations(engine, targets):
     """OSF with get_peft_model(autocast_adapter_dtype=False), as PEFT's benchmark ran it: the factors, their stacked
     copies and the 2t-wide product stay bf16 and the input is not copied; byte-exact per decoder layer >= 1."""
-    from torch.autograd.graph import saved_tensors_hooks
-
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(harness.hf_config("llama"), dtype=torch.bfloat16)
-    pm = peft.get_peft_model(model, peft.OSFConfig(target_modules=targets), autocast_adapter_dtype=False)
-    rec = harness.SavedRecorder(pm, pm.get_base_model().model.layers)
-    ids = torch.randint(0, 8192, (harness.B, harness.S))
-    with saved_tensors_hooks(rec.pack, lambda t: t):
-        out = pm(input_ids=ids, labels=ids)
-    recorded = rec.by_label()["L1"]
-    rec.remove()
-    del out
+    recorded = _recorded(peft.OSFConfig(target_modules=targets), torch.bfloat16, False, cast_adapters=False)["L1"]
     _, walked = _walked_layer1(engine, {"torch_dtype": "bfloat16", "adapter_dtype": "bfloat16", "peft_type": "osf",
                                         "target_modules": targets})
     assert walked == recorded
