@@ -75,7 +75,6 @@ _PEFT_TYPES = (("lora-fa", "lora_fa"), ("lorafa", "lora_fa"), ("adalora", "adalo
                ("adamss", "adamss"), ("adaption prompt", "adaption_prompt"),
                ("adaption_prompt", "adaption_prompt"), ("adaptionprompt", "adaption_prompt"), ("frod", "frod"),
                ("osf", "osf"))
-_OTHER_PEFT: tuple[str, ...] = ()  # PEFT methods a row may name that are not modelled (none since OSF)
 # The tuner's own integer size fields, read where the row states them ("gralora_k=4"); else the contract's defaults
 _SIZE_FIELDS = {"gralora": ("gralora_k",), "fourierft": ("n_frequency",), "c3a": ("block_size",),
                 "waveft": ("n_frequency",), "road": ("group_size",), "p_tuning": ("num_virtual_tokens",),
@@ -113,11 +112,10 @@ def method_fields(row: Mapping[str, str]) -> dict[str, Any]:
     if re.search(r"\bq?dora\b", raw):
         detail += " dora"
     detail = f"{raw} {detail}"  # a PEFT method named in the method column itself ("IA3")
-    other = next((name for name in _OTHER_PEFT if re.search(rf"\b{re.escape(name)}\b", detail)), None)
     peft_type = next((t for name, t in _PEFT_TYPES if re.search(rf"\b{re.escape(name)}\b", detail)), None)
     if peft_type and method != "full":
         method = "qlora" if method == "qlora" else "lora"  # the base's precision follows the quantization column
-    if other or method not in ("full", "lora", "qlora"):
+    if method not in ("full", "lora", "qlora"):
         raise RowRefused("row_method_not_modelled",
                          f"method '{row.get('method_detail') or method}' is not modelled (supported: full, LoRA, "
                          "DoRA, QLoRA, and on a LoRA base " + ", ".join(dict.fromkeys(t for _, t in _PEFT_TYPES)) + ")")

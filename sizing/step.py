@@ -149,11 +149,13 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             arch = replace(arch, tied_embeddings=False)  # LitGPT 2024 holds the head as its own weight
         tr = trainable(cfg, arch)
         # idle: the vision tower's, never trained; buffers: tuners' frozen factors (PSOFT's, TinyLoRA's), in the
-        # adapters' dtype, and their int64 indices
-        adapters = tr.params + tr.idle + tr.extras.buffers * arch.layers if cfg.is_peft else 0
-        # ... and those in the base weight's dtype (FRoD's U)
-        w = weights(cfg, arch, reg, adapters, frozenset(lin.name for lin in tr.targets),
-                    (tr.extras.index_bytes + tr.extras.weight_buffers * reg.weight) * arch.layers)
+        # adapters' dtype, their int64 indices and those in the base weight's dtype (FRoD's U): whole on every GPU
+        # (parallel.Totals.buffers)
+        ex = tr.extras
+        buffers = (ex.buffers * reg.adapter + ex.index_bytes + ex.weight_buffers * reg.weight) * arch.layers \
+            if cfg.is_peft else 0
+        w = weights(cfg, arch, reg, tr.params + tr.idle if cfg.is_peft else 0,
+                    frozenset(lin.name for lin in tr.targets), buffers)
         grad_elem = reg.weight if reg.full else reg.adapter  # AccumulateGrad keeps the param's dtype
         opt = optimizer_state(cfg.optim, tr.tensors, grad_elem)
         if cfg.parallelism in ("zero2", "zero3") and grad_elem < 4:
@@ -176,8 +178,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
             traced = _WALKS[walks] = (Walk(arch, reg, tr, cfg.r), SavedBySeq(arch, reg, tr, cfg.r),
                                       HeadNorm(arch, reg, tr, cfg.r))
         walk, saved, norm = traced
-        base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved, norm  # params: summed once
-    reg, arch, tr, params, w, grad_elem, opt, load, walk, saved, norm = base
+        # params: summed once
+        base = _BASE[key] = reg, arch, tr, tr.params, w, grad_elem, opt, load, walk, saved, norm, buffers
+    reg, arch, tr, params, w, grad_elem, opt, load, walk, saved, norm, buffers = base
     grads = params * grad_elem
     seq, batch = cfg.max_seq_length, cfg.per_device_train_batch_size
     n = seq * batch
@@ -241,9 +244,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         grad_elem=grad_elem, quant_state_sharded=reg.profile.torchao_nf4,
         embed_unit=arch.embedding_params * reg.embed, head_unit=arch.lm_head_params * reg.lm_head_weight,
         embed_grads=arch.embedding_params * grad_elem if reg.full else 0,
-        head_grads=arch.lm_head_params * grad_elem if reg.full else 0,
-        buffers=(tr.extras.buffers * reg.adapter + tr.extras.index_bytes + tr.extras.weight_buffers * reg.weight)
-        * arch.layers if cfg.is_peft else 0)
+        head_grads=arch.lm_head_params * grad_elem if reg.full else 0, buffers=buffers)
     sh = shares(cfg, totals)
     # RoPE buffers (torchtune's, older transformers'): whole on every GPU (FSDP shards params)
     rope_table, rope_count = rope_tables(cfg, arch, reg.weight)

@@ -8,10 +8,10 @@ from ..config import RunConfig
 from ..errors import SizingError
 from ..frameworks import peft_release
 from .peft_methods import (
-    ALL_LINEAR,
     APPROXIMATE,
     IA3_DEFAULTS,
     LORA_SHAPED,
+    OSF_DEFAULTS,
     default_targets,
     module_tensors,
     norm_tensors,
@@ -88,17 +88,21 @@ def _resolve_targets(cfg: RunConfig, arch: Architecture) -> tuple[tuple[Linear, 
         # router and the fused experts by their v4 names (utils/transformers_weight_conversion.py
         # _resolve_string_target_modules: "all-linear matched every nn.Linear on the v4 model").
         return reachable, False
-    wanted = default_targets(cfg.peft_type, arch.peft_model_type or arch.model_type, arch.default_lora_targets) \
-        if cfg.target_modules is None else cfg.target_modules
-    if wanted == ALL_LINEAR:  # OSF on a model type its mapping lacks
-        return reachable, False
-    if cfg.target_modules is None and cfg.peft_type == "osf":  # its mapping names Llama's seven for Phi-2 and
-        wanted = tuple(n for n in wanted if n in names)  # Mixtral too: PEFT adapts those the model has
+    model_type = arch.peft_model_type or arch.model_type
+    if cfg.target_modules is not None:
+        wanted = cfg.target_modules
+    elif cfg.peft_type == "osf":  # OSF's own mapping, all-linear for a model type it lacks; it names Llama's seven for
+        mapped = OSF_DEFAULTS.get(model_type)  # Phi-2 and Mixtral too: PEFT adapts those the model has
+        if mapped is None:
+            return reachable, False
+        wanted = tuple(n for n in mapped if n in names)
+    else:
+        wanted = default_targets(cfg.peft_type, model_type, arch.default_lora_targets)
     if not wanted:
         tuner = "" if cfg.peft_type == "lora" else f"{cfg.peft_type} "
         raise SizingError("target_modules_required",
                           f"PEFT has no default {tuner}target_modules for model_type "
-                          f"'{arch.peft_model_type or arch.model_type}': name them "
+                          f"'{model_type}': name them "
                           f"(this model has: {', '.join(names)})", field="target_modules", available=list(names))
     if own_code:
         # Their own model code: LitGPT / torchtune names (query, projection, mlp, w1...) by role.

@@ -124,7 +124,7 @@ BEFT_DEFAULTS = ("opt", "gptj", "gpt_neo", "llama", "llama4", "mistral", "mixtra
 
 
 # OSF's own mapping (TRANSFORMERS_MODELS_TO_OSF_TARGET_MODULES_MAPPING); a model type it lacks gets all-linear
-# (tuners/osf/model.py _prepare_adapter_config: INCLUDE_LINEAR_LAYERS_SHORTHAND), default_targets' ALL_LINEAR
+# (tuners/osf/model.py _prepare_adapter_config: INCLUDE_LINEAR_LAYERS_SHORTHAND): adapters.resolve_targets
 _SEVEN = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj")
 OSF_DEFAULTS = {**dict.fromkeys(("llama", "llama4", "mistral", "mixtral", "gemma", "gemma2", "gemma3_text", "qwen2",
                                  "qwen3", "phi"), _SEVEN),
@@ -133,14 +133,11 @@ OSF_DEFAULTS = {**dict.fromkeys(("llama", "llama4", "mistral", "mixtral", "gemma
                 "gptj": ("q_proj", "k_proj", "v_proj", "out_proj", "fc_in", "fc_out"),
                 "gpt_neox": ("query_key_value", "dense_4h_to_h"), "falcon": ("query_key_value", "dense_4h_to_h"),
                 "gpt_bigcode": ("c_attn", "c_proj")}
-ALL_LINEAR = ("all-linear",)
 
 
 def default_targets(kind: str, model_type: str, lora: tuple[str, ...]) -> tuple[str, ...]:
-    """PEFT's target_modules for `kind` when none are given (empty: PEFT has none for this model type; ALL_LINEAR:
-    every linear layer but the head)."""
-    if kind == "osf":
-        return OSF_DEFAULTS.get(model_type, ALL_LINEAR)
+    """PEFT's target_modules for `kind` when none are given (empty: PEFT has none for this model type); OSF's:
+    OSF_DEFAULTS."""
     if kind == "ia3":
         return IA3_DEFAULTS.get(model_type, ((), ()))[0]
     if kind == "beft":

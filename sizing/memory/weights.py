@@ -152,8 +152,9 @@ def nf4_linears(arch: Architecture, reg: Regime, adapted: frozenset[str]) -> tup
 
 
 def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int,
-            adapted: frozenset[str] = frozenset(), index_bytes: int = 0) -> Weights:
-    """Bytes of the base weights (by storage format), their quantization state and the adapters."""
+            adapted: frozenset[str] = frozenset(), buffer_bytes: int = 0) -> Weights:
+    """Bytes of the base weights (by storage format), their quantization state and the adapters (buffer_bytes: the
+    tuner's module buffers, counted with them)."""
     check_checkpoint(cfg, arch)
     L = arch.layers
     prof = reg.profile
@@ -179,7 +180,7 @@ def weights(cfg: RunConfig, arch: Architecture, reg: Regime, adapter_params: int
     largest = max(lin.in_features * lin.out_features for lin in arch.linears)
     return Weights(base_param_bytes=L * per_layer + other + tower,
                    quant_state_bytes=L * state_per_layer + head_state + tower_state,
-                   adapter_param_bytes=adapter_params * reg.adapter + index_bytes, linear_bytes_per_layer=per_layer,
+                   adapter_param_bytes=adapter_params * reg.adapter + buffer_bytes, linear_bytes_per_layer=per_layer,
                    largest_linear_elems=largest)
 
 
