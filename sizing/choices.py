@@ -35,6 +35,8 @@ PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_s
 # hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
 # fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
+# TrainingArguments.eval_strategy (IntervalStrategy): evaluation passes during training, or none
+EVAL_STRATEGIES = ("no", "steps", "epoch")
 # Spellings of a dtype people paste from torch / TrainingArguments; normalised to the canonical name.
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
                  "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
@@ -91,4 +93,8 @@ CONFLICTS: tuple[Conflict, ...] = (
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,
              "fsdp_shard_embeddings applies to parallelism fsdp (full sharding), not {parallelism}"),
+    # The evaluation pass modelled is the Trainer's (transformers, trl): the other loops evaluate their own way
+    *(Conflict((("framework", ("custom", "litgpt", "torchtune")),), "eval_strategy", v,
+               "eval_strategy is a setting of the transformers and trl trainers; the evaluation of {framework} "
+               "is not modelled") for v in EVAL_STRATEGIES[1:]),
 )

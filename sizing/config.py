@@ -94,6 +94,8 @@ class RunConfig:
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default
     gradient_accumulation_steps: int = 1
+    eval_strategy: str = "no"  # TrainingArguments: evaluation passes during training ("no": none)
+    per_device_eval_batch_size: int = 8  # TrainingArguments default
     packing: bool = False
     gradient_checkpointing: bool | None = None
     attn_implementation: str = "sdpa"

@@ -12,6 +12,7 @@ from .choices import ATTENTION as ATTENTION
 from .choices import CONFLICTS as CONFLICTS
 from .choices import DTYPE_ALIASES as DTYPE_ALIASES
 from .choices import DTYPES as DTYPES
+from .choices import EVAL_STRATEGIES as EVAL_STRATEGIES
 from .choices import FRAMEWORKS as FRAMEWORKS
 from .choices import GLORA_AB as GLORA_AB
 from .choices import GLORA_C as GLORA_C
@@ -403,6 +404,14 @@ FIELDS: tuple[Field, ...] = (
                                                     "Optimizator qadamiga mikrobatchlar (vaqt, xotira cho‘qqisi emas)",
                                                     "Micro-batches per optimizer step (time, not peak memory)"),
           low=1, high=1_000_000, flag=True, form="int", group=_B),
+    Field("eval_strategy", "str", "no", ("Оценка во время обучения (TrainingArguments): no, steps или epoch",
+                                         "O‘qitish davomida baholash (TrainingArguments): no, steps yoki epoch",
+                                         "Evaluation during training (TrainingArguments): no, steps or epoch"),
+          choices=EVAL_STRATEGIES),
+    Field("per_device_eval_batch_size", "int", 8, ("Последовательностей в батче оценки на каждом GPU",
+                                                   "Har bir GPU uchun baholash batchidagi ketma-ketliklar",
+                                                   "Sequences per evaluation batch on each GPU"),
+          low=1, high=65536),
     Field("packing", "bool", False, ("Последовательности упакованы до max_seq_length (без паддинга)",
                                      "Ketma-ketliklar max_seq_length gacha zichlangan (to‘ldirishsiz)",
                                      "Sequences packed to max_seq_length (no padding)"),

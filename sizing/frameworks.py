@@ -212,6 +212,20 @@ HF_STACKS = ("transformers", "custom")
 # cache, Phi-3, GPT-NeoX and CodeGen layers save (q + kv) fewer values a token, their fused qkv output no longer
 # kept through v's view (Phi-3 to the byte per layer: tests/physics/test_activations.py).
 HF_CACHE_COPIES = (4, 56)
+# The Trainer's evaluation forward runs with config.use_cache, which builds a DynamicCache of every layer's k and v
+# (eval mode: no checkpointing to turn it off) until it is turned off: transformers 5.0 sets config.use_cache from
+# TrainingArguments.use_cache, false by default (trainer.py "Finalize", PR #41585, "[Trainer] [Breaking change]
+# use_cache default to False"), and TRL 0.22 passes use_cache=False in every SFTTrainer.compute_loss (commit
+# b08bc7f33, PR #3891, first in v0.22.0).
+TRAINER_NO_CACHE = (5,)
+SFT_NO_CACHE = (0, 22)
+
+
+def eval_builds_cache(cfg: RunConfig, use_cache: bool) -> bool:
+    """Whether the Trainer's evaluation forward builds a KV cache (config.json's use_cache: `use_cache`)."""
+    if cfg.framework == "trl":
+        return use_cache and version(cfg) < SFT_NO_CACHE
+    return use_cache and cfg.framework == "transformers" and version(cfg) < TRAINER_NO_CACHE
 # bitsandbytes' MatMul4Bit kept its input in ctx.tensors = (A, B) whenever A or B needed a gradient
 # (autograd/_functions.py 0.42.0 l.523, 0.43.0 l.523, 0.43.1 l.516) until commit 9e753741 "fix QLoRA mem bug:
 # delete useless buffered activation (#1270)", 2024-07-16, first in 0.43.2 (tag 2024-07-23): ctx.tensors = (None, B).

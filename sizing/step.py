@@ -8,14 +8,15 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
-from .frameworks import rope_tables
+from .frameworks import eval_builds_cache, rope_tables
 from .grid import grid, virtual_tokens
+from .memory.activations import LayerSaved
 from .memory.adapters import Trainable, trainable
 from .memory.allocator import round_up
 from .memory.backward_trace import HeadNorm, SavedBySeq, Walk
 from .memory.fsdp_init import fsdp_units
 from .memory.load import TORCHAO_CHUNK, NF4Load, nf4_load
-from .memory.loss import head
+from .memory.loss import head, no_grad_head
 from .memory.optimizer import LION, optimizer_state, zero_fp32_optimizer
 from .memory.overhead import CUBLAS_WS_HOPPER, CUBLAS_WS_OLDER, overhead
 from .memory.regime import HF_STACK, Regime, beyond_window, resolve
@@ -233,6 +234,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
                                                                                else reg.lm_head_weight)
         kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * logit_bytes
         kept_cache = 0 if reg.checkpointing or not arch.use_cache else 2 * arch.layers * n * arch.kv_width * reg.compute
+    ev = _evaluation(cfg, arch, reg, tr, ls, seq)
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
         optimizer=opt.resident_bytes,
@@ -277,7 +279,8 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         cache_shared=not reg.masked and reg.attention != "eager",  # else SDPA/eager saved repeat_kv copies
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered,
-        head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy)
+        head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy,
+        eval_layer=sum(ev.layer), eval_shared=ev.shared, eval_loss=sum(ev.head), eval_cache=ev.cache)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
         "trainable_params": params + _untrained(arch, tr, reg.full),
@@ -322,6 +325,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         comm_static=sh.comm_static,
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating, one_state=cfg.optim in LION,
+        eval_layer=ev.layer, eval_cache=ev.cache // (2 * arch.layers), eval_head=ev.head,
         **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
@@ -334,6 +338,34 @@ def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> in
     step = round_up(mem.peak.total + mem.cache_overhead(expandable, needed))
     # Reserved memory only grows: a moment before the step (a model load) that reserved more sets the peak.
     return max([step] + [round_up(o.needed if needed else o.reserved) for o in outside(mem, expandable)])
+
+
+@dataclass(frozen=True)
+class _Eval:
+    """The Trainer's evaluation pass at the evaluation batch (timeline._evaluation): one layer's tensors, the RoPE
+    tables and masks, the head's and the loss's, and the KV cache of every layer (bytes; empty: no evaluation)."""
+
+    layer: tuple[int, ...] = ()
+    shared: int = 0
+    head: tuple[int, ...] = ()
+    cache: int = 0
+
+
+def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, ls: LayerSaved, seq: int) -> _Eval:
+    """What the evaluation pass holds (eval_strategy other than "no"): sequences of max_seq_length (packed or
+    padded to the longest, as in training), per_device_eval_batch_size of them. Without gradients a layer frees
+    its tensors as it goes: what training saves of one layer, with its input, bounds what it holds at once."""
+    if cfg.eval_strategy == "no":
+        return _Eval()
+    batch = cfg.per_device_eval_batch_size
+    n = batch * seq
+    hd = no_grad_head(arch, reg, tr, cfg.r, n, seq)
+    rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
+    shared = arch.rope_kinds * 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
+    cache = 2 * arch.layers * n * arch.kv_width * reg.compute if eval_builds_cache(cfg, arch.use_cache) else 0
+    layer = (n * arch.hidden * reg.resid, *(x * n for x in ls.pieces), ls.constant)
+    return _Eval(tuple(x for x in layer if x), shared, tuple(x for x in (hd.body_side, hd.loss_saved,
+                                                                          hd.forward_extra) if x), cache)
 
 
 def _masks(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int) -> int:

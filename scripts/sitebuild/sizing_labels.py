@@ -26,6 +26,7 @@ LABELS: dict[str, dict[str, str]] = {
     "backward": {"ru": "обратный проход", "uz": "teskari o‘tish", "en": "backward"},
     "optimizer": {"ru": "шаг оптимизатора", "uz": "optimizator qadami", "en": "optimizer step"},
     "load": {"ru": "загрузка модели", "uz": "modelni yuklash", "en": "model load"},
+    "eval": {"ru": "оценка (без градиентов)", "uz": "baholash (gradientlarsiz)", "en": "evaluation"},
     "base_config": {"ru": "Остальные настройки таблицы (прочие — по умолчанию)",
                     "uz": "Jadvalning qolgan sozlamalari (boshqalari — standart)",
                     "en": "The table's other settings (the rest at their defaults)"},

@@ -45,6 +45,13 @@ def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: 
     return replace(hd, backward_extra=max(hd.backward_extra, norm))
 
 
+def no_grad_head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int) -> Head:
+    """The head and the loss of a forward without gradients (the Trainer's evaluation pass, under torch.no_grad):
+    what the training forward saves at the loss exists there too for a moment (the logits, their fp32 upcast and the
+    log-softmax output at once), only nothing outlives the loss: body_side + loss_saved + forward_extra is its peak."""
+    return _head(arch, reg, trainable, r, tokens, seq, 0)
+
+
 def _projections_backward(hd: Head, grads: int, labels: int) -> Head:
     """torchtune's chunked output (TransformerDecoder.chunked_output: all eight projections run before the loss):
     autograd runs every chunk's loss backward first (its nodes are younger and the ready queue takes the highest

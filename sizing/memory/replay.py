@@ -44,6 +44,11 @@ class Replay:
     one_state: bool = False  # Lion: one moment per parameter (Adam's states_per_grad >= 2 are two tensors)
     init_sync: bool = True  # the wrap broadcasts rank 0's weights (sync_module_states)
     h2d_copy: int = 0  # FSDP CPU offload: the largest shard copied in for an all-gather, on a stream of its own
+    # The Trainer's evaluation pass after the last step, in the same pool: per layer its tensors made and dropped and
+    # its k and v kept by the KV cache (0: none), then the head and the loss (empty: no evaluation)
+    eval_layer: tuple[int, ...] = ()
+    eval_cache: int = 0
+    eval_head: tuple[int, ...] = ()
 
 
 def replay(r: Replay, expandable: bool, capacity: int | None = None) -> tuple[int, int, int]:
@@ -214,11 +219,30 @@ def _replay(r: Replay, pool: Callable[[], CachingAllocator],
         if not r.accumulating:
             a.free_all(grads)  # zero_grad(set_to_none=True)
             grads = []
+    if r.eval_head:
+        _evaluate(r, a, units, grads)
     # Each pool's peaks: the allocated peak of their sum is at most the sum (the engine's own allocated
     # figure is what is reported); reserved only grows, so the reserved peaks add.
     extra = (h2d.peak_reserved, h2d.peak_needed) if h2d is not None else (0, 0)
     return (sum(p.peak_allocated for p in pools), sum(p.peak_reserved for p in pools) + extra[0],
             sum(p.peak_needed for p in pools) + extra[1])
+
+
+def _evaluate(r: Replay, a: CachingAllocator, units: _Units, grads: list[_Block]) -> None:
+    """The Trainer's evaluation pass after the last optimizer step, on the pool the steps left: zero_grad has freed the
+    gradients (accumulated ones too), each layer's tensors come and go but for the k and v a KV cache keeps, then
+    the loss over the evaluation batch's logits; the cache goes with the outputs."""
+    a.free_all(grads)
+    layer, head = plan(r.eval_layer), plan(r.eval_head)
+    cache: list[_Block] = []
+    for _layer in range(r.layers):
+        unit = units.malloc()
+        if r.eval_cache:
+            cache += a.run(plan((r.eval_cache, r.eval_cache)))
+        a.run_free(layer)
+        units.free(unit)
+    a.run_free(head)
+    a.free_all(cache)
 
 
 class _Units:

@@ -11,7 +11,7 @@ COMPONENTS = ("weights", "quantization_state", "adapters", "gradients", "optimiz
 
 @dataclass
 class Moment:
-    phase: str  # forward | backward | optimizer; outside the step: load | init | save
+    phase: str  # forward | backward | optimizer | eval (Trainer evaluation); outside the step: load | init | save
     what: str  # a short description of the moment
     step: int  # 0: first optimizer step (states allocated lazily), 1: any later step
     parts: dict[str, int] = field(default_factory=dict)
@@ -80,6 +80,13 @@ class StepInputs:
     kept_gathered: int = 0  # SHARD_GRAD_OP: decoder units gathered in forward and kept until their backward
     head_gather_copy: int = 0  # ZeRO-3 parameter offload: the head's partition copied in for its all-gather
     layer_gather_copy: int = 0  # the same for a decoder layer's (parallel.Shares)
+    # The Trainer's evaluation pass (eval_strategy), after an optimizer step and zero_grad: one decoder layer's
+    # tensors at the evaluation batch, the head and loss at its peak (loss.no_grad_head), and the KV cache the
+    # forward builds where the trainer leaves config.use_cache on (frameworks.eval_builds_cache)
+    eval_layer: int = 0
+    eval_shared: int = 0
+    eval_loss: int = 0
+    eval_cache: int = 0
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -188,7 +195,23 @@ def moments(s: StepInputs) -> list[Moment]:
             **base, "gradients": s.gradients + s.comm_buffers, "optimizer_states": opt + new_states,
             "activations": s.kept_cache, "logits_and_loss": kept,
             "workspace": s.workspace + s.optimizer_temp}))
+    if s.eval_loss:
+        out += _evaluation(s, static)
     return out
+
+
+def _evaluation(s: StepInputs, static: dict[str, int]) -> list[Moment]:
+    """The evaluation pass's moments: a forward without gradients at the evaluation batch, run by the Trainer after
+    an optimizer step (zero_grad has freed the gradients; the optimizer states stay). Its layers keep nothing but
+    the KV cache, if one is built; its peak is one layer's tensors or the loss over the evaluation batch's logits."""
+    base = {**static, "optimizer_states": s.optimizer, "gradients": s.comm_buffers if s.comm_static else 0,
+            "workspace": s.workspace}
+    head_w = s.own_units.head - 2 * s.own_units.layer if s.own_units else 0
+    return [Moment("eval", "evaluation forward: a decoder layer (no gradients)", 1, {
+                **base, "activations": s.eval_shared + s.eval_layer + s.eval_cache}),
+            Moment("eval", "evaluation forward: cross-entropy on the evaluation batch's logits", 1, {
+                **base, "weights": s.weights + head_w, "activations": s.eval_shared + s.eval_cache,
+                "logits_and_loss": s.eval_loss})]
 
 
 def peak(ms: list[Moment]) -> Moment:

@@ -64,7 +64,8 @@ MINIMAL = {
     "effective_rank": None, "osf_trainable_rank": None,
     "num_trainable_tokens": 2, "encoder_hidden_size": None, "feedforward_modules": None,
     "adapter_dtype": "auto",
-    "max_seq_length": 1024, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "packing": False,
+    "max_seq_length": 1024, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
+    "eval_strategy": "no", "per_device_eval_batch_size": 8, "packing": False,
     "gradient_checkpointing": False, "attn_implementation": "sdpa", "optim": "adamw_torch_fused",
     "loss_implementation": None, "torch_compile": False, "activation_offloading": False,
     "optimizer_in_backward": False, "gpu": "H100-SXM-80GB", "num_gpus": 1, "parallelism": "none",
@@ -181,3 +182,13 @@ def test_read_json_says_what_is_wrong() -> None:
         with pytest.raises(SizingError) as err:
             read_json(text)
         assert words in str(err.value), text
+
+
+@pytest.mark.parametrize("framework", ["custom", "litgpt", "torchtune"])
+def test_eval_strategy_is_the_trainers(framework: str) -> None:
+    """The evaluation pass modelled is the transformers / TRL Trainer's: another loop's is refused, field named."""
+    with pytest.raises(SizingError) as err:
+        normalize({"model": "meta-llama/Llama-3.1-8B", "framework": framework, "eval_strategy": "steps"})
+    assert err.value.code == "conflict" and err.value.field == "eval_strategy"
+    assert normalize({"model": "meta-llama/Llama-3.1-8B", "framework": "trl", "eval_strategy": "epoch",
+                      "per_device_eval_batch_size": 2})["per_device_eval_batch_size"] == 2
