@@ -217,6 +217,8 @@ class RunConfig:
     max_seq_length: int = 1024  # TRL SFTConfig max_length default
     per_device_train_batch_size: int = 8  # TrainingArguments default
     gradient_accumulation_steps: int = 1
+    eval_strategy: str = "no"  # TrainingArguments: evaluation passes during training ("no": none)
+    per_device_eval_batch_size: int = 8  # TrainingArguments default
     packing: bool = False
     gradient_checkpointing: bool | None = None
     attn_implementation: str = "sdpa"
@@ -421,6 +423,7 @@ from .choices import ATTENTION as ATTENTION
 from .choices import CONFLICTS as CONFLICTS
 from .choices import DTYPE_ALIASES as DTYPE_ALIASES
 from .choices import DTYPES as DTYPES
+from .choices import EVAL_STRATEGIES as EVAL_STRATEGIES
 from .choices import FRAMEWORKS as FRAMEWORKS
 from .choices import GLORA_AB as GLORA_AB
 from .choices import GLORA_C as GLORA_C
@@ -812,6 +815,14 @@ FIELDS: tuple[Field, ...] = (
                                                     "Optimizator qadamiga mikrobatchlar (vaqt, xotira cho‘qqisi emas)",
                                                     "Micro-batches per optimizer step (time, not peak memory)"),
           low=1, high=1_000_000, flag=True, form="int", group=_B),
+    Field("eval_strategy", "str", "no", ("Оценка во время обучения (TrainingArguments): no, steps или epoch",
+                                         "O‘qitish davomida baholash (TrainingArguments): no, steps yoki epoch",
+                                         "Evaluation during training (TrainingArguments): no, steps or epoch"),
+          choices=EVAL_STRATEGIES),
+    Field("per_device_eval_batch_size", "int", 8, ("Последовательностей в батче оценки на каждом GPU",
+                                                   "Har bir GPU uchun baholash batchidagi ketma-ketliklar",
+                                                   "Sequences per evaluation batch on each GPU"),
+          low=1, high=65536),
     Field("packing", "bool", False, ("Последовательности упакованы до max_seq_length (без паддинга)",
                                      "Ketma-ketliklar max_seq_length gacha zichlangan (to‘ldirishsiz)",
                                      "Sequences packed to max_seq_length (no padding)"),
@@ -947,6 +958,8 @@ PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_s
 # hf: full logits upcast to fp32 (transformers); chunked_ce: LitGPT / torchtune chunked cross-entropy;
 # fused_linear_ce: TRL >= 1.15 / Liger (no logits); fp32_logits: torchtune 0.1 (model returns fp32 logits).
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
+# TrainingArguments.eval_strategy (IntervalStrategy): evaluation passes during training, or none
+EVAL_STRATEGIES = ("no", "steps", "epoch")
 # Spellings of a dtype people paste from torch / TrainingArguments; normalised to the canonical name.
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
                  "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
@@ -1003,6 +1016,10 @@ CONFLICTS: tuple[Conflict, ...] = (
     # (parallel.py models it there only): elsewhere it would be ignored, so it is refused.
     Conflict((("parallelism", tuple(p for p in PARALLELISM if p != "fsdp")),), "fsdp_shard_embeddings", True,
              "fsdp_shard_embeddings applies to parallelism fsdp (full sharding), not {parallelism}"),
+    # The evaluation pass modelled is the Trainer's (transformers, trl): the other loops evaluate their own way
+    *(Conflict((("framework", ("custom", "litgpt", "torchtune")),), "eval_strategy", v,
+               "eval_strategy is a setting of the transformers and trl trainers; the evaluation of {framework} "
+               "is not modelled") for v in EVAL_STRATEGIES[1:]),
 )
 """)
 
@@ -1976,6 +1993,7 @@ class Recorder:
         self.micro_batches = 0
         self.t0: float | None = None
         self.reason = None if self.cuda else NO_CUDA
+        self.training = False  # inside trainer.train(): an evaluation then is the configured pass (evaluated)
 
     def begin(self) -> None:
         \"\"\"The step starts: the GPU is idle, the peaks are reset, the clock starts.\"\"\"
@@ -2028,6 +2046,22 @@ class Recorder:
         progress(f"step {step}/{self.max_steps}: {record['seconds']:.2f} s, {record['tokens']} tokens "
                  f"({tps:,.0f}/s), peak allocated {gib(record['max_memory_allocated_bytes'])}, "
                  f"reserved {gib(record['max_memory_reserved_bytes'])}, device {gib(record['device_used_bytes'])}")
+        self.on_record()
+
+    def evaluated(self, step: int) -> None:
+        \"\"\"The evaluation pass that followed step `step` (eval_strategy): its peaks join the step's, measured since
+        the step began (the Trainer evaluates after on_step_end, before the next step resets the peaks).\"\"\"
+        import torch
+
+        record = self.steps[-1] if self.steps else None
+        if record is None or record["step"] != step:
+            return
+        record["evaluated"] = True
+        if self.cuda:
+            torch.cuda.synchronize()
+            for key, now in (("max_memory_allocated_bytes", torch.cuda.max_memory_allocated()),
+                             ("max_memory_reserved_bytes", torch.cuda.max_memory_reserved())):
+                record[key] = max(record[key] or 0, int(now))
         self.on_record()
 
     def loss(self, step: int, value: float) -> None:
@@ -2412,11 +2446,22 @@ def checkpointing_kwargs(args_class: Any, enabled: bool) -> dict[str, Any]:
 def _common(cfg: Mapping[str, Any], out: Path, max_steps: int, lr: float, seed: int, cpu: bool) -> dict[str, Any]:
     batch = int(cfg["per_device_train_batch_size"])
     return {"output_dir": str(out / "checkpoints"), "max_steps": max_steps, "per_device_train_batch_size": batch,
-            "per_device_eval_batch_size": batch, "gradient_accumulation_steps": int(cfg["gradient_accumulation_steps"]),
+            "gradient_accumulation_steps": int(cfg["gradient_accumulation_steps"]),
             "bf16": bool(cfg["bf16"]), "fp16": bool(cfg["fp16"]), "optim": cfg["optim"], "learning_rate": lr,
-            "logging_steps": 1, "save_strategy": "no", "eval_strategy": "no", "report_to": [], "seed": seed,
+            "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": seed,
             "data_seed": seed, "dataloader_num_workers": 0, "disable_tqdm": True, "use_cpu": cpu,
-            "warmup_steps": 0, "lr_scheduler_type": "constant", "torch_compile": bool(cfg["torch_compile"])}
+            "warmup_steps": 0, "lr_scheduler_type": "constant", "torch_compile": bool(cfg["torch_compile"]),
+            **_evaluation(cfg)}
+
+
+def _evaluation(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    \"\"\"The configuration's evaluation pass, run after every step (eval_steps=1) so that each measured step holds
+    one (Recorder.evaluated), at per_device_eval_batch_size; without one the trial's own evaluations before and
+    after training use the training batch and no step holds an evaluation.\"\"\"
+    if cfg["eval_strategy"] == "no":
+        return {"per_device_eval_batch_size": int(cfg["per_device_train_batch_size"]), "eval_strategy": "no"}
+    return {"per_device_eval_batch_size": int(cfg["per_device_eval_batch_size"]), "eval_strategy": "steps",
+            "eval_steps": 1}
 
 
 def _callback(recorder: Recorder) -> Any:
@@ -2428,6 +2473,16 @@ def _callback(recorder: Recorder) -> Any:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             recorder.end(state.global_step)
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            recorder.training = True
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            recorder.training = False
+
+        def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if recorder.training:  # the configured evaluation pass after a step, not the trial's own before/after
+                recorder.evaluated(state.global_step)
 
         def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             logs = kwargs.get("logs")

@@ -29,6 +29,7 @@ class Recorder:
         self.micro_batches = 0
         self.t0: float | None = None
         self.reason = None if self.cuda else NO_CUDA
+        self.training = False  # inside trainer.train(): an evaluation then is the configured pass (evaluated)
 
     def begin(self) -> None:
         """The step starts: the GPU is idle, the peaks are reset, the clock starts."""
@@ -81,6 +82,22 @@ class Recorder:
         progress(f"step {step}/{self.max_steps}: {record['seconds']:.2f} s, {record['tokens']} tokens "
                  f"({tps:,.0f}/s), peak allocated {gib(record['max_memory_allocated_bytes'])}, "
                  f"reserved {gib(record['max_memory_reserved_bytes'])}, device {gib(record['device_used_bytes'])}")
+        self.on_record()
+
+    def evaluated(self, step: int) -> None:
+        """The evaluation pass that followed step `step` (eval_strategy): its peaks join the step's, measured since
+        the step began (the Trainer evaluates after on_step_end, before the next step resets the peaks)."""
+        import torch
+
+        record = self.steps[-1] if self.steps else None
+        if record is None or record["step"] != step:
+            return
+        record["evaluated"] = True
+        if self.cuda:
+            torch.cuda.synchronize()
+            for key, now in (("max_memory_allocated_bytes", torch.cuda.max_memory_allocated()),
+                             ("max_memory_reserved_bytes", torch.cuda.max_memory_reserved())):
+                record[key] = max(record[key] or 0, int(now))
         self.on_record()
 
     def loss(self, step: int, value: float) -> None:

@@ -22,11 +22,22 @@ def checkpointing_kwargs(args_class: Any, enabled: bool) -> dict[str, Any]:
 def _common(cfg: Mapping[str, Any], out: Path, max_steps: int, lr: float, seed: int, cpu: bool) -> dict[str, Any]:
     batch = int(cfg["per_device_train_batch_size"])
     return {"output_dir": str(out / "checkpoints"), "max_steps": max_steps, "per_device_train_batch_size": batch,
-            "per_device_eval_batch_size": batch, "gradient_accumulation_steps": int(cfg["gradient_accumulation_steps"]),
+            "gradient_accumulation_steps": int(cfg["gradient_accumulation_steps"]),
             "bf16": bool(cfg["bf16"]), "fp16": bool(cfg["fp16"]), "optim": cfg["optim"], "learning_rate": lr,
-            "logging_steps": 1, "save_strategy": "no", "eval_strategy": "no", "report_to": [], "seed": seed,
+            "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": seed,
             "data_seed": seed, "dataloader_num_workers": 0, "disable_tqdm": True, "use_cpu": cpu,
-            "warmup_steps": 0, "lr_scheduler_type": "constant", "torch_compile": bool(cfg["torch_compile"])}
+            "warmup_steps": 0, "lr_scheduler_type": "constant", "torch_compile": bool(cfg["torch_compile"]),
+            **_evaluation(cfg)}
+
+
+def _evaluation(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration's evaluation pass, run after every step (eval_steps=1) so that each measured step holds
+    one (Recorder.evaluated), at per_device_eval_batch_size; without one the trial's own evaluations before and
+    after training use the training batch and no step holds an evaluation."""
+    if cfg["eval_strategy"] == "no":
+        return {"per_device_eval_batch_size": int(cfg["per_device_train_batch_size"]), "eval_strategy": "no"}
+    return {"per_device_eval_batch_size": int(cfg["per_device_eval_batch_size"]), "eval_strategy": "steps",
+            "eval_steps": 1}
 
 
 def _callback(recorder: Recorder) -> Any:
@@ -38,6 +49,16 @@ def _callback(recorder: Recorder) -> Any:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             recorder.end(state.global_step)
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            recorder.training = True
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            recorder.training = False
+
+        def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if recorder.training:  # the configured evaluation pass after a step, not the trial's own before/after
+                recorder.evaluated(state.global_step)
 
         def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             logs = kwargs.get("logs")

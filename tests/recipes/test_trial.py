@@ -108,9 +108,10 @@ def ddp(tmp_path_factory: pytest.TempPathFactory) -> Trial:
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory: pytest.TempPathFactory) -> Trial:
-    """Full fine-tuning in bf16, with packing: the case whose reload once passed on the untrained base."""
+    """Full fine-tuning in bf16, with packing: the case whose reload once passed on the untrained base; with the
+    Trainer's evaluation pass after every step, at an evaluation batch of its own."""
     config = {**LORA, "method": "full", "torch_dtype": "bfloat16", "bf16": True, "packing": True,
-              "gradient_checkpointing": True}
+              "gradient_checkpointing": True, "eval_strategy": "steps", "per_device_eval_batch_size": 3}
     return run_trial(tmp_path_factory.mktemp("full"), config, steps=2)
 
 
@@ -161,6 +162,7 @@ def test_lora_trial_report(lora: Trial, schema: Any) -> None:
     report = _assert_ok(lora, schema)
     steps = report["measurements"]["steps"]
     assert [s["step"] for s in steps] == [1, 2, 3]
+    assert not any(s.get("evaluated") for s in steps)  # eval_strategy "no": no evaluation inside training
     assert all(s["tokens"] > 0 and s["seconds"] > 0 for s in steps)
     assert steps[0]["tokens"] >= steps[-1]["tokens"]  # longest samples first
     assert report["data"]["longest_train_tokens"] == LORA["max_seq_length"]  # truncated to max_seq_length
@@ -178,6 +180,8 @@ def test_lora_trial_report(lora: Trial, schema: Any) -> None:
 def test_full_fine_tuning_with_packing(full: Trial, schema: Any) -> None:
     report = _assert_ok(full, schema)
     assert report["model"]["trainable_parameters"] == report["model"]["parameters"]
+    # the configured evaluation ran inside training, after each measured step (not only the trial's own two)
+    assert [s.get("evaluated") for s in report["measurements"]["steps"]] == [True, True]
     assert report["data"]["packing"] is True and report["data"]["packing_by"] == "trial"
     steps = report["measurements"]["steps"]
     assert all(s["tokens"] == LORA["per_device_train_batch_size"] * 2 * LORA["max_seq_length"] for s in steps)
