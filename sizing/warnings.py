@@ -24,9 +24,14 @@ LOGITS_SHARE = 0.25
 
 
 def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu | None,
-                     detail: dict[str, int], parts: Mapping[str, int]) -> list[dict[str, Any]]:
-    """`parts`: the components at the peak."""
+                     detail: dict[str, int], parts: Mapping[str, int], phase: str = "") -> list[dict[str, Any]]:
+    """`parts`: the components at the peak; `phase`: the peak moment's (timeline.Moment.phase)."""
     out: list[dict[str, Any]] = []
+    if phase == "eval":
+        batch, seq = cfg.per_device_eval_batch_size, cfg.max_seq_length
+        out.append(_w("eval_peak", f"the evaluation pass sets the peak: {batch} sequences of {seq} tokens per GPU "
+                      "(per_device_eval_batch_size), without gradients but with their logits and loss at once; a "
+                      "smaller evaluation batch lowers it", batch=batch, seq=seq))
     total = sum(parts.values())
     logits = parts.get("logits_and_loss", 0)
     if total and logits >= LOGITS_SHARE * total:

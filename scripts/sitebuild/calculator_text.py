@@ -72,6 +72,10 @@ TEXT: dict[str, dict[str, str]] = {
                                       "en": "Micro-batch per GPU"},
     "f_gradient_accumulation_steps": {"ru": "Накопление градиента", "uz": "Gradiyentlarni to‘plash",
                                       "en": "Gradient accumulation"},
+    "f_eval_strategy": {"ru": "Оценка во время обучения", "uz": "O‘qitish davomida baholash",
+                        "en": "Evaluation during training"},
+    "f_per_device_eval_batch_size": {"ru": "Батч оценки на GPU", "uz": "GPU uchun baholash batchi",
+                                     "en": "Evaluation batch per GPU"},
     "f_packing": {"ru": "Упаковка последовательностей", "uz": "Ketma-ketliklarni zichlash", "en": "Packing"},
     "f_gradient_checkpointing": {"ru": "Пересчёт активаций (gradient checkpointing)",
                                  "uz": "Aktivatsiyalarni qayta hisoblash (gradient checkpointing)",
@@ -421,6 +425,16 @@ TEXT: dict[str, dict[str, str]] = {
               "sig‘adigan eng katta mikrobatch va eng katta uzunlik bor.",
         "en": "Does not fit {gpu_name}: {gib} GiB short. The table below lists larger cards, the fewest GPUs, and the "
               "largest micro-batch and longest sequence that fit."},
+    "w_eval_peak": {
+        "ru": "Пик приходится на проход оценки: {batch} последовательностей по {seq} токенов на GPU "
+              "(per_device_eval_batch_size) — без градиентов, но с их логитами и функцией потерь одновременно. "
+              "Меньший батч оценки снижает его.",
+        "uz": "Cho‘qqi baholash o‘tishiga to‘g‘ri keladi: har bir GPU da {seq} tokenli {batch} ta ketma-ketlik "
+              "(per_device_eval_batch_size) — gradientlarsiz, lekin ularning logitlari va yo‘qotish funksiyasi bir "
+              "vaqtda. Kichikroq baholash batchi uni pasaytiradi.",
+        "en": "The evaluation pass sets the peak: {batch} sequences of {seq} tokens per GPU "
+              "(per_device_eval_batch_size), without gradients but with their logits and loss at once. A smaller "
+              "evaluation batch lowers it."},
     "w_logits_dominate": {
         "ru": "Логиты и функция потерь занимают {percent} % пика: его снизит поблочная или слитая кросс-энтропия "
               "(loss_implementation) либо меньше токенов в микробатче.",

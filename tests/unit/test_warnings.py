@@ -107,3 +107,17 @@ def test_gpt_oss_lora_reaches_attention_only() -> None:
     found = codes(estimate(run))
     assert "moe_experts_not_adapted" in found
     assert not {"moe_experts_dropout", "moe_fused_experts", "moe_approximate"} & set(found)
+
+
+def test_an_evaluation_batch_that_sets_the_peak_says_so() -> None:
+    """The Trainer evaluates at per_device_eval_batch_size (8 by default) whatever the training batch: at the loss its
+    bf16 logits, their fp32 upcast and the log-softmax output are alive together, 10 bytes a logit
+    (tests/physics/test_eval_pass.py), which for eight 4096-token sequences over Llama 3's vocabulary is above the
+    one-sequence training step; an evaluation batch of one is not, and leaves the allocated peak where it was."""
+    plain = estimate(EXAMPLE)
+    at8 = estimate({**EXAMPLE, "eval_strategy": "steps"})
+    assert at8.peak_moment.phase == "eval" and "eval_peak" in codes(at8)
+    logits = 8 * EXAMPLE["max_seq_length"] * 128256
+    assert at8.peak_moment.parts["logits_and_loss"] >= 10 * logits
+    at1 = estimate({**EXAMPLE, "eval_strategy": "epoch", "per_device_eval_batch_size": 1})
+    assert "eval_peak" not in codes(at1) and at1.allocated_bytes == plain.allocated_bytes
