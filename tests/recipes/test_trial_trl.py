@@ -17,7 +17,7 @@ from tests.recipes.conftest import RECIPES, STACK, TINY_LLAMA, require, write_da
 # bf16 and gradient_checkpointing left out: the trl defaults (true) apply, as sizing reads them
 TRL: dict[str, Any] = {"model": None, "model_config": TINY_LLAMA, "framework": "trl", "method": "lora", "r": 4,
                        "max_seq_length": 64, "per_device_train_batch_size": 2, "packing": True,
-                       "optim": "adamw_torch"}
+                       "optim": "adamw_torch", "eval_strategy": "steps", "per_device_eval_batch_size": 3}
 
 
 def test_trl_sft_trainer_run(tmp_path: Path, schema: Any) -> None:
@@ -36,3 +36,5 @@ def test_trl_sft_trainer_run(tmp_path: Path, schema: Any) -> None:
     assert report["data"]["packing_by"] == "trl" and report["versions"]["trl"]
     assert report["model"]["trainable_parameters"] == estimate(TRL).detail["trainable_params"]
     assert report["checks"]["reload_matches"] is True and report["checks"]["base_differs"] is True
+    # SFTTrainer's own evaluation (packed like its training data) after each step, counted in that step
+    assert [step.get("evaluated") for step in report["measurements"]["steps"]] == [True, True]
