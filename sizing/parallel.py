@@ -87,6 +87,11 @@ class Totals:
     # ZeRO-3 shard parameters only, so every GPU holds them whole (measured: tests/physics/test_fsdp_buffers.py)
     buffers: int = 0
 
+    @property
+    def sharded(self) -> int:
+        """The parameter bytes FSDP and ZeRO-3 divide among the GPUs: base and adapters, not the module buffers."""
+        return self.base + self.adapters - self.buffers
+
 
 def nccl_bytes(num_gpus: int) -> int:
     if num_gpus <= 1:
@@ -113,7 +118,7 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
         if cfg.cpu_offload:  # CPUOffload(offload_params=True): each unit is copied in for its compute, as sharded
             gathered = UNITS_IN_FLIGHT * t.layer_unit + t.root_unit
             return Shares(gathered + t.buffers, t.quant_state, 0, t.layer_grads, 0, t.layer_grads, nccl,
-                          t.base + t.adapters - t.buffers + t.optimizer + t.gradients, gathered, 0.0, t.root_grads, 0,
+                          t.sharded + t.optimizer + t.gradients, gathered, 0.0, t.root_grads, 0,
                           False, t.root_unit)
         return Shares(t.base, t.quant_state, t.adapters, t.gradients, t.optimizer, t.layer_grads, nccl, 0,
                       root_gradients=t.root_grads, grads_before_root=t.gradients - t.root_grads)
@@ -136,7 +141,7 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
         own = OwnUnits(t.head_unit, t.embed_unit, t.layer_unit, t.head_grads, t.embed_grads,
                        0.0 if cfg.cpu_offload else 1 / n, n)
     gathered = UNITS_IN_FLIGHT * t.layer_unit + root_unit
-    share = (t.base + t.adapters - t.buffers - root_unit) // n
+    share = (t.sharded - root_unit) // n
     qs = t.quant_state // n if t.quant_state_sharded else t.quant_state
     # FSDP's root unit is one flat parameter (FSDP2: one reduce-scatter buffer) whose gradient is reduced once,
     # after the embedding's backward; ZeRO-3 reduces each parameter's gradient as it is produced.
@@ -151,7 +156,7 @@ def shares(cfg: RunConfig, t: Totals) -> Shares:
     # SHARD_GRAD_OP does not reshard a unit after its forward (torch v2.2 _runtime_utils.py _post_forward_reshard:
     # free only for FULL_SHARD / HYBRID_SHARD); its backward frees it (_should_free_in_backward): at the end of
     # forward every decoder unit is gathered (measured: tests/physics/test_fsdp_shard_grad_op.py)
-    kept = max(t.base + t.adapters - t.buffers - root_unit - UNITS_IN_FLIGHT * t.layer_unit, 0) if sgo else 0
+    kept = max(t.sharded - root_unit - UNITS_IN_FLIGHT * t.layer_unit, 0) if sgo else 0
     if cfg.cpu_offload:
         # (without offload the partition is on the GPU already: `.to(device)` copies nothing)
         copies = (-(-(t.head_unit or t.embed_unit) // n), -(-t.layer_unit // n)) if mode == "zero3" else (0, 0)

@@ -197,8 +197,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         body = arch.layers * (layer_tokens + ls.constant) + ls.layer0_delta_per_token * n + ls.layer0_delta_constant
     if cfg.activation_offloading and reg.checkpointing:
         body = 0  # torchtune OffloadActivations: checkpoint inputs go to pinned host memory
-    rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
-    shared = arch.rope_kinds * 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
+    shared = _shared(cfg, arch, reg, batch, seq)
     hd = head(arch, reg, tr, cfg.r, n, seq, grad_elem, norm.at(seq, n))
     # One layer's backward op by op: its high-water mark above what it saved; under checkpointing the
     # recomputed layer's saved tensors come first (non-reentrant recompute on the first unpack), but for the kept
@@ -233,7 +232,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         logit_bytes = 4 if reg.loss == "hf" and reg.hf_logits == "upcast" else (reg.compute if reg.autocast
                                                                                else reg.lm_head_weight)
         kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * logit_bytes
-        kept_cache = 0 if reg.checkpointing or not arch.use_cache else 2 * arch.layers * n * arch.kv_width * reg.compute
+        kept_cache = 0 if reg.checkpointing or not arch.use_cache else 2 * arch.layers * _kv(arch, reg, n)
     ev = _evaluation(cfg, arch, reg, tr, ls, seq)
     totals = Totals(
         base=w.base_param_bytes, quant_state=w.quant_state_bytes, adapters=w.adapter_param_bytes, gradients=grads,
@@ -280,7 +279,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered,
         head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy,
-        eval_layer=sum(ev.layer), eval_shared=ev.shared, eval_loss=sum(ev.head), eval_cache=ev.cache)
+        eval_layer=sum(ev.layer), eval_shared=ev.shared, eval_loss=sum(ev.head), eval_cache=2 * arch.layers * ev.kv)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
         "trainable_params": params + _untrained(arch, tr, reg.full),
@@ -325,7 +324,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         comm_static=sh.comm_static,
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating, one_state=cfg.optim in LION,
-        eval_layer=ev.layer, eval_cache=ev.cache // (2 * arch.layers), eval_head=ev.head,
+        eval_layer=ev.layer, eval_cache=ev.kv, eval_head=ev.head,
         **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
@@ -343,12 +342,13 @@ def reserved_peak(mem: StepMemory, expandable: bool, needed: bool = False) -> in
 @dataclass(frozen=True)
 class _Eval:
     """The Trainer's evaluation pass at the evaluation batch (timeline._evaluation): one layer's tensors, the RoPE
-    tables and masks, the head's and the loss's, and the KV cache of every layer (bytes; empty: no evaluation)."""
+    tables and masks, the head's and the loss's, and one k (or v) of a layer the KV cache keeps (bytes; 0: no cache;
+    empty: no evaluation)."""
 
     layer: tuple[int, ...] = ()
     shared: int = 0
     head: tuple[int, ...] = ()
-    cache: int = 0
+    kv: int = 0
 
 
 def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, ls: LayerSaved, seq: int) -> _Eval:
@@ -360,12 +360,21 @@ def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
     batch = cfg.per_device_eval_batch_size
     n = batch * seq
     hd = no_grad_head(arch, reg, tr, cfg.r, n, seq)
-    rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
-    shared = arch.rope_kinds * 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
-    cache = 2 * arch.layers * n * arch.kv_width * reg.compute if eval_builds_cache(cfg, arch.use_cache) else 0
+    kv = _kv(arch, reg, n) if eval_builds_cache(cfg, arch.use_cache) else 0
     layer = (n * arch.hidden * reg.resid, *(x * n for x in ls.pieces), ls.constant)
-    return _Eval(tuple(x for x in layer if x), shared, tuple(x for x in (hd.body_side, hd.loss_saved,
-                                                                          hd.forward_extra) if x), cache)
+    return _Eval(tuple(x for x in layer if x), _shared(cfg, arch, reg, batch, seq),
+                 tuple(x for x in (hd.body_side, hd.loss_saved, hd.forward_extra) if x), kv)
+
+
+def _shared(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int) -> int:
+    """What every layer of a forward reads and none frees: the RoPE cos/sin tables and the attention masks."""
+    rope_width = arch.head_dim // 2 if arch.rope_half else arch.head_dim
+    return arch.rope_kinds * 2 * seq * rope_width * reg.resid + _masks(cfg, arch, reg, batch, seq)
+
+
+def _kv(arch: Architecture, reg: Regime, tokens: int) -> int:
+    """One layer's k (or v) as a DynamicCache keeps it: `tokens` positions of the key/value width."""
+    return tokens * arch.kv_width * reg.compute
 
 
 def _masks(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int) -> int:

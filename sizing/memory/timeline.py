@@ -94,6 +94,10 @@ def moments(s: StepInputs) -> list[Moment]:
     static = {"weights": s.weights, "quantization_state": s.quant_state, "adapters": s.adapters}
     live_grads = 0 if s.grads_freed_in_backward else s.gradients
     out: list[Moment] = []
+    # FSDP2 with the head and the embedding as units of their own: what `weights` holds beyond two decoder units
+    # when the head's unit is the one gathered, and when the embedding's is (see the forward moment below)
+    own = s.own_units
+    own_head, embed_w = (own.head - 2 * own.layer, own.embed - own.layer) if own else (0, 0)
     for step in (0, 1):
         opt = s.optimizer if step else 0
         # micro-batches 2..k run with the grads alive (FSDP no_sync: unsharded, parallel.Shares.carried)
@@ -110,9 +114,7 @@ def moments(s: StepInputs) -> list[Moment]:
         # forward) the last layer is resharded when the head runs: through the loss and its backward the head is
         # the one unit gathered; backward prefetches the last layer only once the head's backward starts
         # (measured: tests/physics/test_fsdp2_own_units.py).
-        own = s.own_units
-        head_w, embed_w = (own.head - 2 * own.layer, own.embed - own.layer) if own else (0, 0)
-        head_w += s.kept_gathered  # SHARD_GRAD_OP: every decoder unit gathered from its forward to its backward
+        head_w = own_head + s.kept_gathered  # SHARD_GRAD_OP: every decoder unit gathered from forward to backward
         out.append(Moment("forward", "cross-entropy on the logits (end of forward)", step, {
             **base, "weights": s.weights + head_w, "activations": s.body + s.shared + s.head_body + own_cache,
             "logits_and_loss": s.loss_saved + s.loss_forward_extra + prev,
@@ -196,17 +198,17 @@ def moments(s: StepInputs) -> list[Moment]:
             "activations": s.kept_cache, "logits_and_loss": kept,
             "workspace": s.workspace + s.optimizer_temp}))
     if s.eval_loss:
-        out += _evaluation(s, static)
+        out += _evaluation(s, static, own_head)
     return out
 
 
-def _evaluation(s: StepInputs, static: dict[str, int]) -> list[Moment]:
+def _evaluation(s: StepInputs, static: dict[str, int], head_w: int) -> list[Moment]:
     """The evaluation pass's moments: a forward without gradients at the evaluation batch, run by the Trainer after
     an optimizer step (zero_grad has freed the gradients; the optimizer states stay). Its layers keep nothing but
-    the KV cache, if one is built; its peak is one layer's tensors or the loss over the evaluation batch's logits."""
+    the KV cache, if one is built; its peak is one layer's tensors or the loss over the evaluation batch's logits
+    (head_w: what `weights` holds beyond two decoder units while the head's own FSDP unit is gathered)."""
     base = {**static, "optimizer_states": s.optimizer, "gradients": s.comm_buffers if s.comm_static else 0,
             "workspace": s.workspace}
-    head_w = s.own_units.head - 2 * s.own_units.layer if s.own_units else 0
     return [Moment("eval", "evaluation forward: a decoder layer (no gradients)", 1, {
                 **base, "activations": s.eval_shared + s.eval_layer + s.eval_cache}),
             Moment("eval", "evaluation forward: cross-entropy on the evaluation batch's logits", 1, {
