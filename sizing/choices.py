@@ -37,6 +37,9 @@ PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_s
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
 # TrainingArguments.eval_strategy (IntervalStrategy): evaluation passes during training, or none
 EVAL_STRATEGIES = ("no", "steps", "epoch")
+# What the Trainer keeps of each evaluation batch's logits for compute_metrics: all of them, or what a
+# preprocess_logits_for_metrics returning logits.argmax(-1) leaves (transformers' run_clm.py example)
+PREDICTIONS = ("none", "argmax")
 # Spellings of a dtype people paste from torch / TrainingArguments; normalised to the canonical name.
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
                  "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
@@ -97,4 +100,7 @@ CONFLICTS: tuple[Conflict, ...] = (
     *(Conflict((("framework", ("custom", "litgpt", "torchtune")),), "eval_strategy", v,
                "eval_strategy is a setting of the transformers and trl trainers; the evaluation of {framework} "
                "is not modelled") for v in EVAL_STRATEGIES[1:]),
+    # compute_metrics acts in the evaluation pass, which eval_strategy "no" leaves out of the run
+    Conflict((("eval_strategy", ("no",)),), "compute_metrics", True,
+             "compute_metrics is used by the evaluation pass: set eval_strategy to steps or epoch"),
 )

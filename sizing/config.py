@@ -96,6 +96,10 @@ class RunConfig:
     gradient_accumulation_steps: int = 1
     eval_strategy: str = "no"  # TrainingArguments: evaluation passes during training ("no": none)
     per_device_eval_batch_size: int = 8  # TrainingArguments default
+    compute_metrics: bool = False  # Trainer(compute_metrics=...): the evaluation keeps every batch's predictions
+    preprocess_logits_for_metrics: str = "none"  # "argmax": token ids are kept instead of the logits
+    eval_accumulation_steps: int | None = None  # TrainingArguments: batches after which predictions go to the CPU
+    eval_samples: int | None = None  # sequences in the evaluation set
     packing: bool = False
     gradient_checkpointing: bool | None = None
     attn_implementation: str = "sdpa"

@@ -23,6 +23,7 @@ from .choices import MISS_INITS as MISS_INITS
 from .choices import OPTIMIZERS as OPTIMIZERS
 from .choices import PARALLELISM as PARALLELISM
 from .choices import PEFT_TYPES as PEFT_TYPES
+from .choices import PREDICTIONS as PREDICTIONS
 from .choices import ROAD_VARIANTS as ROAD_VARIANTS
 from .choices import Conflict as Conflict
 from .errors import SizingError
@@ -412,6 +413,31 @@ FIELDS: tuple[Field, ...] = (
                                                    "Har bir GPU uchun baholash batchidagi ketma-ketliklar",
                                                    "Sequences per evaluation batch on each GPU"),
           low=1, high=65536, form="int", group=_B),
+    Field("compute_metrics", "bool", False, ("Trainer получает compute_metrics: оценка держит на GPU предсказания "
+                                             "всех батчей (пока их не унесёт eval_accumulation_steps)",
+                                             "Trainer compute_metrics oladi: baholash barcha batchlarning "
+                                             "bashoratlarini GPU da saqlaydi (eval_accumulation_steps olib "
+                                             "ketguncha)",
+                                             "The Trainer is given compute_metrics: the evaluation keeps every "
+                                             "batch's predictions on the GPU (until eval_accumulation_steps moves "
+                                             "them)"),
+          form="bool", group=_B),
+    Field("preprocess_logits_for_metrics", "str", "none",
+          ("Что остаётся от логитов батча для метрик: none — логиты целиком, argmax — id токенов",
+           "Metrikalar uchun batch logitlaridan nima qoladi: none — logitlar to‘liq, argmax — token id lari",
+           "What is kept of a batch's logits for the metrics: none: the whole logits, argmax: token ids"),
+          choices=PREDICTIONS, form="choice", group=_B),
+    Field("eval_accumulation_steps", "int", None, ("Через сколько батчей оценки предсказания уходят с GPU в "
+                                                   "память CPU (TrainingArguments); null — только в конце",
+                                                   "Nechta baholash batchidan keyin bashoratlar GPU dan CPU "
+                                                   "xotirasiga o‘tadi (TrainingArguments); null — faqat oxirida",
+                                                   "Evaluation batches after which the predictions move from the "
+                                                   "GPU to CPU memory (TrainingArguments); null: only at the end"),
+          low=1, high=1_000_000, nullable=True, form="int", group=_B),
+    Field("eval_samples", "int", None, ("Последовательностей в наборе для оценки (нужно с compute_metrics)",
+                                        "Baholash to‘plamidagi ketma-ketliklar (compute_metrics bilan kerak)",
+                                        "Sequences in the evaluation set (needed with compute_metrics)"),
+          low=1, high=1 << 30, nullable=True, form="int", group=_B),
     Field("packing", "bool", False, ("Последовательности упакованы до max_seq_length (без паддинга)",
                                      "Ketma-ketliklar max_seq_length gacha zichlangan (to‘ldirishsiz)",
                                      "Sequences packed to max_seq_length (no padding)"),

@@ -172,7 +172,7 @@ def estimate(config: RunConfig | Mapping[str, Any], backend: str = "cuda", searc
     est = Estimate(config=cfg, model_name=name, arch=arch, regime=reg, moments=ms, peak_moment=pk,
                    allocated_bytes=allocated, reserved_bytes=reserved, device_bytes=device, range_bytes=ranges,
                    confidence=confidence, detail=detail, confidence_reasons=reasons)
-    est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts, pk.phase)
+    est.warnings = collect_warnings(cfg, arch, reg, gpu, detail, pk.parts, pk.phase, pk.what)
     if load_hidden > allocated:
         est.warnings.append(load_above_logged_peak(load_hidden, allocated))
     why = approximate(cfg, arch, reg)  # a PEFT method whose saved tensors are not walked exactly

@@ -1,6 +1,7 @@
 # The step's memory: configuration + architecture -> every component at every moment of one step.
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
+from .errors import SizingError
 from .frameworks import eval_builds_cache, rope_tables
 from .grid import grid, virtual_tokens
 from .memory.activations import LayerSaved
@@ -279,7 +281,12 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         root_gradients=sh.root_gradients, grads_before_root=sh.grads_before_root, comm_static=sh.comm_static,
         own_units=sh.own, carried_grads=sh.carried, kept_gathered=sh.kept_gathered,
         head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy,
-        eval_layer=sum(ev.layer), eval_shared=ev.shared, eval_loss=sum(ev.head), eval_cache=2 * arch.layers * ev.kv)
+        eval_layer=sum(ev.layer), eval_shared=ev.shared + ev.cached, eval_loss=sum(ev.head),
+        eval_cache=2 * arch.layers * ev.kv,
+        eval_kept=sum(ev.prior), eval_logits=ev.logits,
+        # the predictions' concatenation (a chunk of one batch keeps it as it is): the old whole, the batch's and the
+        # new whole, with the labels' (concatenated after them: the predictions' is the larger moment)
+        eval_concat=(sum(ev.prior) + sum(ev.batch) + ev.whole[0]) if ev.whole[0] else sum(ev.batch))
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
         "trainable_params": params + _untrained(arch, tr, reg.full),
@@ -324,7 +331,9 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         comm_static=sh.comm_static,
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating, one_state=cfg.optim in LION,
-        eval_layer=ev.layer, eval_cache=ev.kv, eval_head=ev.head,
+        eval_layer=ev.layer, eval_cache=ev.kv, eval_head=ev.head, eval_cached=ev.cached,
+        eval_kept=tuple(x for x in ev.prior if x), eval_batch=tuple(x for x in ev.batch if x),
+        eval_whole=tuple(x for x in ev.whole if x),
         **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
     mem = StepMemory(reg, ms, pk, detail, rp, 0, load)
@@ -349,6 +358,14 @@ class _Eval:
     shared: int = 0
     head: tuple[int, ...] = ()
     kv: int = 0
+    cached: int = 0  # autocast's cached copies of trainable fp32 weights, every layer's by the loss
+    # compute_metrics (_kept): the predictions and labels kept from the earlier batches, the last batch's, all of them
+    # after its concatenation (each a (predictions, labels) pair, gathered from every GPU); and the logits TRL's
+    # extra forward makes for them when its loss makes none
+    prior: tuple[int, int] = (0, 0)
+    batch: tuple[int, int] = (0, 0)
+    whole: tuple[int, int] = (0, 0)
+    logits: int = 0
 
 
 def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, ls: LayerSaved, seq: int) -> _Eval:
@@ -361,9 +378,55 @@ def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
     n = batch * seq
     hd = no_grad_head(arch, reg, tr, cfg.r, n, seq)
     kv = _kv(arch, reg, n) if eval_builds_cache(cfg, arch.use_cache) else 0
-    layer = (n * arch.hidden * reg.resid, *(x * n for x in ls.pieces), ls.constant)
-    return _Eval(tuple(x for x in layer if x), _shared(cfg, arch, reg, batch, seq),
-                 tuple(x for x in (hd.body_side, hd.loss_saved, hd.forward_extra) if x), kv)
+    # a layer's own cached weight copies are among `cached` below (the whole forward's)
+    layer = (n * arch.hidden * reg.resid, *(x * n for x in ls.pieces),
+             max(ls.constant - ls.cached_weight_copies // arch.layers, 0))
+    # autocast caches its casts of trainable fp32 weights (fp32 adapters) through the whole forward, gradients or not
+    return _kept(cfg, arch, reg, seq, _Eval(tuple(x for x in layer if x), _shared(cfg, arch, reg, batch, seq),
+                                            tuple(x for x in (hd.body_side, hd.loss_saved, hd.forward_extra) if x),
+                                            kv, cached=ls.cached_weight_copies))
+
+
+def eval_kept_sequences(cfg: RunConfig) -> tuple[int, int, int]:
+    """compute_metrics: the sequences of one evaluation batch gathered from every GPU, the batches held on the GPU
+    before they move to the CPU (eval_accumulation_steps, else all), and the sequences held after the last of them."""
+    per_step = cfg.per_device_eval_batch_size * cfg.num_gpus  # every GPU gathers every GPU's batch
+    samples = cfg.eval_samples or 0
+    batches = max(math.ceil(samples / per_step), 1)
+    chunk = min(batches, cfg.eval_accumulation_steps or batches)
+    return per_step, chunk, min(chunk * per_step, samples)
+
+
+def _kept(cfg: RunConfig, arch: Architecture, reg: Regime, seq: int, ev: _Eval) -> _Eval:
+    """`ev` with what compute_metrics makes the evaluation loop keep on the GPU (transformers 5.24 trainer.py
+    evaluation_loop): each batch's logits (accelerate's prepared model returns them in fp32 under mixed precision,
+    convert_outputs_to_fp32) or, with preprocess_logits_for_metrics, its argmax (int64 token ids), and its labels
+    (int64), gathered from every GPU (gather_for_metrics) and concatenated onto those of the earlier batches
+    (EvalLoopContainer.add: nested_concat makes a new whole while the old one and the batch are alive) until
+    eval_accumulation_steps batches have passed (to_cpu_and_numpy: to the CPU) or the set ends (measured on the CPU:
+    tests/physics/test_eval_predictions.py)."""
+    if not cfg.compute_metrics:
+        return ev
+    if cfg.eval_samples is None:
+        raise SizingError("eval_samples_required", "compute_metrics keeps the predictions of the whole evaluation "
+                          "set: give its number of sequences in eval_samples", field="eval_samples")
+    per_step, chunk, kept = eval_kept_sequences(cfg)
+    upcast = reg.autocast or (reg.loss == "hf" and reg.hf_logits == "upcast")  # fp32 logits out of the model
+    logit = 4 if upcast else reg.lm_head_weight
+    per_token = 8 if cfg.preprocess_logits_for_metrics == "argmax" else arch.vocab * logit
+    last = min(per_step, kept)
+
+    def pair(sequences: int) -> tuple[int, int]:
+        return sequences * seq * per_token, sequences * seq * 8
+
+    # TRL's fused LM head makes no logits: with compute_metrics its compute_loss runs the model again for them
+    # (sft_trainer.py v1.16.0 compute_loss, return_outputs=True): the projection and accelerate's fp32 copy
+    logits = 0
+    if reg.loss == "fused_linear_ce":
+        n = cfg.per_device_eval_batch_size * seq * arch.vocab
+        logits = n * ((reg.compute if reg.autocast else reg.lm_head_weight) + (4 if reg.autocast else 0))
+    return replace(ev, prior=pair(kept - last), batch=pair(last), whole=pair(kept) if chunk > 1 else (0, 0),
+                   logits=logits)
 
 
 def _shared(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int) -> int:

@@ -11,7 +11,9 @@ from .config import RunConfig
 from .frameworks import moe_measured
 from .memory.adapters import resolve_targets
 from .memory.regime import Regime
+from .memory.timeline import EVAL_CONCAT
 from .memory.weights import grouped_experts
+from .step import eval_kept_sequences
 
 
 def _w(code: str, message: str, **params: Any) -> dict[str, Any]:
@@ -24,17 +26,27 @@ LOGITS_SHARE = 0.25
 
 
 def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu | None,
-                     detail: dict[str, int], parts: Mapping[str, int], phase: str = "") -> list[dict[str, Any]]:
-    """`parts`: the components at the peak; `phase`: the peak moment's (timeline.Moment.phase)."""
+                     detail: dict[str, int], parts: Mapping[str, int], phase: str = "",
+                     what: str = "") -> list[dict[str, Any]]:
+    """`parts`: the components at the peak; `phase` and `what`: the peak moment's (timeline.Moment)."""
     out: list[dict[str, Any]] = []
-    if phase == "eval":
+    kept = phase == "eval" and what == EVAL_CONCAT
+    if kept:
+        sequences, seq, held = eval_kept_sequences(cfg)[2], cfg.max_seq_length, parts.get("logits_and_loss", 0)
+        out.append(_w("eval_predictions", f"the evaluation's predictions for compute_metrics set the peak: it keeps "
+                      f"the predictions and labels of {sequences} sequences of {seq} tokens on the GPU (until "
+                      "eval_accumulation_steps batches or the whole set have passed), and adding each batch's to them "
+                      f"holds them twice: {held / 2**30:.2f} GiB; a preprocess_logits_for_metrics that keeps the "
+                      "argmax, a smaller eval_accumulation_steps or batch_eval_metrics lowers it",
+                      sequences=sequences, seq=seq, bytes=held))
+    elif phase == "eval":
         batch, seq = cfg.per_device_eval_batch_size, cfg.max_seq_length
         out.append(_w("eval_peak", f"the evaluation pass sets the peak: {batch} sequences of {seq} tokens per GPU "
                       "(per_device_eval_batch_size), without gradients but with their logits and loss at once; a "
                       "smaller evaluation batch lowers it", batch=batch, seq=seq))
     total = sum(parts.values())
     logits = parts.get("logits_and_loss", 0)
-    if total and logits >= LOGITS_SHARE * total:
+    if total and logits >= LOGITS_SHARE * total and not kept:
         percent = round(100 * logits / total)
         out.append(_w("logits_dominate", f"the logits and the loss are {percent}% of the peak: a chunked or fused "
                       "cross-entropy (loss_implementation) or fewer tokens per micro-batch lowers it",

@@ -435,6 +435,22 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "The evaluation pass sets the peak: {batch} sequences of {seq} tokens per GPU "
               "(per_device_eval_batch_size), without gradients but with their logits and loss at once. A smaller "
               "evaluation batch lowers it."},
+    "w_eval_predictions": {
+        "ru": "Пик задают предсказания, которые оценка копит для compute_metrics: предсказания и метки {sequences} "
+              "последовательностей по {seq} токенов лежат на GPU (пока не пройдут eval_accumulation_steps батчей "
+              "или весь набор), а присоединение к ним очередного батча на миг держит их дважды: {gib} ГиБ. Снизят "
+              "его preprocess_logits_for_metrics, оставляющий argmax, меньший eval_accumulation_steps или "
+              "batch_eval_metrics.",
+        "uz": "Cho‘qqini baholash compute_metrics uchun to‘playdigan bashoratlar belgilaydi: {seq} tokenli {sequences} "
+              "ta ketma-ketlikning bashoratlari va belgilari GPU da turadi (eval_accumulation_steps batch yoki butun "
+              "to‘plam o‘tguncha), navbatdagi batchni ularga qo‘shish esa bir lahza ularni ikki nusxada ushlaydi: "
+              "{gib} GiB. Uni argmax qoldiradigan preprocess_logits_for_metrics, kichikroq eval_accumulation_steps "
+              "yoki batch_eval_metrics pasaytiradi.",
+        "en": "The predictions the evaluation keeps for compute_metrics set the peak: the predictions and labels of "
+              "{sequences} sequences of {seq} tokens stay on the GPU (until eval_accumulation_steps batches or the "
+              "whole set have passed), and adding each batch's to them holds them twice for a moment: {gib} GiB. A "
+              "preprocess_logits_for_metrics that keeps the argmax, a smaller eval_accumulation_steps or "
+              "batch_eval_metrics lowers it."},
     "w_logits_dominate": {
         "ru": "Логиты и функция потерь занимают {percent} % пика: его снизит поблочная или слитая кросс-энтропия "
               "(loss_implementation) либо меньше токенов в микробатче.",

@@ -48,8 +48,15 @@ def head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: 
 def no_grad_head(arch: Architecture, reg: Regime, trainable: Trainable, r: int, tokens: int, seq: int) -> Head:
     """The head and the loss of a forward without gradients (the Trainer's evaluation pass, under torch.no_grad):
     what the training forward saves at the loss exists there too for a moment (the logits, their fp32 upcast and the
-    log-softmax output at once), only nothing outlives the loss: body_side + loss_saved + forward_extra is its peak."""
-    return _head(arch, reg, trainable, r, tokens, seq, 0)
+    log-softmax output at once), only nothing outlives the loss: body_side + loss_saved + forward_extra is its peak.
+    Of the body only the final norm's output is alive then (the model's last hidden state, which its output holds
+    through the loss; the norm saves nothing), with autocast's cached copy of a trainable fp32 head weight (the
+    cache keeps a cast of a leaf that requires grad, gradients or not, until the forward's autocast ends)."""
+    hd = _head(arch, reg, trainable, r, tokens, seq, 0)
+    body = LayerWalker(arch, reg, trainable, r, seq).norm_out(reg.resid) * arch.hidden * tokens
+    if (reg.full or trainable.lm_head) and reg.casts(reg.lm_head_weight):
+        body += reg.compute * arch.vocab * arch.hidden
+    return replace(hd, body_side=body)
 
 
 def _projections_backward(hd: Head, grads: int, labels: int) -> Head:

@@ -49,6 +49,12 @@ class Replay:
     eval_layer: tuple[int, ...] = ()
     eval_cache: int = 0
     eval_head: tuple[int, ...] = ()
+    # compute_metrics: the predictions and labels kept from the earlier batches, the last batch's, and the wholes their
+    # concatenation makes (empty: none kept, or a chunk of one batch, kept as it is)
+    eval_cached: int = 0  # autocast's cached copies of trainable fp32 weights: from the first layer to the loss
+    eval_kept: tuple[int, ...] = ()
+    eval_batch: tuple[int, ...] = ()
+    eval_whole: tuple[int, ...] = ()
 
 
 def replay(r: Replay, expandable: bool, capacity: int | None = None) -> tuple[int, int, int]:
@@ -234,7 +240,8 @@ def _evaluate(r: Replay, a: CachingAllocator, units: _Units, grads: list[_Block]
     the loss over the evaluation batch's logits; the cache goes with the outputs."""
     a.free_all(grads)
     layer, head = plan(r.eval_layer), plan(r.eval_head)
-    cache: list[_Block] = []
+    kept = a.malloc_all(r.eval_kept)  # the earlier batches' predictions and labels (compute_metrics)
+    cache: list[_Block] = [a.malloc(r.eval_cached)] if r.eval_cached else []
     for _layer in range(r.layers):
         unit = units.malloc()
         if r.eval_cache:
@@ -243,6 +250,14 @@ def _evaluate(r: Replay, a: CachingAllocator, units: _Units, grads: list[_Block]
         units.free(unit)
     a.run_free(head)
     a.free_all(cache)
+    batch = a.malloc_all(r.eval_batch)
+    if r.eval_whole:  # the predictions', then the labels' concatenation: the new whole, then the old and the batch's go
+        wholes = []
+        for old, new, size in zip(kept, batch, r.eval_whole, strict=True):
+            wholes.append(a.malloc(size))
+            a.free_all([old, new])
+        kept, batch = wholes, []
+    a.free_all(kept + batch)  # to the CPU (to_cpu_and_numpy)
 
 
 class _Units:

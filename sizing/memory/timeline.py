@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 from ..parallel import OwnUnits
 
+# The evaluation loop's concatenation of a batch's predictions onto those it keeps for compute_metrics (warnings.py)
+EVAL_CONCAT = "evaluation: the predictions kept for compute_metrics, concatenated"
 COMPONENTS = ("weights", "quantization_state", "adapters", "gradients", "optimizer_states", "master_weights",
               "activations", "logits_and_loss", "workspace")
 
@@ -87,6 +89,12 @@ class StepInputs:
     eval_shared: int = 0
     eval_loss: int = 0
     eval_cache: int = 0
+    # compute_metrics: the predictions and labels the evaluation loop holds on the GPU from the earlier batches while
+    # the last batch before they move to the CPU runs; what the concatenation of that batch's onto them holds at once
+    # (the old whole, the batch's, the new whole); and TRL's extra forward for the logits its fused loss does not make
+    eval_kept: int = 0
+    eval_concat: int = 0
+    eval_logits: int = 0
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -209,11 +217,17 @@ def _evaluation(s: StepInputs, static: dict[str, int], head_w: int) -> list[Mome
     (head_w: what `weights` holds beyond two decoder units while the head's own FSDP unit is gathered)."""
     base = {**static, "optimizer_states": s.optimizer, "gradients": s.comm_buffers if s.comm_static else 0,
             "workspace": s.workspace}
-    return [Moment("eval", "evaluation forward: a decoder layer (no gradients)", 1, {
-                **base, "activations": s.eval_shared + s.eval_layer + s.eval_cache}),
-            Moment("eval", "evaluation forward: cross-entropy on the evaluation batch's logits", 1, {
-                **base, "weights": s.weights + head_w, "activations": s.eval_shared + s.eval_cache,
-                "logits_and_loss": s.eval_loss})]
+    out = [Moment("eval", "evaluation forward: a decoder layer (no gradients)", 1, {
+               **base, "activations": s.eval_shared + s.eval_layer + s.eval_cache, "logits_and_loss": s.eval_kept}),
+           Moment("eval", "evaluation forward: cross-entropy on the evaluation batch's logits", 1, {
+               **base, "weights": s.weights + head_w, "activations": s.eval_shared + s.eval_cache,
+               "logits_and_loss": s.eval_loss + s.eval_kept})]
+    if s.eval_logits:
+        out.append(Moment("eval", "evaluation forward: the logits made again for compute_metrics", 1, {
+            **base, "weights": s.weights + head_w, "logits_and_loss": s.eval_logits + s.eval_kept}))
+    if s.eval_concat:
+        out.append(Moment("eval", EVAL_CONCAT, 1, {**base, "logits_and_loss": s.eval_concat}))
+    return out
 
 
 def peak(ms: list[Moment]) -> Moment:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from sizing import SizingError
+from sizing import SizingError, estimate
 from sizing.config import RULES, RunConfig, normalize, parse_config
 from sizing.contract import BY_NAME, CONFLICTS, FIELDS, FORM_KINDS, TYPES, doc, parse_value, read_json
 
@@ -65,7 +65,8 @@ MINIMAL = {
     "num_trainable_tokens": 2, "encoder_hidden_size": None, "feedforward_modules": None,
     "adapter_dtype": "auto",
     "max_seq_length": 1024, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1,
-    "eval_strategy": "no", "per_device_eval_batch_size": 8, "packing": False,
+    "eval_strategy": "no", "per_device_eval_batch_size": 8, "compute_metrics": False,
+    "preprocess_logits_for_metrics": "none", "eval_accumulation_steps": None, "eval_samples": None, "packing": False,
     "gradient_checkpointing": False, "attn_implementation": "sdpa", "optim": "adamw_torch_fused",
     "loss_implementation": None, "torch_compile": False, "activation_offloading": False,
     "optimizer_in_backward": False, "gpu": "H100-SXM-80GB", "num_gpus": 1, "parallelism": "none",
@@ -192,3 +193,22 @@ def test_eval_strategy_is_the_trainers(framework: str) -> None:
     assert err.value.code == "conflict" and err.value.field == "eval_strategy"
     assert normalize({"model": "meta-llama/Llama-3.1-8B", "framework": "trl", "eval_strategy": "epoch",
                       "per_device_eval_batch_size": 2})["per_device_eval_batch_size"] == 2
+
+
+def test_compute_metrics_needs_the_evaluation_pass_and_its_size() -> None:
+    """compute_metrics acts in the Trainer's evaluation pass: without eval_strategy it is refused, field named; with it
+    the engine needs the evaluation set's size, which the kept predictions grow with (field named too)."""
+    base = {"model": "meta-llama/Llama-3.1-8B", "gpu": "H100-SXM-80GB", "compute_metrics": True}
+    with pytest.raises(SizingError) as err:
+        normalize(base)
+    assert err.value.code == "conflict" and err.value.field == "compute_metrics"
+    with pytest.raises(SizingError) as err:
+        estimate({**base, "eval_strategy": "steps"})
+    assert err.value.code == "eval_samples_required" and err.value.field == "eval_samples"
+    for field, value in (("eval_samples", 0), ("eval_accumulation_steps", 0)):
+        with pytest.raises(SizingError) as err:
+            normalize({**base, "eval_strategy": "steps", "eval_samples": 10, field: value})
+        assert err.value.code == "out_of_range" and err.value.field == field
+    with pytest.raises(SizingError) as err:
+        normalize({**base, "eval_strategy": "steps", "preprocess_logits_for_metrics": "softmax"})
+    assert err.value.code == "invalid_value" and err.value.field == "preprocess_logits_for_metrics"
