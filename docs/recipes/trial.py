@@ -219,6 +219,10 @@ class RunConfig:
     gradient_accumulation_steps: int = 1
     eval_strategy: str = "no"  # TrainingArguments: evaluation passes during training ("no": none)
     per_device_eval_batch_size: int = 8  # TrainingArguments default
+    compute_metrics: bool = False  # Trainer(compute_metrics=...): the evaluation keeps every batch's predictions
+    preprocess_logits_for_metrics: str = "none"  # "argmax": token ids are kept instead of the logits
+    eval_accumulation_steps: int | None = None  # TrainingArguments: batches after which predictions go to the CPU
+    eval_samples: int | None = None  # sequences in the evaluation set
     packing: bool = False
     gradient_checkpointing: bool | None = None
     attn_implementation: str = "sdpa"
@@ -434,6 +438,7 @@ from .choices import MISS_INITS as MISS_INITS
 from .choices import OPTIMIZERS as OPTIMIZERS
 from .choices import PARALLELISM as PARALLELISM
 from .choices import PEFT_TYPES as PEFT_TYPES
+from .choices import PREDICTIONS as PREDICTIONS
 from .choices import ROAD_VARIANTS as ROAD_VARIANTS
 from .choices import Conflict as Conflict
 from .errors import SizingError
@@ -823,6 +828,31 @@ FIELDS: tuple[Field, ...] = (
                                                    "Har bir GPU uchun baholash batchidagi ketma-ketliklar",
                                                    "Sequences per evaluation batch on each GPU"),
           low=1, high=65536, form="int", group=_B),
+    Field("compute_metrics", "bool", False, ("Trainer получает compute_metrics: оценка держит на GPU предсказания "
+                                             "всех батчей (пока их не унесёт eval_accumulation_steps)",
+                                             "Trainer compute_metrics oladi: baholash barcha batchlarning "
+                                             "bashoratlarini GPU da saqlaydi (eval_accumulation_steps olib "
+                                             "ketguncha)",
+                                             "The Trainer is given compute_metrics: the evaluation keeps every "
+                                             "batch's predictions on the GPU (until eval_accumulation_steps moves "
+                                             "them)"),
+          form="bool", group=_B),
+    Field("preprocess_logits_for_metrics", "str", "none",
+          ("Что остаётся от логитов батча для метрик: none — логиты целиком, argmax — id токенов",
+           "Metrikalar uchun batch logitlaridan nima qoladi: none — logitlar to‘liq, argmax — token id lari",
+           "What is kept of a batch's logits for the metrics: none: the whole logits, argmax: token ids"),
+          choices=PREDICTIONS, form="choice", group=_B),
+    Field("eval_accumulation_steps", "int", None, ("Через сколько батчей оценки предсказания уходят с GPU в "
+                                                   "память CPU (TrainingArguments); null — только в конце",
+                                                   "Nechta baholash batchidan keyin bashoratlar GPU dan CPU "
+                                                   "xotirasiga o‘tadi (TrainingArguments); null — faqat oxirida",
+                                                   "Evaluation batches after which the predictions move from the "
+                                                   "GPU to CPU memory (TrainingArguments); null: only at the end"),
+          low=1, high=1_000_000, nullable=True, form="int", group=_B),
+    Field("eval_samples", "int", None, ("Последовательностей в наборе для оценки (нужно с compute_metrics)",
+                                        "Baholash to‘plamidagi ketma-ketliklar (compute_metrics bilan kerak)",
+                                        "Sequences in the evaluation set (needed with compute_metrics)"),
+          low=1, high=1 << 30, nullable=True, form="int", group=_B),
     Field("packing", "bool", False, ("Последовательности упакованы до max_seq_length (без паддинга)",
                                      "Ketma-ketliklar max_seq_length gacha zichlangan (to‘ldirishsiz)",
                                      "Sequences packed to max_seq_length (no padding)"),
@@ -960,6 +990,9 @@ PARALLELISM = ("none", "ddp", "fsdp", "zero2", "zero3", "fsdp_no_shard", "fsdp_s
 LOSSES = ("hf", "chunked_ce", "fused_linear_ce", "fp32_logits")
 # TrainingArguments.eval_strategy (IntervalStrategy): evaluation passes during training, or none
 EVAL_STRATEGIES = ("no", "steps", "epoch")
+# What the Trainer keeps of each evaluation batch's logits for compute_metrics: all of them, or what a
+# preprocess_logits_for_metrics returning logits.argmax(-1) leaves (transformers' run_clm.py example)
+PREDICTIONS = ("none", "argmax")
 # Spellings of a dtype people paste from torch / TrainingArguments; normalised to the canonical name.
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "torch.bfloat16": "bfloat16",
                  "torch.float16": "float16", "torch.float32": "float32", "half": "float16", "float": "float32"}
@@ -1020,6 +1053,9 @@ CONFLICTS: tuple[Conflict, ...] = (
     *(Conflict((("framework", ("custom", "litgpt", "torchtune")),), "eval_strategy", v,
                "eval_strategy is a setting of the transformers and trl trainers; the evaluation of {framework} "
                "is not modelled") for v in EVAL_STRATEGIES[1:]),
+    # compute_metrics acts in the evaluation pass, which eval_strategy "no" leaves out of the run
+    Conflict((("eval_strategy", ("no",)),), "compute_metrics", True,
+             "compute_metrics is used by the evaluation pass: set eval_strategy to steps or epoch"),
 )
 """)
 
@@ -1381,6 +1417,10 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
                    "packing_by": "trl" if cfg["framework"] == "trl" and cfg["packing"] else "trial",
                    "order": "longest first"}
     progress(f"data: {len(train)} train / {len(evalset)} eval sequences, longest {longest} tokens")
+    if cfg["compute_metrics"]:
+        doc["data"]["metrics_eval_sequences"] = int(cfg["eval_samples"])
+        progress(f"the evaluation after each step keeps the predictions of {cfg['eval_samples']} sequences of "
+                 f"{max_len} tokens (compute_metrics: eval_samples, cut from the held-out tokens)")
 
     _phase(doc, out, "load")
     progress(f"loading the base ({cfg['method']}, {model.quant_bits(cfg) or 'no'}-bit quantization)")
@@ -1405,14 +1445,14 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     initial = checks.weights(net, cfg) if check_here else {}
 
     _phase(doc, out, "eval_before")
-    doc["checks"]["eval_loss_before"] = float(trainer.evaluate()["eval_loss"])
+    doc["checks"]["eval_loss_before"] = plain_evaluate(trainer)
     progress(f"eval loss before: {doc['checks']['eval_loss_before']:.4f}; training {args.max_steps} steps")
     doc["measurements"]["before_train"] = measure.before_train()
     _phase(doc, out, "train")
     trainer.train()
     doc["measurements"]["peaks"] = measure.peaks(recorder.steps, recorder.reason)
     _phase(doc, out, "eval")
-    doc["checks"]["eval_loss_after"] = float(trainer.evaluate()["eval_loss"])
+    doc["checks"]["eval_loss_after"] = plain_evaluate(trainer)
     progress(f"eval loss after: {doc['checks']['eval_loss_after']:.4f}")
 
     _phase(doc, out, "save")
@@ -1442,6 +1482,12 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     else:
         doc["checks"]["reload_reason"] = "checked by rank 0 only"
     doc["phase"] = "done"
+
+
+def plain_evaluate(trainer: Any) -> float:
+    from .train import plain_evaluate as loss_only
+
+    return loss_only(trainer)
 
 
 def _trainer(net: Any, cfg: dict[str, Any], out: Path, args: argparse.Namespace, lr: float, train: Any,
@@ -2048,15 +2094,18 @@ class Recorder:
                  f"reserved {gib(record['max_memory_reserved_bytes'])}, device {gib(record['device_used_bytes'])}")
         self.on_record()
 
-    def evaluated(self, step: int) -> None:
+    def evaluated(self, step: int, accuracy: float | None = None) -> None:
         \"\"\"The evaluation pass that followed step `step` (eval_strategy): its peaks join the step's, measured since
-        the step began (the Trainer evaluates after on_step_end, before the next step resets the peaks).\"\"\"
+        the step began (the Trainer evaluates after on_step_end, before the next step resets the peaks); `accuracy`:
+        what compute_metrics returned, when it ran.\"\"\"
         import torch
 
         record = self.steps[-1] if self.steps else None
         if record is None or record["step"] != step:
             return
         record["evaluated"] = True
+        if accuracy is not None:
+            record["eval_token_accuracy"] = accuracy
         if self.cuda:
             torch.cuda.synchronize()
             for key, now in (("max_memory_allocated_bytes", torch.cuda.max_memory_allocated()),
@@ -2461,7 +2510,52 @@ def _evaluation(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if cfg["eval_strategy"] == "no":
         return {"per_device_eval_batch_size": int(cfg["per_device_train_batch_size"]), "eval_strategy": "no"}
     return {"per_device_eval_batch_size": int(cfg["per_device_eval_batch_size"]), "eval_strategy": "steps",
-            "eval_steps": 1}
+            "eval_steps": 1, "eval_accumulation_steps": cfg["eval_accumulation_steps"],
+            "prediction_loss_only": not cfg["compute_metrics"]}
+
+
+def _metrics(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    \"\"\"compute_metrics (next-token accuracy) and, as configured, a preprocess_logits_for_metrics keeping the argmax:
+    the configured evaluation pass then keeps each batch's predictions as the run would.\"\"\"
+    if not cfg["compute_metrics"]:
+        return {}
+    argmax = cfg["preprocess_logits_for_metrics"] == "argmax"
+    return {"compute_metrics": token_accuracy,
+            "preprocess_logits_for_metrics": (lambda logits, labels: logits.argmax(dim=-1)) if argmax else None}
+
+
+def token_accuracy(prediction: Any) -> dict[str, float]:
+    \"\"\"Share of next tokens predicted right (labels -100: padding), from logits or their argmax.\"\"\"
+    ids, labels = prediction.predictions, prediction.label_ids
+    if ids.ndim == 3:
+        ids = ids.argmax(-1)
+    scored = labels[:, 1:] != -100
+    return {"token_accuracy": float(((ids[:, :-1] == labels[:, 1:]) & scored).sum() / max(int(scored.sum()), 1))}
+
+
+def metrics_set(cfg: Mapping[str, Any], evalset: ListDataset) -> ListDataset:
+    \"\"\"The evaluation set of the configured pass: with compute_metrics, eval_samples sequences of max_seq_length
+    tokens cut from the held-out tokens (repeated as needed), as the estimate has them (what the loop keeps grows
+    with their number and length, not with the text; TRL's packing leaves full-length sequences as they are); else
+    the held-out sequences.\"\"\"
+    if not cfg["compute_metrics"]:
+        return evalset
+    length, count = int(cfg["max_seq_length"]), int(cfg["eval_samples"])
+    flat = [t for s in evalset.seqs for t in s]
+    tokens = (flat * (length * count // len(flat) + 1))[:length * count]
+    return ListDataset([tokens[i * length:(i + 1) * length] for i in range(count)])
+
+
+def plain_evaluate(trainer: Any) -> float:
+    \"\"\"The trial's own evaluation before and after training: the loss only, without compute_metrics, so that no kept
+    predictions enter what is cached before the first step.\"\"\"
+    kept = trainer.compute_metrics, trainer.preprocess_logits_for_metrics, trainer.args.prediction_loss_only
+    trainer.compute_metrics = trainer.preprocess_logits_for_metrics = None
+    trainer.args.prediction_loss_only = True
+    try:
+        return float(trainer.evaluate()["eval_loss"])
+    finally:
+        trainer.compute_metrics, trainer.preprocess_logits_for_metrics, trainer.args.prediction_loss_only = kept
 
 
 def _callback(recorder: Recorder) -> Any:
@@ -2482,7 +2576,8 @@ def _callback(recorder: Recorder) -> Any:
 
         def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if recorder.training:  # the configured evaluation pass after a step, not the trial's own before/after
-                recorder.evaluated(state.global_step)
+                accuracy = (kwargs.get("metrics") or {}).get("eval_token_accuracy")
+                recorder.evaluated(state.global_step, None if accuracy is None else float(accuracy))
 
         def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             logs = kwargs.get("logs")
@@ -2520,10 +2615,11 @@ def make_trainer(model: Any, cfg: Mapping[str, Any], out: Path, max_steps: int, 
     from transformers import Trainer, TrainingArguments
 
     args = TrainingArguments(**common, **checkpointing_kwargs(TrainingArguments, bool(cfg["gradient_checkpointing"])),
-                             remove_unused_columns=False, prediction_loss_only=True)
-    trainer = _measured(Trainer, recorder)(model=model, args=args, train_dataset=train, eval_dataset=evalset,
+                             remove_unused_columns=False)
+    trainer = _measured(Trainer, recorder)(model=model, args=args, train_dataset=train,
+                                           eval_dataset=metrics_set(cfg, evalset),
                                            data_collator=Collator(tokenizer.pad_token_id),
-                                           callbacks=[_callback(recorder)])
+                                           callbacks=[_callback(recorder)], **_metrics(cfg))
     return _quiet(trainer)
 
 
@@ -2550,7 +2646,8 @@ def _sft_trainer(model: Any, cfg: Mapping[str, Any], common: dict[str, Any], tra
     trainer = _measured(SFTTrainer, recorder)(
         model=model, args=args, processing_class=tokenizer, peft_config=peft,
         train_dataset=Dataset.from_dict({"input_ids": train.seqs}),
-        eval_dataset=Dataset.from_dict({"input_ids": evalset.seqs}), callbacks=[_callback(recorder)])
+        eval_dataset=Dataset.from_dict({"input_ids": metrics_set(cfg, evalset).seqs}), callbacks=[_callback(recorder)],
+        **_metrics(cfg))
     if peft is not None:
         cast_adapter(trainer.model, cfg["adapter_dtype"])
     return _quiet(trainer)

@@ -215,6 +215,10 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
                    "packing_by": "trl" if cfg["framework"] == "trl" and cfg["packing"] else "trial",
                    "order": "longest first"}
     progress(f"data: {len(train)} train / {len(evalset)} eval sequences, longest {longest} tokens")
+    if cfg["compute_metrics"]:
+        doc["data"]["metrics_eval_sequences"] = int(cfg["eval_samples"])
+        progress(f"the evaluation after each step keeps the predictions of {cfg['eval_samples']} sequences of "
+                 f"{max_len} tokens (compute_metrics: eval_samples, cut from the held-out tokens)")
 
     _phase(doc, out, "load")
     progress(f"loading the base ({cfg['method']}, {model.quant_bits(cfg) or 'no'}-bit quantization)")
@@ -239,14 +243,14 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     initial = checks.weights(net, cfg) if check_here else {}
 
     _phase(doc, out, "eval_before")
-    doc["checks"]["eval_loss_before"] = float(trainer.evaluate()["eval_loss"])
+    doc["checks"]["eval_loss_before"] = plain_evaluate(trainer)
     progress(f"eval loss before: {doc['checks']['eval_loss_before']:.4f}; training {args.max_steps} steps")
     doc["measurements"]["before_train"] = measure.before_train()
     _phase(doc, out, "train")
     trainer.train()
     doc["measurements"]["peaks"] = measure.peaks(recorder.steps, recorder.reason)
     _phase(doc, out, "eval")
-    doc["checks"]["eval_loss_after"] = float(trainer.evaluate()["eval_loss"])
+    doc["checks"]["eval_loss_after"] = plain_evaluate(trainer)
     progress(f"eval loss after: {doc['checks']['eval_loss_after']:.4f}")
 
     _phase(doc, out, "save")
@@ -276,6 +280,12 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     else:
         doc["checks"]["reload_reason"] = "checked by rank 0 only"
     doc["phase"] = "done"
+
+
+def plain_evaluate(trainer: Any) -> float:
+    from .train import plain_evaluate as loss_only
+
+    return loss_only(trainer)
 
 
 def _trainer(net: Any, cfg: dict[str, Any], out: Path, args: argparse.Namespace, lr: float, train: Any,

@@ -84,15 +84,18 @@ class Recorder:
                  f"reserved {gib(record['max_memory_reserved_bytes'])}, device {gib(record['device_used_bytes'])}")
         self.on_record()
 
-    def evaluated(self, step: int) -> None:
+    def evaluated(self, step: int, accuracy: float | None = None) -> None:
         """The evaluation pass that followed step `step` (eval_strategy): its peaks join the step's, measured since
-        the step began (the Trainer evaluates after on_step_end, before the next step resets the peaks)."""
+        the step began (the Trainer evaluates after on_step_end, before the next step resets the peaks); `accuracy`:
+        what compute_metrics returned, when it ran."""
         import torch
 
         record = self.steps[-1] if self.steps else None
         if record is None or record["step"] != step:
             return
         record["evaluated"] = True
+        if accuracy is not None:
+            record["eval_token_accuracy"] = accuracy
         if self.cuda:
             torch.cuda.synchronize()
             for key, now in (("max_memory_allocated_bytes", torch.cuda.max_memory_allocated()),

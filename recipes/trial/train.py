@@ -37,7 +37,52 @@ def _evaluation(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if cfg["eval_strategy"] == "no":
         return {"per_device_eval_batch_size": int(cfg["per_device_train_batch_size"]), "eval_strategy": "no"}
     return {"per_device_eval_batch_size": int(cfg["per_device_eval_batch_size"]), "eval_strategy": "steps",
-            "eval_steps": 1}
+            "eval_steps": 1, "eval_accumulation_steps": cfg["eval_accumulation_steps"],
+            "prediction_loss_only": not cfg["compute_metrics"]}
+
+
+def _metrics(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """compute_metrics (next-token accuracy) and, as configured, a preprocess_logits_for_metrics keeping the argmax:
+    the configured evaluation pass then keeps each batch's predictions as the run would."""
+    if not cfg["compute_metrics"]:
+        return {}
+    argmax = cfg["preprocess_logits_for_metrics"] == "argmax"
+    return {"compute_metrics": token_accuracy,
+            "preprocess_logits_for_metrics": (lambda logits, labels: logits.argmax(dim=-1)) if argmax else None}
+
+
+def token_accuracy(prediction: Any) -> dict[str, float]:
+    """Share of next tokens predicted right (labels -100: padding), from logits or their argmax."""
+    ids, labels = prediction.predictions, prediction.label_ids
+    if ids.ndim == 3:
+        ids = ids.argmax(-1)
+    scored = labels[:, 1:] != -100
+    return {"token_accuracy": float(((ids[:, :-1] == labels[:, 1:]) & scored).sum() / max(int(scored.sum()), 1))}
+
+
+def metrics_set(cfg: Mapping[str, Any], evalset: ListDataset) -> ListDataset:
+    """The evaluation set of the configured pass: with compute_metrics, eval_samples sequences of max_seq_length
+    tokens cut from the held-out tokens (repeated as needed), as the estimate has them (what the loop keeps grows
+    with their number and length, not with the text; TRL's packing leaves full-length sequences as they are); else
+    the held-out sequences."""
+    if not cfg["compute_metrics"]:
+        return evalset
+    length, count = int(cfg["max_seq_length"]), int(cfg["eval_samples"])
+    flat = [t for s in evalset.seqs for t in s]
+    tokens = (flat * (length * count // len(flat) + 1))[:length * count]
+    return ListDataset([tokens[i * length:(i + 1) * length] for i in range(count)])
+
+
+def plain_evaluate(trainer: Any) -> float:
+    """The trial's own evaluation before and after training: the loss only, without compute_metrics, so that no kept
+    predictions enter what is cached before the first step."""
+    kept = trainer.compute_metrics, trainer.preprocess_logits_for_metrics, trainer.args.prediction_loss_only
+    trainer.compute_metrics = trainer.preprocess_logits_for_metrics = None
+    trainer.args.prediction_loss_only = True
+    try:
+        return float(trainer.evaluate()["eval_loss"])
+    finally:
+        trainer.compute_metrics, trainer.preprocess_logits_for_metrics, trainer.args.prediction_loss_only = kept
 
 
 def _callback(recorder: Recorder) -> Any:
@@ -58,7 +103,8 @@ def _callback(recorder: Recorder) -> Any:
 
         def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if recorder.training:  # the configured evaluation pass after a step, not the trial's own before/after
-                recorder.evaluated(state.global_step)
+                accuracy = (kwargs.get("metrics") or {}).get("eval_token_accuracy")
+                recorder.evaluated(state.global_step, None if accuracy is None else float(accuracy))
 
         def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             logs = kwargs.get("logs")
@@ -96,10 +142,11 @@ def make_trainer(model: Any, cfg: Mapping[str, Any], out: Path, max_steps: int, 
     from transformers import Trainer, TrainingArguments
 
     args = TrainingArguments(**common, **checkpointing_kwargs(TrainingArguments, bool(cfg["gradient_checkpointing"])),
-                             remove_unused_columns=False, prediction_loss_only=True)
-    trainer = _measured(Trainer, recorder)(model=model, args=args, train_dataset=train, eval_dataset=evalset,
+                             remove_unused_columns=False)
+    trainer = _measured(Trainer, recorder)(model=model, args=args, train_dataset=train,
+                                           eval_dataset=metrics_set(cfg, evalset),
                                            data_collator=Collator(tokenizer.pad_token_id),
-                                           callbacks=[_callback(recorder)])
+                                           callbacks=[_callback(recorder)], **_metrics(cfg))
     return _quiet(trainer)
 
 
@@ -126,7 +173,8 @@ def _sft_trainer(model: Any, cfg: Mapping[str, Any], common: dict[str, Any], tra
     trainer = _measured(SFTTrainer, recorder)(
         model=model, args=args, processing_class=tokenizer, peft_config=peft,
         train_dataset=Dataset.from_dict({"input_ids": train.seqs}),
-        eval_dataset=Dataset.from_dict({"input_ids": evalset.seqs}), callbacks=[_callback(recorder)])
+        eval_dataset=Dataset.from_dict({"input_ids": metrics_set(cfg, evalset).seqs}), callbacks=[_callback(recorder)],
+        **_metrics(cfg))
     if peft is not None:
         cast_adapter(trainer.model, cfg["adapter_dtype"])
     return _quiet(trainer)
