@@ -231,6 +231,13 @@ TEXT: dict[str, dict[str, str]] = {
         "ru": "Этот формат квантизации не поддерживается (есть GPTQ, AWQ, bitsandbytes)",
         "uz": "Bu kvantlash formati qo‘llab-quvvatlanmaydi (GPTQ, AWQ, bitsandbytes bor)",
         "en": "This quantization format is not supported (GPTQ, AWQ, bitsandbytes are)"},
+    "e_eval_samples_required": {
+        "ru": "С compute_metrics оценка хранит предсказания всего набора: укажите число последовательностей в "
+              "eval_samples",
+        "uz": "compute_metrics bilan baholash butun to‘plam bashoratlarini saqlaydi: ketma-ketliklar sonini "
+              "eval_samples da kiriting",
+        "en": "With compute_metrics the evaluation keeps the whole set's predictions: give its number of sequences "
+              "in eval_samples"},
     "e_target_modules_required": {
         "ru": "У PEFT нет модулей по умолчанию для этой модели: укажите target_modules",
         "uz": "PEFT’da bu model uchun standart modullar yo‘q: target_modules ni kiriting",

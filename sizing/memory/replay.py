@@ -49,9 +49,9 @@ class Replay:
     eval_layer: tuple[int, ...] = ()
     eval_cache: int = 0
     eval_head: tuple[int, ...] = ()
+    eval_cached: int = 0  # autocast's cached copies of trainable fp32 weights: from the first layer to the loss
     # compute_metrics: the predictions and labels kept from the earlier batches, the last batch's, and the wholes their
     # concatenation makes (empty: none kept, or a chunk of one batch, kept as it is)
-    eval_cached: int = 0  # autocast's cached copies of trainable fp32 weights: from the first layer to the loss
     eval_kept: tuple[int, ...] = ()
     eval_batch: tuple[int, ...] = ()
     eval_whole: tuple[int, ...] = ()
