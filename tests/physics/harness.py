@@ -780,6 +780,28 @@ def _nbytes(t):
 # One measured training step
 
 
+@contextlib.contextmanager
+def one_thread():
+    """One intra-op thread: these tiny matmuls gain little from two, and with two OpenMP threads a busy machine
+    (another process on one of the 2 cores) makes a run 5x slower (spin-waiting)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def tracking(tensors) -> tuple[LiveMem, int]:
+    """A LiveMem that already holds `tensors` (the model, its inputs), and its bytes then: what a measurement's peak
+    is taken above."""
+    tracker = LiveMem()
+    for t in tensors:
+        tracker.add(t)
+    gc.collect()
+    return tracker, tracker.cur
+
+
 @functools.cache
 def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) -> dict:
     """Measure one Trainer-like step of the configured run; cached in memory for the session.
@@ -788,14 +810,8 @@ def measure(style: str, regime: str, dropout: float = 0.0, gc_on: bool = False) 
     switches on reentrant checkpointing), layer_saved_bytes_per_token comes from a second run of the
     same model with checkpointing really off (the engine reports it "without checkpointing")."""
     mode = checkpointing_mode(regime, gc_on)
-    # One intra-op thread: these tiny matmuls gain little from two, and with two OpenMP threads a
-    # busy machine (another process on one of the 2 cores) makes the run 5x slower (spin-waiting).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         return _measure_case(style, regime, dropout, gc_on, mode)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _measure_case(style: str, regime: str, dropout: float, gc_on: bool, mode: str | None) -> dict:

@@ -34,22 +34,14 @@ def _eval_peak(use_cache: bool) -> int:
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, vocab, (EVAL_BATCH, harness.S), generator=g)
     inputs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids.clone())
-    tracker = harness.LiveMem()
-    for t in list(m.parameters()) + list(m.buffers()) + list(inputs.values()):
-        tracker.add(t)
-    start = tracker.cur
-    gc.collect()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with harness.Fp32Matmul(), tracker, torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-            out = m(**inputs)
-            logits = out.logits.float()  # accelerate's convert_to_fp32 on the prepared model's outputs
-            loss = out.loss.detach()
-            del out, logits, loss
-            gc.collect()
-    finally:
-        torch.set_num_threads(threads)
+    tracker, start = harness.tracking(list(m.parameters()) + list(m.buffers()) + list(inputs.values()))
+    with harness.one_thread(), harness.Fp32Matmul(), tracker, torch.no_grad(), \
+            torch.autocast("cpu", dtype=torch.bfloat16):
+        out = m(**inputs)
+        logits = out.logits.float()  # accelerate's convert_to_fp32 on the prepared model's outputs
+        loss = out.loss.detach()
+        del out, logits, loss
+        gc.collect()
     del m
     gc.collect()
     return tracker.peak - start

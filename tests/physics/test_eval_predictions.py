@@ -71,18 +71,9 @@ def _measured(argmax: bool, steps: int | None, tmp_path, monkeypatch) -> tuple[i
 
     trainer = Trainer(model=m, args=args, eval_dataset=_Set(), compute_metrics=metrics,
                       preprocess_logits_for_metrics=(lambda logits, labels: logits.argmax(dim=-1)) if argmax else None)
-    tracker = harness.LiveMem()
-    for t in list(m.parameters()) + list(m.buffers()):
-        tracker.add(t)
-    start = tracker.cur
-    gc.collect()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with harness.Fp32Matmul(), tracker:
-            trainer.evaluate()
-    finally:
-        torch.set_num_threads(threads)
+    tracker, start = harness.tracking(list(m.parameters()) + list(m.buffers()))
+    with harness.one_thread(), harness.Fp32Matmul(), tracker:
+        trainer.evaluate()
     del trainer, m
     gc.collect()
     return tracker.peak - start, seen[0]
