@@ -221,6 +221,17 @@ TRAINER_NO_CACHE = (5,)
 SFT_NO_CACHE = (0, 22)
 
 
+# eval_steps falls back to logging_steps (training_args.py, 5.24: "Fall back to logging_steps if eval_steps is unset"),
+# 500 in TrainingArguments; SFTConfig's is 10 from TRL 0.19.0 ("New defaults: logging_steps=10", PR #3514, commit
+# b0eff324a, `git tag --contains`).
+SFT_LOGGING_10 = (0, 19)
+
+
+def logging_steps(cfg: RunConfig) -> int:
+    """The trainer's default logging_steps, which an unset eval_steps takes."""
+    return 10 if cfg.framework == "trl" and version(cfg) >= SFT_LOGGING_10 else 500
+
+
 def eval_builds_cache(cfg: RunConfig, use_cache: bool) -> bool:
     """Whether the Trainer's evaluation forward builds a KV cache (config.json's use_cache: `use_cache`)."""
     if cfg.framework == "trl":

@@ -7,10 +7,11 @@ from typing import Any
 from .arch import Architecture
 from .catalog import Gpu
 from .config import RunConfig
+from .frameworks import logging_steps
 from .memory.adapters import Trainable
 from .memory.regime import Regime
 from .time.device import model_data
-from .time.roofline import Inventory, inventory, step_time
+from .time.roofline import Inventory, forward_seconds, inventory, step_time
 
 
 def residual_band() -> tuple[float, float]:
@@ -39,6 +40,27 @@ def step_bounds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
     return fastest * low, slowest * high
 
 
+def evaluation_hours(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
+                     tokens_step: int) -> float | None:
+    """Hours the Trainer's evaluation passes take over the run (inside total_hours): eval_strategy "epoch" evaluates
+    after each epoch, "steps" every eval_steps optimizer steps (the trainer's logging_steps when unset:
+    frameworks.logging_steps) and after the last, each pass the forward of eval_samples sequences,
+    per_device_eval_batch_size per GPU at a time; None without an evaluation, or without eval_samples (the set's
+    size) or the dataset's tokens."""
+    if cfg.eval_strategy == "no" or not cfg.eval_samples or not cfg.dataset_tokens:
+        return None
+    batch = forward_seconds(cfg, arch, reg, tr, gpu)
+    if batch is None:
+        return None
+    if cfg.eval_strategy == "epoch":
+        passes = math.ceil(cfg.num_train_epochs)
+    else:  # DefaultFlowCallback (trainer_callback.py, 5.24): every eval_steps steps, and after the last one if not
+        steps = math.ceil(cfg.dataset_tokens * cfg.num_train_epochs / (tokens_step * cfg.num_gpus))
+        passes = math.ceil(steps / (cfg.eval_steps or logging_steps(cfg)))
+    batches = math.ceil(cfg.eval_samples / (cfg.per_device_eval_batch_size * cfg.num_gpus))
+    return passes * batches * batch / 3600
+
+
 def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,
                   gpu: Gpu) -> dict[str, Any] | None:
     """Step seconds, tokens/s, total hours and cost (with their ranges), or None without the GPU's figures."""
@@ -50,9 +72,12 @@ def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable
     tokens_step = cfg.max_seq_length * cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
     per_gpu = tokens_step / st.seconds
     total_tps = per_gpu * cfg.num_gpus  # every GPU trains its own micro-batches (data parallel)
-    hours = cost = per_million = None
+    hours = cost = per_million = eval_hours = None
     if cfg.dataset_tokens:
         hours = cfg.dataset_tokens * cfg.num_train_epochs / total_tps / 3600
+        eval_hours = evaluation_hours(cfg, arch, reg, tr, gpu, tokens_step)
+        if eval_hours is not None:
+            hours += eval_hours
     if cfg.price_per_gpu_hour is not None:
         per_million = 1e6 / total_tps / 3600 * cfg.num_gpus * cfg.price_per_gpu_hour
         if hours is not None:
@@ -61,7 +86,7 @@ def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable
     useful = st.flops_per_token * total_tps / cfg.num_gpus
     return {
         "step_seconds": st.seconds, "tokens_per_second": total_tps, "tokens_per_second_per_gpu": per_gpu,
-        "total_hours": hours, "cost": cost, "cost_per_million_tokens": per_million,
+        "total_hours": hours, "evaluation_hours": eval_hours, "cost": cost, "cost_per_million_tokens": per_million,
         "range": {"step_seconds": _span(st.seconds, low, high),
                   "tokens_per_second": _span(total_tps, 1 / high, 1 / low),
                   "total_hours": _span(hours, low, high), "cost": _span(cost, low, high),

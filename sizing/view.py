@@ -154,12 +154,16 @@ def _time(est: Mapping[str, Any], w: Words, lang: str) -> View:
         return "" if not pair else f" ({fmt_num(float(pair[0]), lang, digits)}–{fmt_num(float(pair[1]), lang, digits)})"
 
     parts = [plain(f"{w.get('time_line', '')} "), span("total-hours", _opt(time.get("total_hours"), lang, 1)),
-             span("total-hours-range", rng("total_hours", 1)),
-             plain(f" {w.get('hours', 'h')}; {w.get('step', 'step')} "),
-             span("step-seconds", _opt(time.get("step_seconds"), lang, 1)), plain(f" s; {w.get('tps', 'tokens/s')} "),
-             span("tokens-per-second", fmt_int(round(time.get("tokens_per_second") or 0), lang)),
-             plain(f"; {w.get('cost', 'cost')} "), span("cost", _opt(time.get("cost"), lang, 2)),
-             span("cost-range", rng("cost", 2))]
+             span("total-hours-range", rng("total_hours", 1)), plain(f" {w.get('hours', 'h')}")]
+    if time.get("evaluation_hours") is not None:  # inside total_hours: the Trainer's evaluation passes
+        parts += [plain(f", {w.get('eval_hours', 'evaluation')} "),
+                  span("evaluation-hours", _opt(time.get("evaluation_hours"), lang, 2)),
+                  plain(f" {w.get('hours', 'h')}")]
+    parts += [plain(f"; {w.get('step', 'step')} "),
+              span("step-seconds", _opt(time.get("step_seconds"), lang, 1)), plain(f" s; {w.get('tps', 'tokens/s')} "),
+              span("tokens-per-second", fmt_int(round(time.get("tokens_per_second") or 0), lang)),
+              plain(f"; {w.get('cost', 'cost')} "), span("cost", _opt(time.get("cost"), lang, 2)),
+              span("cost-range", rng("cost", 2))]
     return {"key": "time", "kind": "text", "class": "calc-time", "attrs": {"data-testid": "time"}, "parts": parts}
 
 

@@ -238,6 +238,7 @@ class RunConfig:
     fsdp_shard_embeddings: bool = False  # torchtune custom_sharded_layers: embedding and head as FSDP units
     dataset_tokens: int | None = None
     num_train_epochs: float = 3.0
+    eval_steps: int | None = None  # TrainingArguments: steps between evaluations (None: logging_steps, 500)
     price_per_gpu_hour: float | None = None
     utilization: float | None = None  # share of the GPU's dense peak sustained; None: sizing's default
     expandable_segments: bool = False
@@ -912,6 +913,13 @@ FIELDS: tuple[Field, ...] = (
                                              "Epoxalar (TrainingArguments standarti 3)",
                                              "Epochs (TrainingArguments default 3)"),
           low=0.0, high=1e4, form="float", group=_T),
+    Field("eval_steps", "int", None, ("Шагов оптимизатора между оценками при eval_strategy steps "
+                                      "(TrainingArguments); null — как logging_steps: 500, у trl 10",
+                                      "eval_strategy steps bo‘lganda baholashlar orasidagi optimizator qadamlari "
+                                      "(TrainingArguments); null — logging_steps kabi: 500, trl da 10",
+                                      "Optimizer steps between evaluations with eval_strategy steps "
+                                      "(TrainingArguments); null: as logging_steps, 500 (trl: 10)"),
+          low=1, high=10**9, nullable=True, form="int", group=_T),
     Field("price_per_gpu_hour", "float", None, ("Цена GPU-часа в вашей валюте; null — без стоимости",
                                                 "Bir GPU-soat narxi, o‘z valyutangizda; null — narxsiz",
                                                 "Price of one GPU-hour in your currency; null: no cost"),

@@ -19,8 +19,10 @@ def time_lines(t: dict[str, Any], dataset_tokens: int | None, epochs: float, gpu
              f"attention kernel {t['attention_kernel']}, {'GPU' if t['bound'] == 'gpu' else 'host (kernel launch)'}"
              f"-bound, model FLOPs utilization {t['utilization']:.2f}"]
     if t.get("total_hours") is not None:
+        evaluation = t.get("evaluation_hours")
         lines.append(f"  {dataset_tokens:,} tokens x {epochs:g} epochs: {t['total_hours']:.3g} h"
-                     f"{_range(t, 'total_hours', '.3g')} on {gpus} GPU(s)")
+                     f"{_range(t, 'total_hours', '.3g')} on {gpus} GPU(s)"
+                     + ("" if evaluation is None else f", of which the evaluation passes {evaluation:.3g} h"))
     if t.get("cost") is not None:
         lines.append(f"  cost {t['cost']:,.2f}{_range(t, 'cost', ',.2f')} at your price per GPU-hour")
     if t.get("cost_per_million_tokens") is not None:

@@ -129,6 +129,23 @@ def inventory(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
                      traffic(cfg, arch, reg, tr, gpu.usable_bytes), plan)
 
 
+def forward_seconds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu) -> float | None:
+    """Seconds of one evaluation batch on one GPU: the forward kernels of a micro-batch of per_device_eval_batch_size
+    sequences (the Trainer's evaluation runs the forward and the loss only), at max(GPU time, host launches) as a
+    micro-batch's; None when the catalog lacks the GPU's figures."""
+    dev = device(cfg, reg, gpu)
+    if dev is None:
+        return None
+    run = replace(cfg, per_device_train_batch_size=cfg.per_device_eval_batch_size)
+    data = model_data()
+    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"]
+    view = 0.0 if reg.compiled else data["view_seconds"]
+    floor = data.get("kernel_floor_seconds", 3e-6)
+    ops = [op for op in _micro_ops(run, arch, reg, tr, attention_kernel(reg, gpu.sm[0]))[0] if op.phase == "forward"]
+    busy = math.fsum(op.count * op_seconds(op, dev, floor) for op in ops)
+    return max(busy, math.fsum(op.count * (op.kernels * launch + op.views * view) for op in ops))
+
+
 # tile_efficiency by its three ints: a fit table asks the same few dozen GEMM shapes on each card three times.
 _TILES: dict[tuple[int, int, int], float] = {}
 

@@ -71,7 +71,7 @@ MINIMAL = {
     "loss_implementation": None, "torch_compile": False, "activation_offloading": False,
     "optimizer_in_backward": False, "gpu": "H100-SXM-80GB", "num_gpus": 1, "parallelism": "none",
     "cpu_offload": False, "fsdp_shard_embeddings": False, "dataset_tokens": None, "num_train_epochs": 3.0,
-    "price_per_gpu_hour": None,
+    "eval_steps": None, "price_per_gpu_hour": None,
     "utilization": None, "expandable_segments": False,
 }
 
