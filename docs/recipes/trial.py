@@ -238,7 +238,7 @@ class RunConfig:
     fsdp_shard_embeddings: bool = False  # torchtune custom_sharded_layers: embedding and head as FSDP units
     dataset_tokens: int | None = None
     num_train_epochs: float = 3.0
-    eval_steps: int | None = None  # TrainingArguments: steps between evaluations (None: logging_steps, 500)
+    eval_steps: int | None = None  # TrainingArguments: steps between evaluations (None: the trainer's logging_steps)
     price_per_gpu_hour: float | None = None
     utilization: float | None = None  # share of the GPU's dense peak sustained; None: sizing's default
     expandable_segments: bool = False
