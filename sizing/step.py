@@ -230,10 +230,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
     layer_adapter = (params * reg.adapter // arch.layers) if cfg.is_peft else 0
     kept_logits = kept_cache = 0
     if reg.profile.keeps_outputs:  # frameworks.CUSTOM: `out` outlives the step
-        # transformers < 4.46 returned the fp32 upcast in out.logits (frameworks.hf_logits)
-        logit_bytes = 4 if reg.loss == "hf" and reg.hf_logits == "upcast" else (reg.compute if reg.autocast
-                                                                               else reg.lm_head_weight)
-        kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * logit_bytes
+        kept_logits = 0 if reg.loss == "fused_linear_ce" else n * arch.vocab * _returned_logit(reg)
         kept_cache = 0 if reg.checkpointing or not arch.use_cache else 2 * arch.layers * _kv(arch, reg, n)
     ev = _evaluation(cfg, arch, reg, tr, ls, seq)
     totals = Totals(
@@ -283,10 +280,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy,
         eval_layer=sum(ev.layer), eval_shared=ev.shared + ev.cached, eval_loss=sum(ev.head),
         eval_cache=2 * arch.layers * ev.kv,
-        eval_kept=sum(ev.prior), eval_logits=ev.logits,
-        # the predictions' concatenation (a chunk of one batch keeps it as it is): the old whole, the batch's and the
-        # new whole, with the labels' (concatenated after them: the predictions' is the larger moment)
-        eval_concat=(sum(ev.prior) + sum(ev.batch) + ev.whole[0]) if ev.whole[0] else sum(ev.batch))
+        eval_kept=sum(ev.prior), eval_logits=ev.logits, eval_concat=ev.concat)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
         "trainable_params": params + _untrained(arch, tr, reg.full),
@@ -367,6 +361,12 @@ class _Eval:
     whole: tuple[int, int] = (0, 0)
     logits: int = 0
 
+    @property
+    def concat(self) -> int:
+        """What the predictions' concatenation holds at once (a chunk of one batch keeps it as it is): the old whole,
+        the batch's and the new whole, with the labels' (concatenated after them: the predictions' is the larger)."""
+        return sum(self.prior) + sum(self.batch) + self.whole[0] if self.whole[0] else sum(self.batch)
+
 
 def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, ls: LayerSaved, seq: int) -> _Eval:
     """What the evaluation pass holds (eval_strategy other than "no"): sequences of max_seq_length (packed or
@@ -411,8 +411,7 @@ def _kept(cfg: RunConfig, arch: Architecture, reg: Regime, seq: int, ev: _Eval) 
         raise SizingError("eval_samples_required", "compute_metrics keeps the predictions of the whole evaluation "
                           "set: give its number of sequences in eval_samples", field="eval_samples")
     per_step, chunk, kept = eval_kept_sequences(cfg)
-    upcast = reg.autocast or (reg.loss == "hf" and reg.hf_logits == "upcast")  # fp32 logits out of the model
-    logit = 4 if upcast else reg.lm_head_weight
+    logit = 4 if reg.autocast else _returned_logit(reg)  # accelerate's fp32 copy under mixed precision
     per_token = 8 if cfg.preprocess_logits_for_metrics == "argmax" else arch.vocab * logit
     last = min(per_step, kept)
 
@@ -423,10 +422,17 @@ def _kept(cfg: RunConfig, arch: Architecture, reg: Regime, seq: int, ev: _Eval) 
     # (sft_trainer.py v1.16.0 compute_loss, return_outputs=True): the projection and accelerate's fp32 copy
     logits = 0
     if reg.loss == "fused_linear_ce":
-        n = cfg.per_device_eval_batch_size * seq * arch.vocab
-        logits = n * ((reg.compute if reg.autocast else reg.lm_head_weight) + (4 if reg.autocast else 0))
+        logits = cfg.per_device_eval_batch_size * seq * arch.vocab * (_returned_logit(reg) + (4 if reg.autocast else 0))
     return replace(ev, prior=pair(kept - last), batch=pair(last), whole=pair(kept) if chunk > 1 else (0, 0),
                    logits=logits)
+
+
+def _returned_logit(reg: Regime) -> int:
+    """Bytes per logit of the logits the model's forward returns: the head's output dtype, or the fp32 upcast
+    transformers < 4.46 returned (frameworks.hf_logits)."""
+    if reg.loss == "hf" and reg.hf_logits == "upcast":
+        return 4
+    return reg.compute if reg.autocast else reg.lm_head_weight
 
 
 def _shared(cfg: RunConfig, arch: Architecture, reg: Regime, batch: int, seq: int) -> int:

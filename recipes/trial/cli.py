@@ -242,6 +242,8 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     start = checks.logits(net, inputs, cfg) if check_here else None
     initial = checks.weights(net, cfg) if check_here else {}
 
+    from .train import plain_evaluate
+
     _phase(doc, out, "eval_before")
     doc["checks"]["eval_loss_before"] = plain_evaluate(trainer)
     progress(f"eval loss before: {doc['checks']['eval_loss_before']:.4f}; training {args.max_steps} steps")
@@ -280,12 +282,6 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
     else:
         doc["checks"]["reload_reason"] = "checked by rank 0 only"
     doc["phase"] = "done"
-
-
-def plain_evaluate(trainer: Any) -> float:
-    from .train import plain_evaluate as loss_only
-
-    return loss_only(trainer)
 
 
 def _trainer(net: Any, cfg: dict[str, Any], out: Path, args: argparse.Namespace, lr: float, train: Any,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ..arch import Architecture
@@ -137,13 +138,27 @@ def forward_seconds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainab
     if dev is None:
         return None
     run = replace(cfg, per_device_train_batch_size=cfg.per_device_eval_batch_size)
-    data = model_data()
-    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"]
-    view = 0.0 if reg.compiled else data["view_seconds"]
-    floor = data.get("kernel_floor_seconds", 3e-6)
     ops = [op for op in _micro_ops(run, arch, reg, tr, attention_kernel(reg, gpu.sm[0]))[0] if op.phase == "forward"]
-    busy = math.fsum(op.count * op_seconds(op, dev, floor) for op in ops)
-    return max(busy, math.fsum(op.count * (op.kernels * launch + op.views * view) for op in ops))
+    launch, view, floor = _launch_costs(reg)
+    return _ops_seconds(ops, dev, floor, launch, view)
+
+
+def _launch_costs(reg: Regime, scale: float = 1.0) -> tuple[float, float, float]:
+    """Host seconds per kernel launch and per view-like op (`scale`: the range's corner), and a kernel's least GPU
+    time."""
+    data = model_data()
+    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"] * scale
+    view = 0.0 if reg.compiled else data["view_seconds"] * scale  # Inductor traces views away
+    return launch, view, data.get("kernel_floor_seconds", 3e-6)
+
+
+def _ops_seconds(ops: Iterable[Op], dev: Device, floor: float, launch: float, view: float) -> float:
+    """Ops run one after another: the slower of their GPU time (op_seconds each) and the host's launches."""
+    busy = host = 0.0
+    for op in ops:
+        busy += op.count * op_seconds(op, dev, floor)
+        host += op.count * op.kernels * launch + op.count * op.views * view
+    return max(busy, host)
 
 
 # tile_efficiency by its three ints: a fit table asks the same few dozen GEMM shapes on each card three times.
@@ -161,10 +176,7 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
         return None
     if gemm_efficiency is not None:
         dev = replace(dev, gemm_efficiency=gemm_efficiency)
-    data = model_data()
-    launch = data["launch_seconds_compiled" if reg.compiled else "launch_seconds"] * launch_scale
-    view = 0.0 if reg.compiled else data["view_seconds"] * launch_scale  # Inductor traces views away
-    floor = data.get("kernel_floor_seconds", 3e-6)
+    launch, view, floor = _launch_costs(reg, launch_scale)
     inv = inv or inventory(cfg, arch, reg, tr, gpu)
     kernel = inv.kernel
     # op_seconds for every op, inlined with the same float operations in the same order (perf: 27 cards x 3
@@ -199,11 +211,7 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
     gpu_micro = math.fsum(parts.values())  # not sum(): CPython 3.12+ compensates float sums, 3.11 does not
     micro = max(gpu_micro, host)
     accum = cfg.gradient_accumulation_steps
-    step_gpu = step_host = 0.0
-    for op in inv.step:
-        step_gpu += op.count * op_seconds(op, dev, floor)
-        step_host += op.count * op.kernels * launch
-    optimizer = max(step_gpu, step_host)
+    optimizer = _ops_seconds(inv.step, dev, floor, launch, view)
     traf = inv.traffic
     comm = traf.link_bytes / dev.link_GBps + traf.pcie_bytes / dev.pcie_GBps
     window = micro * accum if traf.overlap_window == "step" else micro * 0.6
