@@ -100,6 +100,9 @@ class RunConfig:
     preprocess_logits_for_metrics: str = "none"  # "argmax": token ids are kept instead of the logits
     eval_accumulation_steps: int | None = None  # TrainingArguments: batches after which predictions go to the CPU
     eval_samples: int | None = None  # sequences in the evaluation set
+    # TrainingArguments: compute_metrics called on each batch, nothing kept across batches (transformers PR #28769)
+    batch_eval_metrics: bool = False
+    eval_do_concat_batches: bool = True  # TrainingArguments (PR #30267): False keeps each batch's predictions in a list
     packing: bool = False
     gradient_checkpointing: bool | None = None
     attn_implementation: str = "sdpa"

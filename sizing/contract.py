@@ -438,6 +438,20 @@ FIELDS: tuple[Field, ...] = (
                                         "Baholash to‘plamidagi ketma-ketliklar (compute_metrics bilan kerak)",
                                         "Sequences in the evaluation set (needed with compute_metrics)"),
           low=1, high=1 << 30, nullable=True, form="int", group=_B),
+    Field("batch_eval_metrics", "bool", False, ("compute_metrics вызывается на каждом батче оценки "
+                                                "(TrainingArguments): предсказания не копятся на GPU",
+                                                "compute_metrics har bir baholash batchida chaqiriladi "
+                                                "(TrainingArguments): bashoratlar GPU da to‘planmaydi",
+                                                "compute_metrics is called on each evaluation batch "
+                                                "(TrainingArguments): no predictions pile up on the GPU"),
+          form="bool", group=_B),
+    Field("eval_do_concat_batches", "bool", True, ("Предсказания батчей оценки склеиваются в один тензор "
+                                                   "(TrainingArguments); false — хранятся списком",
+                                                   "Baholash batchlari bashoratlari bitta tenzorga ulanadi "
+                                                   "(TrainingArguments); false — ro‘yxat bo‘lib saqlanadi",
+                                                   "The evaluation batches' predictions are concatenated into one "
+                                                   "tensor (TrainingArguments); false: kept as a list"),
+          form="bool", group=_B),
     Field("packing", "bool", False, ("Последовательности упакованы до max_seq_length (без паддинга)",
                                      "Ketma-ketliklar max_seq_length gacha zichlangan (to‘ldirishsiz)",
                                      "Sequences packed to max_seq_length (no padding)"),

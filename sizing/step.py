@@ -280,7 +280,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         head_gather_copy=sh.head_gather_copy, layer_gather_copy=sh.layer_gather_copy,
         eval_layer=sum(ev.layer), eval_shared=ev.shared + ev.cached, eval_loss=sum(ev.head),
         eval_cache=2 * arch.layers * ev.kv,
-        eval_kept=sum(ev.prior), eval_logits=ev.logits, eval_concat=ev.concat)
+        eval_kept=sum(ev.prior), eval_logits=ev.logits, eval_concat=ev.concat, eval_concatenates=ev.whole[0] > 0)
     detail = {
         "param_bytes": w.param_bytes, "quant_state_bytes": w.quant_state_bytes,
         "trainable_params": params + _untrained(arch, tr, reg.full),
@@ -289,6 +289,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         "layer_constant_bytes": ls.constant, "layer_backward_bytes": lb.peak + reentrant_output,
         "retained_activation_bytes": body + shared + hd.body_side + hd.loss_saved, "tokens": n,
         "nccl_bytes": sh.nccl_bytes, "host_offload_bytes": sh.host_bytes, "gathered_bytes": sh.gathered,
+        "eval_kept_bytes": sum(ev.prior),  # compute_metrics: the earlier evaluation batches' predictions and labels
     }
     ms = moments(inputs)
     root = sh.root_held if sh.gathered else 0
@@ -326,7 +327,7 @@ def _step(cfg: RunConfig, arch: Architecture, gpu: Gpu | None, backend: str) -> 
         states_per_grad=sh.optimizer / max(sh.gradients, 1), temp_per_grad=inputs.optimizer_temp / max(sh.gradients, 1),
         accumulating=inputs.accumulating, one_state=cfg.optim in LION,
         eval_layer=ev.layer, eval_cache=ev.kv, eval_head=ev.head, eval_cached=ev.cached,
-        eval_kept=tuple(x for x in ev.prior if x), eval_batch=tuple(x for x in ev.batch if x),
+        eval_kept=ev.kept, eval_batch=tuple(x for x in ev.batch if x),
         eval_whole=tuple(x for x in ev.whole if x),
         **fsdp_units(cfg, arch, reg, w, totals.root_unit, per_layer_static))
     pk = peak(ms)
@@ -360,12 +361,16 @@ class _Eval:
     batch: tuple[int, int] = (0, 0)
     whole: tuple[int, int] = (0, 0)
     logits: int = 0
+    # the earlier batches' predictions and labels as the loop holds them: the two wholes (concatenated), or each
+    # batch's pair (eval_do_concat_batches false: a list)
+    kept: tuple[int, ...] = ()
 
     @property
     def concat(self) -> int:
-        """What the predictions' concatenation holds at once (a chunk of one batch keeps it as it is): the old whole,
-        the batch's and the new whole, with the labels' (concatenated after them: the predictions' is the larger)."""
-        return sum(self.prior) + sum(self.batch) + self.whole[0] if self.whole[0] else sum(self.batch)
+        """What the loop holds once the last batch's predictions are added: the old whole, the batch's and the new
+        whole its concatenation makes, with the labels' (concatenated after them: the predictions' is the larger); the
+        earlier batches' and the batch's where nothing is concatenated (a list, or a chunk of one batch)."""
+        return sum(self.prior) + sum(self.batch) + self.whole[0]
 
 
 def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, ls: LayerSaved, seq: int) -> _Eval:
@@ -374,7 +379,7 @@ def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
     its tensors as it goes: what training saves of one layer, with its input, bounds what it holds at once."""
     if cfg.eval_strategy == "no":
         return _Eval()
-    batch = cfg.per_device_eval_batch_size
+    batch = eval_batch(cfg)
     n = batch * seq
     hd = no_grad_head(arch, reg, tr, cfg.r, n, seq)
     kv = _kv(arch, reg, n) if eval_builds_cache(cfg, arch.use_cache) else 0
@@ -387,10 +392,21 @@ def _evaluation(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, 
                                             kv, cached=ls.cached_weight_copies))
 
 
+def eval_batch(cfg: RunConfig) -> int:
+    """Sequences of an evaluation batch on each GPU: per_device_eval_batch_size, or the whole set split over the GPUs
+    where eval_samples gives one that is smaller (the DataLoader's one batch is the set)."""
+    if cfg.eval_samples:
+        return min(cfg.per_device_eval_batch_size, -(-cfg.eval_samples // cfg.num_gpus))
+    return cfg.per_device_eval_batch_size
+
+
 def eval_kept_sequences(cfg: RunConfig) -> tuple[int, int, int]:
     """compute_metrics: the sequences of one evaluation batch gathered from every GPU, the batches held on the GPU
-    before they move to the CPU (eval_accumulation_steps, else all), and the sequences held after the last of them."""
+    before they move to the CPU (eval_accumulation_steps, else all; batch_eval_metrics: one, the loop keeps none),
+    and the sequences held after the last of them."""
     per_step = cfg.per_device_eval_batch_size * cfg.num_gpus  # every GPU gathers every GPU's batch
+    if cfg.batch_eval_metrics:
+        return per_step, 1, min(per_step, cfg.eval_samples or per_step)
     samples = cfg.eval_samples or 0
     batches = max(math.ceil(samples / per_step), 1)
     chunk = min(batches, cfg.eval_accumulation_steps or batches)
@@ -404,10 +420,11 @@ def _kept(cfg: RunConfig, arch: Architecture, reg: Regime, seq: int, ev: _Eval) 
     (int64), gathered from every GPU (gather_for_metrics) and concatenated onto those of the earlier batches
     (EvalLoopContainer.add: nested_concat makes a new whole while the old one and the batch are alive) until
     eval_accumulation_steps batches have passed (to_cpu_and_numpy: to the CPU) or the set ends (measured on the CPU:
-    tests/physics/test_eval_predictions.py)."""
+    tests/physics/test_eval_predictions.py). With batch_eval_metrics compute_metrics takes each batch's as it comes
+    and the loop keeps none; with eval_do_concat_batches false it appends each batch's to a list, no concatenation."""
     if not cfg.compute_metrics:
         return ev
-    if cfg.eval_samples is None:
+    if cfg.eval_samples is None and not cfg.batch_eval_metrics:
         raise SizingError("eval_samples_required", "compute_metrics keeps the predictions of the whole evaluation "
                           "set: give its number of sequences in eval_samples", field="eval_samples")
     per_step, chunk, kept = eval_kept_sequences(cfg)
@@ -422,9 +439,12 @@ def _kept(cfg: RunConfig, arch: Architecture, reg: Regime, seq: int, ev: _Eval) 
     # (sft_trainer.py v1.16.0 compute_loss, return_outputs=True): the projection and accelerate's fp32 copy
     logits = 0
     if reg.loss == "fused_linear_ce":
-        logits = cfg.per_device_eval_batch_size * seq * arch.vocab * (_returned_logit(reg) + (4 if reg.autocast else 0))
-    return replace(ev, prior=pair(kept - last), batch=pair(last), whole=pair(kept) if chunk > 1 else (0, 0),
-                   logits=logits)
+        logits = eval_batch(cfg) * seq * arch.vocab * (_returned_logit(reg) + (4 if reg.autocast else 0))
+    concat = chunk > 1 and cfg.eval_do_concat_batches
+    earlier = [min(per_step, kept - last - i) for i in range(0, kept - last, per_step)]
+    tensors = pair(kept - last) if concat else tuple(x for n in earlier for x in pair(n))
+    return replace(ev, prior=pair(kept - last), batch=pair(last), whole=pair(kept) if concat else (0, 0),
+                   logits=logits, kept=tuple(x for x in tensors if x))
 
 
 def _returned_logit(reg: Regime) -> int:

@@ -11,9 +11,9 @@ from .config import RunConfig
 from .frameworks import moe_measured
 from .memory.adapters import resolve_targets
 from .memory.regime import Regime
-from .memory.timeline import EVAL_CONCAT
+from .memory.timeline import EVAL_CONCAT, EVAL_HELD
 from .memory.weights import grouped_experts
-from .step import eval_kept_sequences
+from .step import eval_batch, eval_kept_sequences
 
 
 def _w(code: str, message: str, **params: Any) -> dict[str, Any]:
@@ -30,17 +30,14 @@ def collect_warnings(cfg: RunConfig, arch: Architecture, reg: Regime, gpu: Gpu |
                      what: str = "") -> list[dict[str, Any]]:
     """`parts`: the components at the peak; `phase` and `what`: the peak moment's (timeline.Moment)."""
     out: list[dict[str, Any]] = []
-    kept = phase == "eval" and what == EVAL_CONCAT
+    # the kept predictions set an evaluation peak at their own moments, or at the last batch's loss when they are
+    # most of what it holds
+    held = parts.get("logits_and_loss", 0)
+    kept = phase == "eval" and (what in (EVAL_CONCAT, EVAL_HELD) or 2 * detail.get("eval_kept_bytes", 0) > held)
     if kept:
-        sequences, seq, held = eval_kept_sequences(cfg)[2], cfg.max_seq_length, parts.get("logits_and_loss", 0)
-        out.append(_w("eval_predictions", f"the evaluation's predictions for compute_metrics set the peak: it keeps "
-                      f"the predictions and labels of {sequences} sequences of {seq} tokens on the GPU (until "
-                      "eval_accumulation_steps batches or the whole set have passed), and adding each batch's to them "
-                      f"holds them twice: {held / 2**30:.2f} GiB; a preprocess_logits_for_metrics that keeps the "
-                      "argmax, a smaller eval_accumulation_steps or batch_eval_metrics lowers it",
-                      sequences=sequences, seq=seq, bytes=held))
+        out.append(_kept_warning(cfg, held))
     elif phase == "eval":
-        batch, seq = cfg.per_device_eval_batch_size, cfg.max_seq_length
+        batch, seq = eval_batch(cfg), cfg.max_seq_length
         out.append(_w("eval_peak", f"the evaluation pass sets the peak: {batch} sequences of {seq} tokens per GPU "
                       "(per_device_eval_batch_size), without gradients but with their logits and loss at once; a "
                       "smaller evaluation batch lowers it", batch=batch, seq=seq))
@@ -135,3 +132,28 @@ def load_above_logged_peak(load: int, logged: int) -> dict[str, Any]:
               f"GiB, more than the training step's {logged / 2**30:.2f} GiB; torchtune resets the peak counters after "
               "the model's setup, so its logged peak_memory_alloc does not show it, but the card must hold it (the fit "
               "verdict counts it)", bytes=load, logged_bytes=logged)
+
+
+def _kept_warning(cfg: RunConfig, held: int) -> dict[str, Any]:
+    """The evaluation's predictions for compute_metrics set the peak (`held`: the moment's logits and predictions):
+    concatenated (the kept ones twice for a moment), kept as a list, or one batch's (batch_eval_metrics, or a chunk
+    of one batch), each with its remedies."""
+    _, chunk, sequences = eval_kept_sequences(cfg)
+    seq, gib = cfg.max_seq_length, f"{held / 2**30:.2f} GiB"
+    if chunk > 1 and cfg.eval_do_concat_batches:
+        return _w("eval_predictions", f"the evaluation's predictions for compute_metrics set the peak: it keeps "
+                  f"the predictions and labels of {sequences} sequences of {seq} tokens on the GPU (until "
+                  "eval_accumulation_steps batches or the whole set have passed), and adding each batch's to them "
+                  f"holds them twice: {gib}; a preprocess_logits_for_metrics that keeps the argmax, a smaller "
+                  "eval_accumulation_steps or batch_eval_metrics lowers it",
+                  sequences=sequences, seq=seq, bytes=held)
+    if chunk > 1:
+        return _w("eval_predictions_list", f"the evaluation's predictions for compute_metrics set the peak: it keeps "
+                  f"the predictions and labels of {sequences} sequences of {seq} tokens on the GPU, batch by batch "
+                  f"(until eval_accumulation_steps batches or the whole set have passed): {gib}; a "
+                  "preprocess_logits_for_metrics that keeps the argmax, a smaller eval_accumulation_steps or "
+                  "batch_eval_metrics lowers it", sequences=sequences, seq=seq, bytes=held)
+    return _w("eval_predictions_batch", f"one evaluation batch's predictions and labels for compute_metrics set the "
+              f"peak: {sequences} sequences of {seq} tokens gathered from every GPU, {gib}; a "
+              "preprocess_logits_for_metrics that keeps the argmax or a smaller per_device_eval_batch_size lowers it",
+              sequences=sequences, seq=seq, bytes=held)

@@ -87,6 +87,12 @@ TEXT: dict[str, dict[str, str]] = {
                                   "en": "Evaluation batches before the predictions move to the CPU"},
     "f_eval_samples": {"ru": "Последовательностей в наборе для оценки", "uz": "Baholash to‘plamidagi ketma-ketliklar",
                        "en": "Sequences in the evaluation set"},
+    "f_batch_eval_metrics": {"ru": "batch_eval_metrics: метрики по батчам (предсказания не копятся)",
+                             "uz": "batch_eval_metrics: metrikalar batchma-batch (bashoratlar to‘planmaydi)",
+                             "en": "batch_eval_metrics: metrics batch by batch (no predictions pile up)"},
+    "f_eval_do_concat_batches": {"ru": "Склеивать предсказания батчей оценки (eval_do_concat_batches)",
+                                 "uz": "Baholash batchlari bashoratlarini ulash (eval_do_concat_batches)",
+                                 "en": "Concatenate the evaluation batches' predictions (eval_do_concat_batches)"},
     "f_eval_steps": {"ru": "Шагов между оценками (eval_steps)", "uz": "Baholashlar orasidagi qadamlar (eval_steps)",
                      "en": "Steps between evaluations (eval_steps)"},
     "f_packing": {"ru": "Упаковка последовательностей", "uz": "Ketma-ketliklarni zichlash", "en": "Packing"},
@@ -472,6 +478,29 @@ TEXT: dict[str, dict[str, str]] = {
               "whole set have passed), and adding each batch's to them holds them twice for a moment: {gib} GiB. A "
               "preprocess_logits_for_metrics that keeps the argmax, a smaller eval_accumulation_steps or "
               "batch_eval_metrics lowers it."},
+    "w_eval_predictions_list": {
+        "ru": "Пик задают предсказания, которые оценка копит для compute_metrics: предсказания и метки {sequences} "
+              "последовательностей по {seq} токенов лежат на GPU, батч за батчем (пока не пройдут "
+              "eval_accumulation_steps батчей или весь набор): {gib} ГиБ. Снизят его preprocess_logits_for_metrics, "
+              "оставляющий argmax, меньший eval_accumulation_steps или batch_eval_metrics.",
+        "uz": "Cho‘qqini baholash compute_metrics uchun to‘playdigan bashoratlar belgilaydi: {seq} tokenli {sequences} "
+              "ta ketma-ketlikning bashoratlari va belgilari GPU da batchma-batch turadi (eval_accumulation_steps "
+              "batch yoki butun to‘plam o‘tguncha): {gib} GiB. Uni argmax qoldiradigan preprocess_logits_for_metrics, "
+              "kichikroq eval_accumulation_steps yoki batch_eval_metrics pasaytiradi.",
+        "en": "The predictions the evaluation keeps for compute_metrics set the peak: the predictions and labels of "
+              "{sequences} sequences of {seq} tokens stay on the GPU batch by batch (until eval_accumulation_steps "
+              "batches or the whole set have passed): {gib} GiB. A preprocess_logits_for_metrics that keeps the "
+              "argmax, a smaller eval_accumulation_steps or batch_eval_metrics lowers it."},
+    "w_eval_predictions_batch": {
+        "ru": "Пик задают предсказания и метки одного батча оценки для compute_metrics: {sequences} "
+              "последовательностей по {seq} токенов, собранные со всех GPU, {gib} ГиБ. Снизят его "
+              "preprocess_logits_for_metrics, оставляющий argmax, или меньший per_device_eval_batch_size.",
+        "uz": "Cho‘qqini compute_metrics uchun bitta baholash batchining bashoratlari va belgilari belgilaydi: barcha "
+              "GPU lardan yig‘ilgan {seq} tokenli {sequences} ta ketma-ketlik, {gib} GiB. Uni argmax qoldiradigan "
+              "preprocess_logits_for_metrics yoki kichikroq per_device_eval_batch_size pasaytiradi.",
+        "en": "One evaluation batch's predictions and labels for compute_metrics set the peak: {sequences} sequences "
+              "of {seq} tokens gathered from every GPU, {gib} GiB. A preprocess_logits_for_metrics that keeps the "
+              "argmax or a smaller per_device_eval_batch_size lowers it."},
     "w_logits_dominate": {
         "ru": "Логиты и функция потерь занимают {percent} % пика: его снизит поблочная или слитая кросс-энтропия "
               "(loss_implementation) либо меньше токенов в микробатче.",

@@ -7,6 +7,8 @@ from ..parallel import OwnUnits
 
 # The evaluation loop's concatenation of a batch's predictions onto those it keeps for compute_metrics (warnings.py)
 EVAL_CONCAT = "evaluation: the predictions kept for compute_metrics, concatenated"
+# ... and where nothing is concatenated (a list of batches, or one batch): the last batch's held with the earlier ones
+EVAL_HELD = "evaluation: the predictions held for compute_metrics, the last batch's with them"
 COMPONENTS = ("weights", "quantization_state", "adapters", "gradients", "optimizer_states", "master_weights",
               "activations", "logits_and_loss", "workspace")
 
@@ -95,6 +97,7 @@ class StepInputs:
     eval_kept: int = 0
     eval_concat: int = 0
     eval_logits: int = 0
+    eval_concatenates: bool = True  # eval_concat is a concatenation's moment (else the held predictions')
 
 
 def moments(s: StepInputs) -> list[Moment]:
@@ -226,7 +229,8 @@ def _evaluation(s: StepInputs, static: dict[str, int], head_w: int) -> list[Mome
         out.append(Moment("eval", "evaluation forward: the logits made again for compute_metrics", 1, {
             **base, "weights": s.weights + head_w, "logits_and_loss": s.eval_logits + s.eval_kept}))
     if s.eval_concat:
-        out.append(Moment("eval", EVAL_CONCAT, 1, {**base, "logits_and_loss": s.eval_concat}))
+        out.append(Moment("eval", EVAL_CONCAT if s.eval_concatenates else EVAL_HELD, 1,
+                          {**base, "logits_and_loss": s.eval_concat}))
     return out
 
 
