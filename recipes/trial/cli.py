@@ -216,9 +216,14 @@ def run(args: argparse.Namespace, out: Path, doc: dict[str, Any], cfg: dict[str,
                    "order": "longest first"}
     progress(f"data: {len(train)} train / {len(evalset)} eval sequences, longest {longest} tokens")
     if cfg["compute_metrics"]:
-        doc["data"]["metrics_eval_sequences"] = int(cfg["eval_samples"])
-        progress(f"the evaluation after each step keeps the predictions of {cfg['eval_samples']} sequences of "
-                 f"{max_len} tokens (compute_metrics: eval_samples, cut from the held-out tokens)")
+        from .train import metrics_set
+
+        metrics_sequences = len(metrics_set(cfg, evalset))
+        doc["data"]["metrics_eval_sequences"] = metrics_sequences
+        kept = "hands each batch's predictions to compute_metrics" if cfg["batch_eval_metrics"] else \
+            "keeps the predictions"
+        progress(f"the evaluation after each step {kept} of {metrics_sequences} sequences of {max_len} tokens "
+                 "(compute_metrics: eval_samples, cut from the held-out tokens)")
 
     _phase(doc, out, "load")
     progress(f"loading the base ({cfg['method']}, {model.quant_bits(cfg) or 'no'}-bit quantization)")

@@ -38,6 +38,8 @@ def _evaluation(cfg: Mapping[str, Any]) -> dict[str, Any]:
         return {"per_device_eval_batch_size": int(cfg["per_device_train_batch_size"]), "eval_strategy": "no"}
     return {"per_device_eval_batch_size": int(cfg["per_device_eval_batch_size"]), "eval_strategy": "steps",
             "eval_steps": 1, "eval_accumulation_steps": cfg["eval_accumulation_steps"],
+            "batch_eval_metrics": bool(cfg["batch_eval_metrics"]),
+            "eval_do_concat_batches": bool(cfg["eval_do_concat_batches"]),
             "prediction_loss_only": not cfg["compute_metrics"]}
 
 
@@ -47,27 +49,44 @@ def _metrics(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not cfg["compute_metrics"]:
         return {}
     argmax = cfg["preprocess_logits_for_metrics"] == "argmax"
-    return {"compute_metrics": token_accuracy,
+    return {"compute_metrics": TokenAccuracy(),
             "preprocess_logits_for_metrics": (lambda logits, labels: logits.argmax(dim=-1)) if argmax else None}
 
 
-def token_accuracy(prediction: Any) -> dict[str, float]:
-    """Share of next tokens predicted right (labels -100: padding), from logits or their argmax."""
-    ids, labels = prediction.predictions, prediction.label_ids
-    if ids.ndim == 3:
-        ids = ids.argmax(-1)
-    scored = labels[:, 1:] != -100
-    return {"token_accuracy": float(((ids[:, :-1] == labels[:, 1:]) & scored).sum() / max(int(scored.sum()), 1))}
+class TokenAccuracy:
+    """compute_metrics: the share of next tokens predicted right (labels -100: padding), from logits or their argmax;
+    from one whole, a list of batches (eval_do_concat_batches false) or, with batch_eval_metrics, batch by batch on
+    the GPU (counts summed until compute_result)."""
+
+    def __init__(self) -> None:
+        self.right = self.scored = 0
+
+    def __call__(self, prediction: Any, compute_result: bool = True) -> dict[str, float]:
+        predictions, labels = prediction.predictions, prediction.label_ids
+        pairs = zip(predictions, labels, strict=True) if isinstance(predictions, list) else [(predictions, labels)]
+        for ids, batch_labels in pairs:
+            if ids.ndim == 3:
+                ids = ids.argmax(-1)
+            scored = batch_labels[:, 1:] != -100
+            self.right += int(((ids[:, :-1] == batch_labels[:, 1:]) & scored).sum())
+            self.scored += int(scored.sum())
+        if not compute_result:
+            return {}
+        right, scored_all = self.right, self.scored
+        self.right = self.scored = 0
+        return {"token_accuracy": right / max(scored_all, 1)}
 
 
 def metrics_set(cfg: Mapping[str, Any], evalset: ListDataset) -> ListDataset:
     """The evaluation set of the configured pass: with compute_metrics, eval_samples sequences of max_seq_length
     tokens cut from the held-out tokens (repeated as needed), as the estimate has them (what the loop keeps grows
-    with their number and length, not with the text; TRL's packing leaves full-length sequences as they are); else
-    the held-out sequences."""
+    with their number and length, not with the text; TRL's packing leaves full-length sequences as they are); with
+    batch_eval_metrics and no eval_samples, one evaluation batch of them (the estimate's); else the held-out
+    sequences."""
     if not cfg["compute_metrics"]:
         return evalset
-    length, count = int(cfg["max_seq_length"]), int(cfg["eval_samples"])
+    length = int(cfg["max_seq_length"])
+    count = int(cfg["eval_samples"] or int(cfg["per_device_eval_batch_size"]) * int(cfg["num_gpus"]))
     flat = [t for s in evalset.seqs for t in s]
     tokens = (flat * (length * count // len(flat) + 1))[:length * count]
     return ListDataset([tokens[i * length:(i + 1) * length] for i in range(count)])

@@ -112,7 +112,8 @@ def full(tmp_path_factory: pytest.TempPathFactory) -> Trial:
     Trainer's evaluation pass after every step, at an evaluation batch of its own."""
     config = {**LORA, "method": "full", "torch_dtype": "bfloat16", "bf16": True, "packing": True,
               "gradient_checkpointing": True, "eval_strategy": "steps", "per_device_eval_batch_size": 3,
-              "compute_metrics": True, "eval_samples": 7, "eval_accumulation_steps": 2}
+              "compute_metrics": True, "eval_samples": 7, "eval_accumulation_steps": 2,
+              "eval_do_concat_batches": False}
     return run_trial(tmp_path_factory.mktemp("full"), config, steps=2)
 
 
@@ -184,6 +185,7 @@ def test_full_fine_tuning_with_packing(full: Trial, schema: Any) -> None:
     # the configured evaluation ran inside training, after each measured step (not only the trial's own two)
     assert [s.get("evaluated") for s in report["measurements"]["steps"]] == [True, True]
     # with compute_metrics, over eval_samples sequences (the held-out ones repeated), whose metric each step records
+    # (the predictions kept as a list of batches: eval_do_concat_batches false)
     assert report["data"]["metrics_eval_sequences"] == 7
     assert all(0 <= s["eval_token_accuracy"] <= 1 for s in report["measurements"]["steps"])
     assert report["data"]["packing"] is True and report["data"]["packing_by"] == "trial"

@@ -18,7 +18,8 @@ from tests.recipes.conftest import RECIPES, STACK, TINY_LLAMA, require, write_da
 TRL: dict[str, Any] = {"model": None, "model_config": TINY_LLAMA, "framework": "trl", "method": "lora", "r": 4,
                        "max_seq_length": 64, "per_device_train_batch_size": 2, "packing": True,
                        "optim": "adamw_torch", "eval_strategy": "steps", "per_device_eval_batch_size": 3,
-                       "compute_metrics": True, "preprocess_logits_for_metrics": "argmax", "eval_samples": 5}
+                       "compute_metrics": True, "preprocess_logits_for_metrics": "argmax", "eval_samples": 5,
+                       "batch_eval_metrics": True}
 
 
 def test_trl_sft_trainer_run(tmp_path: Path, schema: Any) -> None:
@@ -39,5 +40,6 @@ def test_trl_sft_trainer_run(tmp_path: Path, schema: Any) -> None:
     assert report["checks"]["reload_matches"] is True and report["checks"]["base_differs"] is True
     # SFTTrainer's own evaluation (packed like its training data) after each step, counted in that step
     assert [step.get("evaluated") for step in report["measurements"]["steps"]] == [True, True]
-    # with compute_metrics over the argmax (TRL makes the logits again for it: its fused loss makes none)
+    # with compute_metrics over the argmax (TRL makes the logits again for it: its fused loss makes none), batch by
+    # batch (batch_eval_metrics: the counts summed until the last batch)
     assert all(0 <= step["eval_token_accuracy"] <= 1 for step in report["measurements"]["steps"])
