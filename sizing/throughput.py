@@ -10,6 +10,7 @@ from .config import RunConfig
 from .frameworks import logging_steps
 from .memory.adapters import Trainable
 from .memory.regime import Regime
+from .step import eval_batch
 from .time.device import model_data
 from .time.roofline import Inventory, forward_seconds, inventory, step_time
 
@@ -45,11 +46,12 @@ def evaluation_hours(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Traina
     """Hours the Trainer's evaluation passes take over the run (inside total_hours): eval_strategy "epoch" evaluates
     after each epoch, "steps" every eval_steps optimizer steps (the trainer's logging_steps when unset:
     frameworks.logging_steps) and after the last, each pass the forward of eval_samples sequences,
-    per_device_eval_batch_size per GPU at a time; None without an evaluation, or without eval_samples (the set's
+    per_device_eval_batch_size per GPU at a time (step.eval_batch), with the all-gathers a sharded forward waits for;
+    None without an evaluation, or without eval_samples (the set's
     size) or the dataset's tokens."""
     if cfg.eval_strategy == "no" or not cfg.eval_samples or not cfg.dataset_tokens:
         return None
-    batch = forward_seconds(cfg, arch, reg, tr, gpu)
+    batch = forward_seconds(cfg, arch, reg, tr, gpu, eval_batch(cfg))
     if batch is None:
         return None
     if cfg.eval_strategy == "epoch":

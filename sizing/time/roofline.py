@@ -14,7 +14,7 @@ from .device import Device, device, model_data
 from .elementwise import attention_kernel
 from .op import Op
 from .ops import micro_batch_ops
-from .step_ops import Traffic, step_ops, traffic
+from .step_ops import Traffic, forward_gathers, step_ops, traffic
 
 # The share of communication hidden behind compute when the framework overlaps it (DDP gradient buckets
 # during backward, FSDP prefetch of the next layer's all-gather); no timed multi-GPU row pins it down.
@@ -130,17 +130,23 @@ def inventory(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
                      traffic(cfg, arch, reg, tr, gpu.usable_bytes), plan)
 
 
-def forward_seconds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu) -> float | None:
-    """Seconds of one evaluation batch on one GPU: the forward kernels of a micro-batch of per_device_eval_batch_size
-    sequences (the Trainer's evaluation runs the forward and the loss only), at max(GPU time, host launches) as a
-    micro-batch's; None when the catalog lacks the GPU's figures."""
+def forward_seconds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gpu: Gpu,
+                    batch: int | None = None) -> float | None:
+    """Seconds of one evaluation batch on one GPU: the forward kernels of a micro-batch of `batch` sequences
+    (per_device_eval_batch_size by default; the Trainer's evaluation runs the forward and the loss only), at max(GPU
+    time, host launches) as a micro-batch's, and the all-gathers of sharded weights it waits for (step_ops.
+    forward_gathers: overlapped with the forward as training's collectives are with the step); None when the catalog
+    lacks the GPU's figures."""
     dev = device(cfg, reg, gpu)
     if dev is None:
         return None
-    run = replace(cfg, per_device_train_batch_size=cfg.per_device_eval_batch_size)
+    run = replace(cfg, per_device_train_batch_size=batch or cfg.per_device_eval_batch_size)
     ops = [op for op in _micro_ops(run, arch, reg, tr, attention_kernel(reg, gpu.sm[0]))[0] if op.phase == "forward"]
     launch, view, floor = _launch_costs(reg)
-    return _ops_seconds(ops, dev, floor, launch, view)
+    seconds = _ops_seconds(ops, dev, floor, launch, view)
+    link, host = forward_gathers(cfg, arch, reg)
+    comm = (link / dev.link_GBps if link else 0.0) + host / dev.pcie_GBps
+    return seconds + max(0.0, comm - seconds) + (1 - COMM_OVERLAP) * min(comm, seconds)
 
 
 def _launch_costs(reg: Regime, scale: float = 1.0) -> tuple[float, float, float]:

@@ -81,6 +81,23 @@ PAGED = ("paged_adamw_8bit", "paged_adamw_32bit", "paged_lion_8bit", "paged_lion
 STATE_BYTES = {"paged_adamw_8bit": 2, "paged_adamw_32bit": 8, "paged_lion_8bit": 1, "paged_lion_32bit": 4}
 
 
+def weight_bytes(arch: Architecture, reg: Regime) -> float:
+    """The base weights' bytes as the collectives move them (a quantized base: about 0.6 bytes a parameter with its
+    quantization state and the layers left in 16 bits)."""
+    return arch.total_params * (reg.weight if not reg.quant else 0.6)
+
+
+def forward_gathers(cfg: RunConfig, arch: Architecture, reg: Regime) -> tuple[float, float]:
+    """Bytes a GPU takes in to run one forward on sharded weights (FSDP, ZeRO-3: each unit all-gathered before its
+    forward, as in training's): over its link, at the all-gather's (n-1)/n, and under CPU offload its own shard
+    copied in from the host. (0, 0) where every GPU holds the weights whole (DDP, ZeRO-2) or there is one GPU."""
+    n = cfg.num_gpus
+    if n == 1 or cfg.parallelism not in ("fsdp", "fsdp_shard_grad_op", "zero3"):
+        return 0.0, 0.0
+    weights = weight_bytes(arch, reg)
+    return (n - 1) / n * weights, weights / n if cfg.cpu_offload else 0.0
+
+
 def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usable: int) -> float:
     """Paged (unified-memory) optimizer states that do not fit beside weights and gradients: they are evicted to
     host memory and paged back for every update (bitsandbytes paged optimizers, cudaMallocManaged)."""
@@ -89,7 +106,7 @@ def paged_overflow(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainabl
     shards = cfg.num_gpus if cfg.parallelism in ("fsdp", "zero2", "zero3", "fsdp_shard_grad_op") else 1
     params = (arch.total_params if reg.full else tr.params) / shards
     p = reg.weight if reg.full else reg.adapter
-    weights = arch.total_params * (reg.weight if not reg.quant else 0.6) / shards
+    weights = weight_bytes(arch, reg) / shards
     grads = 0.0 if cfg.optimizer_in_backward else params * p
     states = params * STATE_BYTES[cfg.optim]
     return min(states, max(0.0, weights + grads + states - usable))
@@ -102,7 +119,7 @@ def traffic(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, usab
     n = cfg.num_gpus
     params = arch.total_params if reg.full else tr.params
     trainable = params * (reg.weight if reg.full else reg.adapter)  # bytes
-    weights = arch.total_params * (reg.weight if not reg.quant else 0.6)
+    weights = weight_bytes(arch, reg)
     share = (n - 1) / n if n > 1 else 0.0
     accum = cfg.gradient_accumulation_steps
     if n == 1 or cfg.parallelism == "none":

@@ -67,3 +67,28 @@ def test_a_forward_is_about_a_third_of_a_training_micro_batch() -> None:
     st = step_time(cfg, arch, reg, trainable(cfg, arch), find_gpu(cfg.gpu))
     assert st is not None
     assert 0.25 < _forward(**fields) / st.micro_batch_seconds < 0.42
+
+
+def test_a_sharded_forward_waits_for_its_all_gathers() -> None:
+    """FSDP (and ZeRO-3) all-gather each unit's weights before its forward, in evaluation as in training. Two RTX
+    4090s on the stock driver stage NCCL through host memory: about a quarter of PCIe 4.0 x16's 31.5 GB/s (2x RTX 3090
+    with P2P off measured 0.27 of it each way: noonghunna/club-3090 docs/PCIE_P2P.md; 2x RTX 2080 Ti all_gather busbw
+    3.79 GB/s on Gen 3, 0.24 of 15.8: the AutoDL interconnection test; both cited in sizing/time/device.py). A 70B NF4
+    base holds at least half a byte per parameter, half of it on the other GPU; gathering that takes longer than one
+    batch's forward of 512 tokens, and DDP, which holds the weights whole, waits for none of it."""
+    base = {"model": "meta-llama/Llama-3.1-70B", "gpu": "RTX-4090-24GB", "num_gpus": 2, "max_seq_length": 512,
+            "per_device_eval_batch_size": 1}
+    gathered = 70.5e9 * 0.5 / 2
+    slowest = gathered / (31.5e9 * 0.27)  # the fastest staged rate above: the least the gathers take
+    fsdp, ddp = _forward(**base, parallelism="fsdp"), _forward(**base, parallelism="ddp")
+    assert fsdp >= slowest > ddp
+    assert _forward(**base, parallelism="zero3") == pytest.approx(fsdp)
+
+
+def test_a_set_smaller_than_the_batch_is_evaluated_as_one_batch_of_it() -> None:
+    """eval_samples 3 with per_device_eval_batch_size 8: the DataLoader's one batch holds 3 sequences, and the pass's
+    hours are that batch's forward."""
+    t = estimate({**RUN, "eval_samples": 3}).time
+    three = estimate({**RUN, "eval_samples": 3, "per_device_eval_batch_size": 3}).time
+    assert t is not None and three is not None
+    assert t["evaluation_hours"] == pytest.approx(three["evaluation_hours"])
