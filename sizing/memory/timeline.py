@@ -218,16 +218,19 @@ def _evaluation(s: StepInputs, static: dict[str, int], head_w: int) -> list[Mome
     an optimizer step (zero_grad has freed the gradients; the optimizer states stay). Its layers keep nothing but
     the KV cache, if one is built; its peak is one layer's tensors or the loss over the evaluation batch's logits
     (head_w: what `weights` holds beyond two decoder units while the head's own FSDP unit is gathered)."""
-    base = {**static, "optimizer_states": s.optimizer, "gradients": s.comm_buffers if s.comm_static else 0,
-            "workspace": s.workspace}
+    # SHARD_GRAD_OP reshards a unit only in its backward: a forward without one leaves every decoder unit gathered
+    # (measured: tests/physics/test_fsdp_shard_grad_op.py), from the last layer on, until the next step's backward
+    weights = s.weights + s.kept_gathered
+    base = {**static, "weights": weights, "optimizer_states": s.optimizer,
+            "gradients": s.comm_buffers if s.comm_static else 0, "workspace": s.workspace}
     out = [Moment("eval", "evaluation forward: a decoder layer (no gradients)", 1, {
                **base, "activations": s.eval_shared + s.eval_layer + s.eval_cache, "logits_and_loss": s.eval_kept}),
            Moment("eval", "evaluation forward: cross-entropy on the evaluation batch's logits", 1, {
-               **base, "weights": s.weights + head_w, "activations": s.eval_shared + s.eval_cache,
+               **base, "weights": weights + head_w, "activations": s.eval_shared + s.eval_cache,
                "logits_and_loss": s.eval_loss + s.eval_kept})]
     if s.eval_logits:
         out.append(Moment("eval", "evaluation forward: the logits made again for compute_metrics", 1, {
-            **base, "weights": s.weights + head_w, "logits_and_loss": s.eval_logits + s.eval_kept}))
+            **base, "weights": weights + head_w, "logits_and_loss": s.eval_logits + s.eval_kept}))
     if s.eval_concat:
         out.append(Moment("eval", EVAL_CONCAT if s.eval_concatenates else EVAL_HELD, 1,
                           {**base, "logits_and_loss": s.eval_concat}))

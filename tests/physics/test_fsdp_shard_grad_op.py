@@ -4,7 +4,8 @@ Two gloo processes wrap a stack of linears with FullyShardedDataParallel (one un
 nothing of its own) under SHARD_GRAD_OP and under FULL_SHARD, run one forward and read, per unit, the bytes of its
 unsharded flat parameter (`_full_param_padded`, which FSDP allocates and frees by resizing its storage). Under
 SHARD_GRAD_OP every unit is still gathered at the end of forward; under FULL_SHARD none is; after backward neither
-keeps any (SHARD_GRAD_OP frees each unit in its post-backward).
+keeps any (SHARD_GRAD_OP frees each unit in its post-backward); a forward without gradients (an evaluation) leaves
+every unit gathered under SHARD_GRAD_OP, none under FULL_SHARD.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ PROBE = textwrap.dedent('''
             got[name] = gathered(f)
             y.backward()
             got[name + "_after"] = gathered(f)
+            with torch.no_grad():  # an evaluation's forward: no backward to reshard in
+                f(torch.randn(4, 256))
+            got[name + "_eval"] = gathered(f)
         if rank == 1:
             with open(out, "w") as fh:
                 json.dump(got, fh)
@@ -65,6 +69,8 @@ def test_shard_grad_op_keeps_every_unit_gathered_until_backward(tmp_path):
     assert got["SHARD_GRAD_OP"] == 6 * unit  # all six units gathered at the end of forward
     assert got["FULL_SHARD"] == 0  # each resharded after its forward
     assert got["SHARD_GRAD_OP_after"] == got["FULL_SHARD_after"] == 0  # and freed in backward
+    # a forward without gradients (the Trainer's evaluation) has no backward: SHARD_GRAD_OP leaves all six gathered
+    assert (got["SHARD_GRAD_OP_eval"], got["FULL_SHARD_eval"]) == (6 * unit, 0)
     # the engine: two units in flight (as FULL_SHARD) plus the rest of the decoder units kept gathered
     t = totals(base=6 * unit, gradients=6 * unit, layer_unit=unit, layer_grads=unit)
     sgo = shares(RunConfig(num_gpus=2, parallelism="fsdp_shard_grad_op", method="full"), t)
