@@ -8,6 +8,7 @@ from ..config import RunConfig
 from ..frameworks import (
     HF_CACHE_COPIES,
     HF_STACKS,
+    SFT_CHUNKED,
     Profile,
     compiles_plain_loss,
     hf_logits,
@@ -136,8 +137,8 @@ def default_loss(cfg: RunConfig) -> str:
         return "fp32_logits"  # nn.CrossEntropyLoss on the 0.1-0.2 recipes is that path (frameworks.py)
     if cfg.loss_implementation:
         return cfg.loss_implementation
-    if cfg.framework == "trl":
-        return "fused_linear_ce"  # trl >= 1.15 fused LM head + chunked log-probs
+    if cfg.framework == "trl":  # trl >= 1.15 fused LM head + chunked log-probs (1.7-1.14: chunked, no logits either)
+        return "fused_linear_ce" if version(cfg) >= SFT_CHUNKED else "hf"
     if cfg.framework == "torchtune" and version(cfg) < (0, 3):  # CEWithChunkedOutputLoss is new in 0.3.0
         return "fp32_logits"
     if cfg.framework in ("litgpt", "torchtune"):
