@@ -206,7 +206,7 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
     if "torchtune" in f:
         return "torchtune", torchtune_version(v)
     if "trl" in f or "sfttrainer" in f:
-        return "trl", None
+        return "trl", trl_version(f"{f} {v}")
     # the release may be written in either column ("transformers 4.41.2" as the framework)
     if re.search(r"custom|loop|train\.py|example script|accelerate|fsdp_qlora", f):
         return "custom", transformers_version(v) or transformers_version(f)
@@ -238,26 +238,32 @@ def row_date(text: str) -> tuple[int, int, int] | None:
     return None
 
 
-# trl v1.7.0 (tag 2026-06-25) is the first release whose SFTTrainer defaults to loss_type="chunked_nll" (sft_config.py
-# l.335-336: `self.loss_type = "nll" if self.use_liger_kernel else "chunked_nll"`); up to v1.6.0 the default "nll"
-# took super().compute_loss, the model's own loss on materialised logits (sft_trainer.py v1.6.0 l.1639), as
-# v0.8.0's SFTTrainer (2024-03-19) did with no loss of its own.
-_TRL_CHUNKED = (2026, 6, 25)
-_TRL_CHUNKED_RELEASE = (1, 7)
+# TRL's minor releases, dated by the commit of each tag (huggingface/trl): a run of TRL runs the release current on the
+# date its row states when it names none. The engine follows the release (sizing/frameworks.py: its loss before
+# v1.7.0, SFTConfig's defaults, SFTTrainer's own preparation of a quantized base before v0.26.0).
+_TRL_RELEASES = (((2023, 8, 30), "0.7.0"), ((2024, 3, 19), "0.8.0"), ((2024, 6, 5), "0.9.3"),
+                 ((2024, 8, 29), "0.10.1"), ((2024, 9, 19), "0.11.0"), ((2024, 11, 1), "0.12.0"),
+                 ((2024, 12, 15), "0.13.0"), ((2025, 1, 29), "0.14.0"), ((2025, 2, 13), "0.15.0"),
+                 ((2025, 3, 22), "0.16.0"), ((2025, 4, 24), "0.17.0"), ((2025, 5, 27), "0.18.0"),
+                 ((2025, 6, 20), "0.19.0"), ((2025, 7, 28), "0.20.0"), ((2025, 8, 5), "0.21.0"),
+                 ((2025, 8, 29), "0.22.0"), ((2025, 9, 9), "0.23.0"), ((2025, 10, 15), "0.24.0"),
+                 ((2025, 11, 5), "0.25.0"), ((2025, 12, 9), "0.26.0"), ((2026, 1, 15), "0.27.0"),
+                 ((2026, 2, 10), "0.28.0"), ((2026, 2, 25), "0.29.0"), ((2026, 3, 30), "1.0.0"),
+                 ((2026, 4, 11), "1.1.0"), ((2026, 4, 16), "1.2.0"), ((2026, 4, 26), "1.3.0"),
+                 ((2026, 5, 8), "1.4.0"), ((2026, 5, 25), "1.5.0"), ((2026, 6, 11), "1.6.0"),
+                 ((2026, 6, 25), "1.7.0"), ((2026, 7, 9), "1.8.0"), ((2026, 7, 21), "1.9.0"))
 
 
-def trl_loss(row: Mapping[str, str], fw: str) -> dict[str, Any]:
-    """loss_implementation "hf" for a TRL run dated before the chunked loss became its default; {} otherwise (the
-    engine's TRL default: today's release)."""
-    if fw != "trl":
-        return {}
-    text = f"{lower_col(row, 'framework')} {lower_col(row, 'framework_version')}"
-    release = re.search(r"\btrl\s*v?(\d+)\.(\d+)", text)  # "trl 0.9.6": a release, else a date
-    if release:
-        return {"loss_implementation": "hf"} if (int(release.group(1)), int(release.group(2))) < _TRL_CHUNKED_RELEASE \
-            else {}
+def trl_version(text: str) -> str | None:
+    """The TRL release a run states ("trl 0.9.6"), else the last of _TRL_RELEASES on or before a date it states; None
+    (the current one) otherwise."""
+    m = re.search(r"\btrl\s*v?(\d+\.\d+(?:\.\d+)?)", text)
+    if m:
+        return m.group(1)
     date = row_date(text)
-    return {"loss_implementation": "hf"} if date is not None and date < _TRL_CHUNKED else {}
+    if date is None or date < _TRL_RELEASES[0][0]:
+        return None
+    return [name for when, name in _TRL_RELEASES if date >= when][-1]
 
 
 # peft v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32

@@ -40,7 +40,7 @@ from row_columns import (
     torchtune_fused,
     torchtune_version,
     trainer_default_optim,
-    trl_loss,
+    trl_version,
     yes_no,
 )
 from row_names import checkpoint_name, parse
@@ -54,7 +54,7 @@ from sizing.memory.adapters import resolve_targets
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
            "peft_adapter_dtype", "per_device", "precision", "quantization", "row_case", "row_date", "sequences",
-           "sharded_layers", "target_modules", "torchtune_version", "trl_loss", "usable", "yes_no"]
+           "sharded_layers", "target_modules", "torchtune_version", "trl_version", "usable", "yes_no"]
 
 GiB = 2**30
 TIERS = ("allocated", "reserved", "device", "unstated")
@@ -300,10 +300,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
     if peft:  # what some PEFT methods keep changed with the release (frameworks.peft_release)
         cfg["peft_version"] = peft.group(1)
     cfg.update(precision(row, fw))
-    loss = trl_loss(row, fw)
-    if loss:
-        cfg.update(loss)
-        notes.append("TRL before its chunked loss (v1.7.0): the model's own loss on the full logits")
+    if fw == "trl" and version:
+        notes.append(f"TRL {version}, as the row states it or by its date")
     cfg.update(peft_adapter_dtype(row, cfg))
     if cfg.get("load_in_4bit") and cfg.get("torch_dtype") in ("bfloat16", "float16"):
         cfg["bnb_4bit_compute_dtype"] = cfg["torch_dtype"]  # compute in the dtype the rest of the model runs in
@@ -361,7 +359,8 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         cfg["gradient_checkpointing"] = gc
     opt = optimizer(row.get("optimizer", ""))
     if "optim" not in opt:
-        opt = trainer_default_optim(row, fw, version)
+        # (a TRL row's version is TRL's own release, not the transformers one the default follows: its date then)
+        opt = trainer_default_optim(row, fw, None if fw == "trl" else version)
         notes.append(f"optimizer not named: the framework's default ({opt.get('optim', 'the engine default')})")
     elif fw == "torchtune" and (fused := torchtune_fused(row, opt)):
         opt = {**opt, **fused}

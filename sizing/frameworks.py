@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .config import RunConfig
+from .config import RunConfig, release
 from .shapes import Architecture
 
 TORCHAO_NF4_BYTES = 0.5 + 1 / 64 + 2 / (64 * 256)  # packed + int8 scalers + bf16 factor per 256 scalers
@@ -104,23 +104,12 @@ TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_d
 
 def version(cfg: RunConfig) -> tuple[int, ...]:
     """framework_version as a tuple; an absent version means the current release."""
-    return _release(cfg.framework_version)
+    return release(cfg.framework_version)
 
 
 def peft_release(cfg: RunConfig) -> tuple[int, ...]:
     """peft_version as a tuple; an absent version means the current release."""
-    return _release(cfg.peft_version)
-
-
-def _release(text: str | None) -> tuple[int, ...]:
-    """A release as a tuple of its numbers ("0.19.2.dev0" -> (0, 19, 2, 0)); None: the current one, above all."""
-    if not text:
-        return (99,)
-    parts = []
-    for piece in text.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+    return release(cfg.peft_version)
 
 
 def profile(cfg: RunConfig) -> Profile:
@@ -230,6 +219,11 @@ SFT_LOGGING_10 = (0, 19)
 # v1.7.0 (tag 2026-06-25) made "chunked_nll" the default (sft_config.py v1.7.0 l.107: the lm_head projection in
 # chunks, never the whole logits), and v1.15 the fused LM head: neither materialises them (memory/loss.py).
 SFT_CHUNKED = (1, 7)
+SFT_SHARDED_NO_AUTOCAST = (0, 9, 3)  # #1654 (commit e4ed7a3a5), first in v0.9.3
+# The module names peft_module_casting_to_bf16 casts back ("embed_tokens", "wte", "wpe"; "lm_head"), by model_type:
+# the families whose embedding or head is named otherwise keep them fp32
+SFT_CAST_EMBED_KEPT = ("bloom", "falcon", "gpt_neox")
+SFT_CAST_HEAD_KEPT = ("gpt_neox",)
 
 
 def logging_steps(cfg: RunConfig) -> int:

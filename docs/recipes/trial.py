@@ -349,18 +349,70 @@ def _quantized(cfg: RunConfig) -> bool:
     return cfg.method in ("qlora", "lora8")
 
 
+def release(text: str | None) -> tuple[int, ...]:
+    \"\"\"A release as a tuple of its numbers ("0.19.2.dev0" -> (0, 19, 2, 0)); None: the current one, above all.\"\"\"
+    if not text:
+        return (99,)
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+# SFTConfig's own defaults and SFTTrainer's model preparation, by release (git tags of huggingface/trl; the run's
+# framework_version for framework "trl"; frameworks.py has TRL's other release facts):
+# - bf16: __post_init__ sets `bf16 = not fp16` when unset from v0.19.0 (sft_config.py; v0.18 has no such line, so
+#   TrainingArguments' False);
+# - gradient_checkpointing: `default=True` from v0.22.0 (sft_config.py v0.22.0 l.111; TrainingArguments' False before);
+# - a bitsandbytes model up to v0.25: unless it is loaded sharded (FSDP / ZeRO-3 QLoRA: its Params4bit on the CPU
+#   or meta device), prepare_model_for_kbit_training(use_gradient_checkpointing=args.gradient_checkpointing, kwargs
+#   args.gradient_checkpointing_kwargs or {}), then args.gradient_checkpointing=False, so the checkpointing is the
+#   preparation's, reentrant; and with bf16 a 4-bit model's norms cast to fp32 and its fp32 embeddings and LM head
+#   back to bf16 (peft_module_casting_to_bf16; models/utils.py v0.24.0 l.503-563, sft_trainer.py v0.12.0
+#   l.240-292). v0.26.0 ("Clean up model preparation", #4577) dropped all of it and casts a quantized model's
+#   trainable parameters to bf16.
+SFT_BF16 = (0, 19)
+SFT_CHECKPOINTING = (0, 22)
+SFT_BF16_TRAINABLE = (0, 26)
+
+
+def _bits(cfg: RunConfig) -> int:
+    \"\"\"The bitsandbytes base's bits (0: none), also before the method's defaults fill load_in_4bit / load_in_8bit.\"\"\"
+    if cfg.load_in_4bit or (cfg.load_in_4bit is None and cfg.method == "qlora"):
+        return 4
+    return 8 if cfg.load_in_8bit or (cfg.load_in_8bit is None and cfg.method == "lora8") else 0
+
+
+def sharded_4bit(cfg: RunConfig) -> bool:
+    \"\"\"A 4-bit base loaded for FSDP or ZeRO-3 over several GPUs (QLoRA's sharded loading: TRL's is_sharded_qlora).\"\"\"
+    return _bits(cfg) == 4 and cfg.num_gpus > 1 and cfg.parallelism in ("fsdp", "fsdp_shard_grad_op", "zero3")
+
+
+def sft_prepares(cfg: RunConfig) -> bool:
+    \"\"\"Whether SFTTrainer calls prepare_model_for_kbit_training itself (TRL before v0.26, a bitsandbytes base not
+    loaded sharded).\"\"\"
+    return cfg.framework == "trl" and release(cfg.framework_version) < SFT_BF16_TRAINABLE and _bits(cfg) > 0 \\
+        and not sharded_4bit(cfg)
+
+
+def _trl_since(cfg: RunConfig, first: tuple[int, ...]) -> bool:
+    \"\"\"The configuration runs TRL at or after release `first` (the current one when framework_version is not given).\"\"\"
+    return cfg.framework == "trl" and release(cfg.framework_version) >= first
+
+
 # The named rules of the contract table: the value a missing field takes, as the Hugging Face stack would.
 RULES: dict[str, Callable[[RunConfig], Any]] = {
     # SFTConfig turns bf16 on by default; TrainingArguments leaves it off.
-    "framework_bf16": lambda cfg: cfg.framework == "trl" and not cfg.fp16,
+    "framework_bf16": lambda cfg: _trl_since(cfg, SFT_BF16) and not cfg.fp16,
     # SFTConfig gradient_checkpointing defaults to True, TrainingArguments to False.
-    "framework_checkpointing": lambda cfg: cfg.framework == "trl",
+    "framework_checkpointing": lambda cfg: _trl_since(cfg, SFT_CHECKPOINTING),
     "method_4bit": lambda cfg: cfg.method == "qlora",
     "method_8bit": lambda cfg: cfg.method == "lora8",
     # transformers + PEFT examples call PEFT's prepare_model_for_kbit_training. TRL's SFTTrainer called it up
     # to v0.25 (PR #3882, v0.22.0, only moved the call into trl/models/utils.prepare_peft_model; v0.25.0
     # called TRL's own variant, #4335); v0.26.0 removed it ("Clean up model preparation", #4577, Dec 2025).
-    "kbit_prepare": lambda cfg: _quantized(cfg) and cfg.framework in ("transformers", "custom"),
+    "kbit_prepare": lambda cfg: _quantized(cfg) and (cfg.framework in ("transformers", "custom") or sft_prepares(cfg)),
     # FourierFTConfig.n_frequency = 1000, WaveFTConfig.n_frequency = 2592 (peft 0.21.2 tuners/*/config.py)
     "peft_n_frequency": lambda cfg: 2592 if cfg.peft_type == "waveft" else 1000,
 }

@@ -4,11 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch import Architecture
-from ..config import RunConfig
+from ..config import SFT_BF16_TRAINABLE, RunConfig, sft_prepares, sharded_4bit
 from ..frameworks import (
     HF_CACHE_COPIES,
     HF_STACKS,
+    SFT_CAST_EMBED_KEPT,
+    SFT_CAST_HEAD_KEPT,
     SFT_CHUNKED,
+    SFT_SHARDED_NO_AUTOCAST,
     Profile,
     compiles_plain_loss,
     hf_logits,
@@ -70,10 +73,14 @@ class Regime:
     # the forward's DynamicCache copies k and v (frameworks.HF_CACHE_COPIES): SDPA saves the copies, and a fused qkv
     # output, whose views k and v were, is not kept (Architecture.cache_copies_kv)
     kv_copied: bool = False
+    # TRL's cast back to bf16 embeddings under fp32 norms (frameworks.sft_prepares): the fp32 norm's output reaches the
+    # 4-bit MLP, which returns its input's dtype, so the residual stream is fp32 from layer 0's MLP on (measured:
+    # tests/physics/test_activations.py, qlora_trl: the checkpointed inputs of layers 1.. are fp32)
+    promoted_residual: bool = False
 
     @property
     def resid(self) -> int:
-        return 4 if self.half_mismatch else self.embed
+        return 4 if self.half_mismatch or self.promoted_residual else self.embed
 
     def casts(self, weight_bytes: int) -> bool:
         """Whether autocast casts a weight of this many bytes (not quantized) to the compute dtype: by dtype,
@@ -125,7 +132,12 @@ def adapter_dtype(cfg: RunConfig, load: str) -> str:
     if cfg.peft_type == "osf" and peft_release(cfg) < (0, 19):  # OSFModel._cast_adapter_dtype matched the base
         return load  # layer's dtype until peft 0.19 (commit 89a75aa1, #2893, removed it: the generic fp32 cast)
     if cfg.framework == "trl" and cfg.quantized:
-        return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
+        if version(cfg) >= SFT_BF16_TRAINABLE:
+            return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
+        if sharded_4bit(cfg) and version(cfg) >= SFT_SHARDED_NO_AUTOCAST and peft_release(cfg) >= (0, 12):
+            # get_peft_model(autocast_adapter_dtype=False): the adapters take the 4-bit weight's float storage dtype
+            storage = cfg.bnb_4bit_quant_storage
+            return storage if storage in BYTES else "float32"
     if cfg.framework == "trl" and cfg.parallelism == "zero3":
         return load  # TRL passes autocast_adapter_dtype=False under ZeRO-3
     return "float32"  # get_peft_model(autocast_adapter_dtype=True) since peft 0.12
@@ -155,6 +167,13 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     # prepare_model_for_kbit_training up-casts every non-quantized floating param to fp32 (§2).
     kbit_prep = bool(cfg.quantized and cfg.prepare_model_for_kbit_training)
     other = 4 if kbit_prep else w
+    # TRL before v0.26 prepared the model itself (frameworks.sft_prepares): the checkpointing is the preparation's, as
+    # gradient_checkpointing asks, reentrant (the Trainer's is turned off); with bf16 a 4-bit model's embeddings and
+    # LM head go back to bf16, its norms stay fp32 (peft_module_casting_to_bf16)
+    trl_prep = kbit_prep and sft_prepares(cfg)
+    cast_back = trl_prep and cfg.quantized == "4bit" and bool(cfg.bf16)
+    embed = 2 if cast_back and arch.model_type not in SFT_CAST_EMBED_KEPT else other
+    lm_head = 2 if cast_back and arch.model_type not in SFT_CAST_HEAD_KEPT else other
     attention = attention_of(cfg, arch)
     adapter_name = adapter_dtype(cfg, load) if cfg.is_peft else None
     adapter = BYTES[adapter_name] if adapter_name else 0
@@ -167,12 +186,13 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     half_mismatch = not kbit_prep and other_half(load)
     prof = profile(cfg)
     padded = _padded(cfg, attention)
-    checkpointing = bool(cfg.gradient_checkpointing or kbit_prep)
+    checkpointing = bool(cfg.gradient_checkpointing) if trl_prep else bool(cfg.gradient_checkpointing or kbit_prep)
+    reentrant = bool(cfg.gradient_checkpointing) if trl_prep else kbit_prep and not cfg.gradient_checkpointing
     hf = cfg.framework in HF_STACK
     release = version(cfg) if cfg.framework in HF_STACKS else (99,)  # TRL: the current transformers
     return Regime(
-        backend=backend, autocast=autocast, compute=compute, weight=w, embed=other, norm_weight=other,
-        lm_head_weight=other, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
+        backend=backend, autocast=autocast, compute=compute, weight=w, embed=embed, norm_weight=other,
+        lm_head_weight=lm_head, adapter=adapter, quant=cfg.quantized, full=cfg.method == "full",
         peft_casts_input=cfg.quantized is None or not autocast,
         # LitGPT and torchtune train padded batches without a mask tensor (is_causal + ignore_index).
         padded=padded, windowed=_windowed(cfg, arch, attention, padded),
@@ -181,12 +201,13 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
         # OSFConfig has no dropout (tuners/osf/layer.py: x meets its factors as it is)
         dropout=cfg.lora_dropout if cfg.is_peft and not prof.ignores_lora_dropout and cfg.peft_type != "osf" else 0.0,
         dora=cfg.use_dora, load_dtype=load, profile=prof, compiled=cfg.torch_compile,
-        quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=kbit_prep and not cfg.gradient_checkpointing,
+        quant_compute=BYTES[cfg.bnb_4bit_compute_dtype], reentrant=reentrant,
         hf_logits=hf_logits(cfg, arch.model_type), plain_loss_compiled=compiles_plain_loss(cfg),
         half_mismatch=half_mismatch, adapter_mismatch=other_half(adapter_name),
         rope_cat=arch.rope_cat and hf and release >= arch.rope_cat_since,
         # under checkpointing transformers passes no cache to the layers (modeling_layers.py GradientCheckpointingLayer)
         kv_copied=hf and arch.cache_copies_kv and arch.use_cache and not checkpointing and release >= HF_CACHE_COPIES,
+        promoted_residual=cast_back and embed < other,
     )
 
 

@@ -248,6 +248,9 @@ REGIMES = {
     # NF4 + double quant, compute bf16, PEFT default fp32 adapters.
     "qlora": ("qlora", "float32", "D"),  # no prepare_model_for_kbit_training (bf16 non-quantized params)
     "qlora_prep": ("qlora", "float32", "E"),  # with prepare_model_for_kbit_training (fp32 non-quantized)
+    # TRL before 0.26 (SFTTrainer's own preparation): prepare_model_for_kbit_training with the run's checkpointing
+    # (reentrant), fp32 adapters, then peft_module_casting_to_bf16 (norms fp32, embeddings and LM head back to bf16)
+    "qlora_trl": ("qlora", "float32", "E"),
     # a float16 checkpoint loaded with dtype="auto" and trained under bf16 autocast (half_mix_cases)
     "full_fp16w": ("full", None, "A"),
     "lora_fp16w": ("lora", "float32", "C"),
@@ -292,6 +295,7 @@ def cases(quick: bool = False):
             for dp in (0.0, 0.05):
                 for gcm in (False, True):
                     out.append(("llama", rg, dp, gcm))
+        out += [("llama", "qlora_trl", 0.05, gcm) for gcm in (False, True)]
     if quick:
         out = [c for c in out if c[2] == 0.0]
     return out
@@ -393,9 +397,11 @@ def engine_config(style: str, regime: str, dropout: float = 0.0, gc_on: bool = F
                 "bnb_4bit_quant_type": "nf4",
                 "bnb_4bit_use_double_quant": True,
                 "bnb_4bit_compute_dtype": "bfloat16",
-                "prepare_model_for_kbit_training": regime == "qlora_prep",
+                "prepare_model_for_kbit_training": regime in ("qlora_prep", "qlora_trl"),
             }
         )
+    if regime == "qlora_trl":  # the release whose SFTTrainer prepares the model itself (frameworks.sft_prepares)
+        cfg.update({"framework": "trl", "framework_version": "0.25.0"})
     return cfg
 
 
@@ -712,8 +718,20 @@ def _quantized_llama(style: str, prep: bool, gc_mode: str | None):
         # Called with its defaults it switches on *reentrant* checkpointing (kwargs {} -> torch's
         # use_reentrant=True); Trainer(gradient_checkpointing=True) later re-enables it non-reentrant.
         # gc_mode None (GC really off) is only used to look inside the layers with saved_tensors_hooks.
+        # (TRL before 0.26 passes its gradient_checkpointing and kwargs {}: the same call.)
         m = prepare_model_for_kbit_training(m, use_gradient_checkpointing=gc_mode is not None)
     return m
+
+
+def sft_casting_to_bf16(model) -> None:
+    """TRL v0.24.0 models/utils.py peft_module_casting_to_bf16 (l.503-510), which SFTTrainer ran on a bf16 4-bit
+    model after get_peft_model through v0.25: norms to fp32, fp32 embeddings and LM head to bf16."""
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.LayerNorm) or "norm" in name:
+            module.to(torch.float32)
+        elif any(x in name for x in ["lm_head", "embed_tokens", "wte", "wpe"]) and hasattr(module, "weight") \
+                and module.weight.dtype == torch.float32:
+            module.to(torch.bfloat16)
 
 
 def checkpointing_mode(regime: str, gc_on: bool) -> str | None:
@@ -722,6 +740,8 @@ def checkpointing_mode(regime: str, gc_on: bool) -> str | None:
     prepare_model_for_kbit_training=true means) -> reentrant even when the Trainer does not ask."""
     if gc_on:
         return "non_reentrant"
+    if regime == "qlora_trl":  # TRL's preparation checkpoints as the run asks, and turns the Trainer's off
+        return "reentrant" if gc_on else None
     return "reentrant" if regime == "qlora_prep" else None
 
 
@@ -729,7 +749,7 @@ def build(style: str, regime: str, dropout: float = 0.0, gc_mode: str | None = N
     """Return (model, decoder layers)."""
     method, adapter_dtype, _ = REGIMES[regime]
     if method == "qlora":
-        m = _quantized_llama(style, regime == "qlora_prep", gc_mode)
+        m = _quantized_llama(style, regime in ("qlora_prep", "qlora_trl"), gc_mode)
     else:
         torch.manual_seed(0)
         attn = ATTENTION.get(style, "sdpa")
@@ -744,6 +764,8 @@ def build(style: str, regime: str, dropout: float = 0.0, gc_mode: str | None = N
 
         lc = LoraConfig(r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=dropout, target_modules="all-linear")
         m = get_peft_model(m, lc, autocast_adapter_dtype=(adapter_dtype == "float32"))
+        if regime == "qlora_trl":
+            sft_casting_to_bf16(m)
         if gc_mode is not None:
             m.enable_input_require_grads()  # what Trainer/TRL do for PEFT + checkpointing
     m.train()

@@ -60,6 +60,8 @@ LAYER_TENSORS = {
     "qlora_prep": "fp32 residual/norm outputs after prepare_model_for_kbit_training: fp32 g, act(g), u "
     "(Linear4bit returns its input dtype), per-module bf16 casts of fp32 norm outputs, "
     "bf16 autocast copies of fp32 LoRA weights",
+    "qlora_trl": "as qlora_prep after TRL's peft_module_casting_to_bf16 (bf16 embeddings: the first layer's residual "
+    "bf16, fp32 from its MLP on; fp32 norms), dropout outputs and masks per module",
 }
 # What an MoE layer (Transformers 5, harness.MOE_STYLES) saves besides the attention above: the router's input and
 # logits, the fp32 routing weights and top-k indices, each route's gathered input, grouped_mm's gate_up output,

@@ -86,4 +86,5 @@ def test_custom_and_trainer_rows_carry_it() -> None:
     assert rc.framework(row) == ("custom", "4.39.0")
     assert rc.framework({"framework": "transformers Trainer", "framework_version": "transformers 4.37.2"}) == (
         "transformers", "4.37.2")
-    assert rc.framework({"framework": "HF TRL SFTTrainer", "framework_version": "2024-03-13"}) == ("trl", None)
+    # a TRL row's version is TRL's own release (its date's: v0.7.0 before v0.8.0 of 2024-03-19), not transformers'
+    assert rc.framework({"framework": "HF TRL SFTTrainer", "framework_version": "2024-03-13"}) == ("trl", "0.7.0")

@@ -56,14 +56,14 @@ def test_bf16_adapters_halve_the_adapter_bytes() -> None:
     assert bf16.detail["gradient_bytes"] == 143_130_624 * 2
 
 
-@pytest.mark.parametrize(("version", "fw", "expected"), [
-    # TRL v1.7.0 (tag 2026-06-25) made loss_type="chunked_nll" the SFTTrainer default; before it, and in
-    # v0.8.0 (2024-03-19) which had no loss of its own, the Trainer took the model's loss on the full logits
-    ("peft @6008f272a (2024-03-13) examples/sft", "trl", {"loss_implementation": "hf"}),
-    ("2026-06-24", "trl", {"loss_implementation": "hf"}),
-    ("2026-06-25", "trl", {}),  # the release day: chunked_nll
-    ("", "trl", {}),  # no date: today's TRL
-    ("peft @6008f272a (2024-03-13) examples/sft", "transformers", {}),  # the Trainer's loss is already "hf"
+@pytest.mark.parametrize(("version", "expected"), [
+    # the release current on the date a TRL row states (the commit dates of huggingface/trl's tags)
+    ("peft @6008f272a (2024-03-13) examples/sft", "0.7.0"),  # v0.8.0 is of 2024-03-19
+    ("2025-11-30", "0.25.0"),  # the last release whose SFTTrainer prepares a quantized base itself
+    ("2026-06-24", "1.6.0"),  # the last whose loss is the model's own, on the full logits
+    ("2026-06-25", "1.7.0"),  # the release day: chunked_nll the default
+    ("trl 0.9.6, peft 0.11", "0.9.6"),  # a release as written wins over a date
+    ("", None),  # no date: today's TRL
 ])
-def test_trl_loss_before_chunked_default(version: str, fw: str, expected: dict[str, Any]) -> None:
-    assert rc.trl_loss({"framework_version": version}, fw) == expected
+def test_trl_release_by_row(version: str, expected: str | None) -> None:
+    assert rc.framework({"framework": "TRL SFTTrainer", "framework_version": version}) == ("trl", expected)

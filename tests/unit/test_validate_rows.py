@@ -535,10 +535,9 @@ def test_sequence_texts(seq_len: str, mode: str, expected: tuple[int, bool]) -> 
 
 def test_releases_written_in_the_framework_column() -> None:
     assert vr.framework({"framework": "transformers 4.41.2", "framework_version": ""}) == ("transformers", "4.41.2")
-    # a TRL release before v1.7.0 (the first whose SFTTrainer defaults to its chunked loss) runs the model's loss
-    assert vr.trl_loss({"framework": "TRL SFTTrainer", "framework_version": "trl 0.9.6"}, "trl") == \
-        {"loss_implementation": "hf"}
-    assert vr.trl_loss({"framework": "TRL", "framework_version": "trl v1.8.0"}, "trl") == {}
+    # TRL's release as written: the engine follows it (its loss before v1.7.0, its defaults, its preparation)
+    assert vr.framework({"framework": "TRL SFTTrainer", "framework_version": "trl 0.9.6"}) == ("trl", "0.9.6")
+    assert vr.framework({"framework": "TRL", "framework_version": "trl v1.8.0"}) == ("trl", "1.8.0")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
