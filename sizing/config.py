@@ -249,6 +249,11 @@ def release(text: str | None) -> tuple[int, ...]:
 #   back to bf16 (peft_module_casting_to_bf16; models/utils.py v0.24.0 l.503-563, sft_trainer.py v0.12.0
 #   l.240-292). v0.26.0 ("Clean up model preparation", #4577) dropped all of it and casts a quantized model's
 #   trainable parameters to bf16.
+# SFTTrainer's loss: up to v1.6.x the default loss_type "nll" took super().compute_loss, transformers' loss on the
+# model's materialised logits (sft_trainer.py v1.6.0 compute_loss; v0.8.0's SFTTrainer had no loss of its own);
+# v1.7.0 (tag 2026-06-25) made "chunked_nll" the default (sft_config.py v1.7.0 l.107: the lm_head projection in
+# chunks, never the whole logits), and v1.15 the fused LM head: neither materialises them (sizing/memory/loss.py).
+SFT_CHUNKED = (1, 7)
 SFT_BF16 = (0, 19)
 SFT_CHECKPOINTING = (0, 22)
 SFT_BF16_TRAINABLE = (0, 26)

@@ -214,11 +214,6 @@ SFT_NO_CACHE = (0, 22)
 # 500 in TrainingArguments; SFTConfig's is 10 from TRL 0.19.0 ("New defaults: logging_steps=10", PR #3514, commit
 # b0eff324a, `git tag --contains`).
 SFT_LOGGING_10 = (0, 19)
-# SFTTrainer's loss: up to v1.6.x the default loss_type "nll" took super().compute_loss, transformers' loss on the
-# model's materialised logits (sft_trainer.py v1.6.0 compute_loss; v0.8.0's SFTTrainer had no loss of its own);
-# v1.7.0 (tag 2026-06-25) made "chunked_nll" the default (sft_config.py v1.7.0 l.107: the lm_head projection in
-# chunks, never the whole logits), and v1.15 the fused LM head: neither materialises them (memory/loss.py).
-SFT_CHUNKED = (1, 7)
 SFT_SHARDED_NO_AUTOCAST = (0, 9, 3)  # #1654 (commit e4ed7a3a5), first in v0.9.3
 # The module names peft_module_casting_to_bf16 casts back ("embed_tokens", "wte", "wpe"; "lm_head"), by model_type:
 # the families whose embedding or head is named otherwise keep them fp32

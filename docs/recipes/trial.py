@@ -372,6 +372,11 @@ def release(text: str | None) -> tuple[int, ...]:
 #   back to bf16 (peft_module_casting_to_bf16; models/utils.py v0.24.0 l.503-563, sft_trainer.py v0.12.0
 #   l.240-292). v0.26.0 ("Clean up model preparation", #4577) dropped all of it and casts a quantized model's
 #   trainable parameters to bf16.
+# SFTTrainer's loss: up to v1.6.x the default loss_type "nll" took super().compute_loss, transformers' loss on the
+# model's materialised logits (sft_trainer.py v1.6.0 compute_loss; v0.8.0's SFTTrainer had no loss of its own);
+# v1.7.0 (tag 2026-06-25) made "chunked_nll" the default (sft_config.py v1.7.0 l.107: the lm_head projection in
+# chunks, never the whole logits), and v1.15 the fused LM head: neither materialises them (sizing/memory/loss.py).
+SFT_CHUNKED = (1, 7)
 SFT_BF16 = (0, 19)
 SFT_CHECKPOINTING = (0, 22)
 SFT_BF16_TRAINABLE = (0, 26)
@@ -1587,7 +1592,7 @@ from pathlib import Path
 from typing import Any
 
 from sizing.choices import BNB_OPTIMIZERS
-from sizing.config import config_to_dict, parse_config
+from sizing.config import SFT_CHUNKED, config_to_dict, parse_config, release
 from sizing.errors import SizingError
 
 from .env import version
@@ -1676,7 +1681,9 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
             shown = framework if name == "framework_version" else package
             raise _refuse(name, f"the configuration says {shown} {wanted}, this environment has {have}")
     loss = cfg.get("loss_implementation")
-    runs = "fused_linear_ce" if framework == "trl" else "hf"  # TRL >= 1.15: fused LM head; Trainer: full logits
+    # TRL from 1.7: no whole logits (chunked, then a fused LM head); earlier TRL and the Trainer: the model's own loss
+    chunked = framework == "trl" and release(version("trl")) >= SFT_CHUNKED
+    runs = "fused_linear_ce" if chunked else "hf"
     if loss not in (None, runs):
         raise _refuse("loss_implementation", f"{loss} is not what {framework} computes ({runs}); set it to "
                       f"{runs} or null")

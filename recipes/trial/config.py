@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sizing.choices import BNB_OPTIMIZERS
-from sizing.config import config_to_dict, parse_config
+from sizing.config import SFT_CHUNKED, config_to_dict, parse_config, release
 from sizing.errors import SizingError
 
 from .env import version
@@ -99,7 +99,9 @@ def check_supported(cfg: Mapping[str, Any], launched: Mapping[str, Any]) -> None
             shown = framework if name == "framework_version" else package
             raise _refuse(name, f"the configuration says {shown} {wanted}, this environment has {have}")
     loss = cfg.get("loss_implementation")
-    runs = "fused_linear_ce" if framework == "trl" else "hf"  # TRL >= 1.15: fused LM head; Trainer: full logits
+    # TRL from 1.7: no whole logits (chunked, then a fused LM head); earlier TRL and the Trainer: the model's own loss
+    chunked = framework == "trl" and release(version("trl")) >= SFT_CHUNKED
+    runs = "fused_linear_ce" if chunked else "hf"
     if loss not in (None, runs):
         raise _refuse("loss_implementation", f"{loss} is not what {framework} computes ({runs}); set it to "
                       f"{runs} or null")

@@ -4,13 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch import Architecture
-from ..config import SFT_BF16_TRAINABLE, RunConfig, sft_prepares, sharded_4bit
+from ..config import SFT_BF16_TRAINABLE, SFT_CHUNKED, RunConfig, sft_prepares, sharded_4bit
 from ..frameworks import (
     HF_CACHE_COPIES,
     HF_STACKS,
     SFT_CAST_EMBED_KEPT,
     SFT_CAST_HEAD_KEPT,
-    SFT_CHUNKED,
     SFT_SHARDED_NO_AUTOCAST,
     Profile,
     compiles_plain_loss,
