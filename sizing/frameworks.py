@@ -102,6 +102,14 @@ TORCHTUNE = Profile("torchtune", expand_kv=True, torchao_nf4=True, nf4_load_on_d
                     nf4_chunked=True, peak_reset_after_load=True, drops_fp32_logits=True, fsdp2=True)
 
 
+# peft v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts 16-bit adapters to fp32
+# (autocast_adapter_dtype=True, commit ae1ae20b7 "Autocast adapter weights if fp16/bf16", PR #1706)
+PEFT_AUTOCAST = (0, 12)
+# from_pretrained without a dtype loads float32 up to transformers 4.x and the checkpoint's dtype ("auto") from 5.0
+# (PR #42805 "Default auto", merged 2025-12-11, superseding #34919)
+HF_DTYPE_AUTO = (5,)
+
+
 def version(cfg: RunConfig) -> tuple[int, ...]:
     """framework_version as a tuple; an absent version means the current release."""
     return release(cfg.framework_version)

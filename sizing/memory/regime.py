@@ -7,7 +7,9 @@ from ..arch import Architecture
 from ..config import SFT_BF16_TRAINABLE, SFT_CHUNKED, RunConfig, sft_prepares, sharded_4bit
 from ..frameworks import (
     HF_CACHE_COPIES,
+    HF_DTYPE_AUTO,
     HF_STACKS,
+    PEFT_AUTOCAST,
     SFT_CAST_EMBED_KEPT,
     SFT_CAST_HEAD_KEPT,
     SFT_SHARDED_NO_AUTOCAST,
@@ -115,13 +117,16 @@ def load_dtype(cfg: RunConfig, arch: Architecture) -> str:
         return "float32"
     if cfg.framework in ("litgpt", "torchtune"):
         return "bfloat16"
+    if version(cfg) < HF_DTYPE_AUTO:  # transformers 4: from_pretrained without a dtype loads float32
+        return "float32"
     # transformers 5 from_pretrained defaults to dtype="auto": the checkpoint's dtype.
     dtype = arch.default_dtype or "bfloat16"
     return dtype if dtype in BYTES else "bfloat16"
 
 
-def adapter_dtype(cfg: RunConfig, load: str) -> str:
-    """The dtype of LoRA A/B and DoRA magnitudes after PEFT and the framework are done with them."""
+def adapter_dtype(cfg: RunConfig, load: str, integer_base: bool = False) -> str:
+    """The dtype of LoRA A/B and DoRA magnitudes after PEFT and the framework are done with them (`integer_base`: a
+    GPTQ / AWQ checkpoint, whose quantized layers hold no floating weight)."""
     if cfg.adapter_dtype != "auto":
         return cfg.adapter_dtype
     if cfg.peft_type == "adaption_prompt":  # made in q_proj's dtype (fp32 over an integer one), never upcast: no
@@ -130,13 +135,20 @@ def adapter_dtype(cfg: RunConfig, load: str) -> str:
         return load  # both build LoRA weights in the model's dtype
     if cfg.peft_type == "osf" and peft_release(cfg) < (0, 19):  # OSFModel._cast_adapter_dtype matched the base
         return load  # layer's dtype until peft 0.19 (commit 89a75aa1, #2893, removed it: the generic fp32 cast)
-    if cfg.framework == "trl" and cfg.quantized:
-        if version(cfg) >= SFT_BF16_TRAINABLE:
-            return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
-        if sharded_4bit(cfg) and version(cfg) >= SFT_SHARDED_NO_AUTOCAST and peft_release(cfg) >= (0, 12):
-            # get_peft_model(autocast_adapter_dtype=False): the adapters take the 4-bit weight's float storage dtype
-            storage = cfg.bnb_4bit_quant_storage
-            return storage if storage in BYTES else "float32"
+    if cfg.framework == "trl" and cfg.quantized and version(cfg) >= SFT_BF16_TRAINABLE:
+        return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
+    if peft_release(cfg) < PEFT_AUTOCAST:
+        # before get_peft_model's fp32 autocast, LoraLayer.update_layer moved new adapters to the base weight's dtype
+        # when it is floating (peft v0.10.0 tuners/lora/layer.py l.114-120): a 16-bit base's or a 4-bit weight's
+        # float storage; Int8Params (int8) and GPTQ/AWQ's qweight (int32) leave them in nn.Linear's fp32
+        if cfg.load_in_8bit or integer_base:
+            return "float32"
+        base = cfg.bnb_4bit_quant_storage if cfg.load_in_4bit else load
+        return base if base in ("bfloat16", "float16") else "float32"
+    if cfg.framework == "trl" and sharded_4bit(cfg) and version(cfg) >= SFT_SHARDED_NO_AUTOCAST:
+        # get_peft_model(autocast_adapter_dtype=False): the adapters take the 4-bit weight's float storage dtype
+        storage = cfg.bnb_4bit_quant_storage
+        return storage if storage in BYTES else "float32"
     if cfg.framework == "trl" and cfg.parallelism == "zero3":
         return load  # TRL passes autocast_adapter_dtype=False under ZeRO-3
     return "float32"  # get_peft_model(autocast_adapter_dtype=True) since peft 0.12
@@ -174,7 +186,8 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     embed = 2 if cast_back and arch.model_type not in SFT_CAST_EMBED_KEPT else other
     lm_head = 2 if cast_back and arch.model_type not in SFT_CAST_HEAD_KEPT else other
     attention = attention_of(cfg, arch)
-    adapter_name = adapter_dtype(cfg, load) if cfg.is_peft else None
+    integer_base = arch.checkpoint_quant is not None and arch.checkpoint_quant.method in ("gptq", "awq")
+    adapter_name = adapter_dtype(cfg, load, integer_base) if cfg.is_peft else None
     adapter = BYTES[adapter_name] if adapter_name else 0
     cast_to = "bfloat16" if cfg.bf16 else "float16"
 
