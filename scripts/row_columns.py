@@ -266,32 +266,29 @@ def trl_version(text: str) -> str | None:
     return [name for when, name in _TRL_RELEASES if date >= when][-1]
 
 
-# peft v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32
-# (autocast_adapter_dtype=True, commit ae1ae20b7 "Autocast adapter weights if fp16/bf16", PR #1706, 2024-05-16).
-# Before it LoraLayer.update_layer moved the new adapters to the base layer's weight dtype when it is floating
-# (v0.10.0 src/peft/tuners/lora/layer.py l.114-120: self.to(weight.device, dtype=weight.dtype)).
-_PEFT_AUTOCAST = (2024, 7, 24)
-_PEFT_AUTOCAST_VERSION = (0, 12)
+# PEFT's minor releases, dated by the commit of each tag (huggingface/peft): a run names its release, else it ran
+# the one current on the date its row states. The engine follows it (sizing/memory/regime.py adapter_dtype: before
+# v0.12.0 new LoRA weights keep the base weight's floating dtype; frameworks.peft_release's other gates).
+_PEFT_RELEASES = (((2023, 2, 10), "0.1.0"), ((2023, 3, 9), "0.2.0"), ((2023, 5, 4), "0.3.0"),
+                  ((2023, 7, 17), "0.4.0"), ((2023, 8, 22), "0.5.0"), ((2023, 11, 2), "0.6.0"),
+                  ((2023, 12, 6), "0.7.0"), ((2024, 1, 30), "0.8.0"), ((2024, 2, 28), "0.9.0"),
+                  ((2024, 3, 21), "0.10.0"), ((2024, 5, 16), "0.11.0"), ((2024, 7, 24), "0.12.0"),
+                  ((2024, 9, 25), "0.13.0"), ((2024, 12, 6), "0.14.0"), ((2025, 3, 19), "0.15.0"),
+                  ((2025, 7, 3), "0.16.0"), ((2025, 8, 1), "0.17.0"), ((2025, 11, 13), "0.18.0"),
+                  ((2026, 4, 14), "0.19.0"), ((2026, 7, 28), "0.20.0"))
 
 
-def peft_adapter_dtype(row: Mapping[str, str], cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """adapter_dtype for a PEFT run on a release before the fp32 autocast: the base weight's floating dtype (a
-    bf16/fp16 model, or bitsandbytes 4-bit with a float bnb_4bit_quant_storage); {} otherwise (fp32 either way)."""
-    if cfg.get("method") not in ("lora", "qlora") or cfg.get("framework") in ("litgpt", "torchtune"):
-        return {}
+def peft_version(row: Mapping[str, str]) -> str | None:
+    """The PEFT release a row states ("peft 0.10.0", "peft v0.19.2.dev0"), else the last of _PEFT_RELEASES on or
+    before the date it states; None (the current one) otherwise."""
     text = lower_col(row, "framework_version")
-    stated = re.search(r"\bpeft\s*v?(\d+)\.(\d+)", text)
-    if stated:
-        old = (int(stated.group(1)), int(stated.group(2))) < _PEFT_AUTOCAST_VERSION
-    else:
-        date = row_date(text)
-        old = date is not None and date < _PEFT_AUTOCAST
-    if not old:
-        return {}
-    if cfg.get("load_in_8bit") or cfg.get("checkpoint_quant"):
-        return {}  # Int8Params is int8, GPTQ/AWQ's qweight int32: the adapters stay in nn.Linear's fp32
-    dtype = cfg.get("bnb_4bit_quant_storage") if cfg.get("load_in_4bit") else cfg.get("torch_dtype")
-    return {"adapter_dtype": dtype} if dtype in ("bfloat16", "float16") else {}
+    m = re.search(r"\bpeft\s*v?(\d+\.\d+(?:\.\d+)?(?:\.?dev\d+)?)", text)
+    if m:
+        return m.group(1)
+    date = row_date(text)
+    if date is None or date < _PEFT_RELEASES[0][0]:
+        return None
+    return [name for when, name in _PEFT_RELEASES if date >= when][-1]
 
 
 def torchtune_version(text: str) -> str | None:

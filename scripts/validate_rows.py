@@ -27,8 +27,8 @@ from row_columns import (
     optimizer,
     other_settings,
     parallel,
-    peft_adapter_dtype,
     peft_target_names,
+    peft_version,
     per_device,
     precision,
     quantization,
@@ -53,7 +53,7 @@ from sizing.memory.adapters import resolve_targets
 # Column readers (row_columns.py) and catalog matchers (row_catalog.py) re-exported: one import gives the whole mapping.
 __all__ = ["RowCase", "RowRefused", "attention", "catalog_model", "checkpointing", "dtype_of", "framework",
            "match_gpu", "measured_gib", "method_fields", "metric", "optimizer", "other_settings", "parallel",
-           "peft_adapter_dtype", "per_device", "precision", "quantization", "row_case", "row_date", "sequences",
+           "peft_version", "per_device", "precision", "quantization", "row_case", "row_date", "sequences",
            "sharded_layers", "target_modules", "torchtune_version", "trl_version", "usable", "yes_no"]
 
 GiB = 2**30
@@ -296,13 +296,12 @@ def row_case(row: Mapping[str, str]) -> RowCase:
         cfg["prepare_model_for_kbit_training"] = bool(said)
     if version:
         cfg["framework_version"] = version
-    peft = re.search(r"\bpeft\s*v?(\d+\.\d+(?:\.\d+)?(?:\.?dev\d+)?)", lower_col(row, "framework_version"))
-    if peft:  # what some PEFT methods keep changed with the release (frameworks.peft_release)
-        cfg["peft_version"] = peft.group(1)
+    peft = peft_version(row)
+    if peft:  # what PEFT's layers keep and in which dtype changed with the release (frameworks.peft_release)
+        cfg["peft_version"] = peft
     cfg.update(precision(row, fw))
     if fw == "trl" and version:
         notes.append(f"TRL {version}, as the row states it or by its date")
-    cfg.update(peft_adapter_dtype(row, cfg))
     if cfg.get("load_in_4bit") and cfg.get("torch_dtype") in ("bfloat16", "float16"):
         cfg["bnb_4bit_compute_dtype"] = cfg["torch_dtype"]  # compute in the dtype the rest of the model runs in
         notes.append("bnb_4bit_compute_dtype taken from the base dtype")

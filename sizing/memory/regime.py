@@ -137,7 +137,7 @@ def adapter_dtype(cfg: RunConfig, load: str, integer_base: bool = False) -> str:
         return load  # layer's dtype until peft 0.19 (commit 89a75aa1, #2893, removed it: the generic fp32 cast)
     if cfg.framework == "trl" and cfg.quantized and version(cfg) >= SFT_BF16_TRAINABLE:
         return "bfloat16"  # trl >= 0.26 casts trainable params of quantized models to bf16
-    if peft_release(cfg) < PEFT_AUTOCAST:
+    if peft_release(cfg) < PEFT_AUTOCAST and cfg.peft_type == "lora":
         # before get_peft_model's fp32 autocast, LoraLayer.update_layer moved new adapters to the base weight's dtype
         # when it is floating (peft v0.10.0 tuners/lora/layer.py l.114-120): a 16-bit base's or a 4-bit weight's
         # float storage; Int8Params (int8) and GPTQ/AWQ's qweight (int32) leave them in nn.Linear's fp32

@@ -1,5 +1,6 @@
-"""Rows from before peft v0.12.0 train their LoRA weights in the base weight's dtype (scripts/row_columns.py
-peft_adapter_dtype); each expectation is read off the row's text and PEFT's release history by hand:
+"""Rows from before peft v0.12.0 train their LoRA weights in the base weight's dtype: the row's PEFT release (stated,
+else the one of its date: scripts/row_columns.py peft_version) reaches the engine, which follows it (sizing/memory/
+regime.py adapter_dtype); each expectation is read off the row's text and PEFT's release history by hand:
 v0.12.0 (tag 2024-07-24) is the first release whose get_peft_model casts bf16/fp16 adapters to fp32 (commit
 ae1ae20b7, PR #1706); v0.10.0's LoraLayer.update_layer moved new adapters to the base weight's floating dtype."""
 
@@ -10,7 +11,9 @@ from typing import Any
 import pytest
 
 import row_columns as rc  # scripts/ is on pytest's pythonpath (pyproject.toml)
-from sizing import estimate
+from sizing import estimate, load_config
+from sizing.catalog import resolve_architecture
+from sizing.memory.regime import resolve
 
 
 @pytest.mark.parametrize(("text", "date"), [
@@ -26,20 +29,30 @@ QLORA = {"method": "qlora", "framework": "custom", "load_in_4bit": True, "bnb_4b
 LORA = {"method": "lora", "framework": "custom", "torch_dtype": "bfloat16"}
 
 
-@pytest.mark.parametrize(("version", "cfg", "expected"), [
-    ("Feb-Mar 2024 (torch ~2.2)", QLORA, {"adapter_dtype": "bfloat16"}),  # Params4bit stored as bf16
-    ("Feb-Mar 2024 (torch ~2.2)", LORA, {"adapter_dtype": "bfloat16"}),
-    ("Feb-Mar 2024", {**QLORA, "bnb_4bit_quant_storage": "uint8"}, {}),  # uint8 storage: nn.Linear's fp32 stays
-    ("Feb-Mar 2024", {**LORA, "torch_dtype": "float32"}, {}),
-    ("Feb-Mar 2024", {**LORA, "framework": "torchtune"}, {}),  # no PEFT there
-    ("Aug 2024", LORA, {}),  # after v0.12.0
-    ("transformers 4.40; peft 0.10.0", LORA, {"adapter_dtype": "bfloat16"}),  # a stated release wins
-    ("2025-01-10; peft 0.11", LORA, {"adapter_dtype": "bfloat16"}),
-    ("torch 2.13.0+cu130; transformers 5.13.1; peft 0.19", LORA, {}),
-    ("", LORA, {}),  # no date: today's PEFT
+@pytest.mark.parametrize(("version", "cfg", "adapter"), [
+    ("Feb-Mar 2024 (torch ~2.2)", QLORA, 2),  # v0.10.0; Params4bit stored as bf16
+    ("Feb-Mar 2024 (torch ~2.2)", LORA, 2),
+    ("Feb-Mar 2024", {**QLORA, "bnb_4bit_quant_storage": "uint8"}, 4),  # uint8 storage: nn.Linear's fp32 stays
+    ("Feb-Mar 2024", {**LORA, "torch_dtype": "float32"}, 4),
+    ("Feb-Mar 2024", {**LORA, "framework": "torchtune"}, 2),  # no PEFT there: the model's dtype
+    ("Aug 2024", LORA, 4),  # v0.12.0 (2024-07-24): fp32
+    ("transformers 4.40; peft 0.10.0", LORA, 2),  # a stated release wins
+    ("2025-01-10; peft 0.11", LORA, 2),
+    ("torch 2.13.0+cu130; transformers 5.13.1; peft 0.19", LORA, 4),
+    ("", LORA, 4),  # no date: today's PEFT
 ])
-def test_peft_adapter_dtype(version: str, cfg: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert rc.peft_adapter_dtype({"framework_version": version}, cfg) == expected
+def test_peft_release_of_a_row_sets_the_adapter_dtype(version: str, cfg: dict[str, Any], adapter: int) -> None:
+    release = rc.peft_version({"framework_version": version})
+    run = load_config({"model": "meta-llama/Llama-2-7b-hf", **cfg, **({"peft_version": release} if release else {})})
+    arch, _ = resolve_architecture(run.model, run.model_config)
+    assert resolve(run, arch).adapter == adapter
+
+
+@pytest.mark.parametrize(("version", "release"), [
+    ("Feb-Mar 2024 (torch ~2.2)", "0.10.0"), ("peft @6008f272a (2024-03-13) examples/sft", "0.9.0"),
+    ("peft 0.19.2.dev0", "0.19.2.dev0"), ("2023-01-01", None), ("", None)])
+def test_peft_release_of_a_row(version: str, release: str | None) -> None:
+    assert rc.peft_version({"framework_version": version}) == release
 
 
 def test_bf16_adapters_halve_the_adapter_bytes() -> None:
