@@ -445,11 +445,11 @@ function main() {
     } else waiting();
     if (timer) clearTimeout(timer);
     timer = null;
-    const now = performance.now();
-    const typing = now < typingUntil;
-    typingUntil = now + PAUSE_MS;
+    const typing = performance.now() < typingUntil;
     if (typing) timer = setTimeout(compute, PAUSE_MS);
     else compute();
+    // the pause counts from the end of this edit's own work: a key that waited behind it (a busy page) is typing
+    typingUntil = performance.now() + PAUSE_MS;
   }
 
   function linkRequest(query = toQuery()) {
