@@ -216,13 +216,20 @@ def framework(row: Mapping[str, str]) -> tuple[str, str | None]:
 def transformers_version(text: str) -> str | None:
     """The transformers release a Hugging Face stack runs (frameworks.HF_STACKS): as stated ("transformers 4.37.2"),
     else the last release of _TRANSFORMERS_RELEASES on or before a stated date; None (the current one) otherwise."""
-    m = re.search(r"\btransformers\s*v?(\d+\.\d+(?:\.\d+)?)", text)
+    return _release_of(text, "transformers", _TRANSFORMERS_RELEASES)
+
+
+def _release_of(text: str, package: str, releases: tuple[tuple[tuple[int, int, int], str], ...],
+                suffix: str = "") -> str | None:
+    """The release of `package` the text states ("trl 0.9.6", "peft v0.19.2.dev0" with a dev `suffix` pattern), else
+    the last of `releases` (date, name) on or before a date it states; None (the current one) otherwise."""
+    m = re.search(rf"\b{package}\s*v?(\d+\.\d+(?:\.\d+)?{suffix})", text)
     if m:
         return m.group(1)
     date = row_date(text)
-    if date is None or date < _TRANSFORMERS_RELEASES[0][0]:
+    if date is None or date < releases[0][0]:
         return None
-    return [name for when, name in _TRANSFORMERS_RELEASES if date >= when][-1]
+    return [name for when, name in releases if date >= when][-1]
 
 
 def row_date(text: str) -> tuple[int, int, int] | None:
@@ -257,13 +264,7 @@ _TRL_RELEASES = (((2023, 8, 30), "0.7.0"), ((2024, 3, 19), "0.8.0"), ((2024, 6, 
 def trl_version(text: str) -> str | None:
     """The TRL release a run states ("trl 0.9.6"), else the last of _TRL_RELEASES on or before a date it states; None
     (the current one) otherwise."""
-    m = re.search(r"\btrl\s*v?(\d+\.\d+(?:\.\d+)?)", text)
-    if m:
-        return m.group(1)
-    date = row_date(text)
-    if date is None or date < _TRL_RELEASES[0][0]:
-        return None
-    return [name for when, name in _TRL_RELEASES if date >= when][-1]
+    return _release_of(text, "trl", _TRL_RELEASES)
 
 
 # PEFT's minor releases, dated by the commit of each tag (huggingface/peft): a run names its release, else it ran
@@ -281,14 +282,7 @@ _PEFT_RELEASES = (((2023, 2, 10), "0.1.0"), ((2023, 3, 9), "0.2.0"), ((2023, 5, 
 def peft_version(row: Mapping[str, str]) -> str | None:
     """The PEFT release a row states ("peft 0.10.0", "peft v0.19.2.dev0"), else the last of _PEFT_RELEASES on or
     before the date it states; None (the current one) otherwise."""
-    text = lower_col(row, "framework_version")
-    m = re.search(r"\bpeft\s*v?(\d+\.\d+(?:\.\d+)?(?:\.?dev\d+)?)", text)
-    if m:
-        return m.group(1)
-    date = row_date(text)
-    if date is None or date < _PEFT_RELEASES[0][0]:
-        return None
-    return [name for when, name in _PEFT_RELEASES if date >= when][-1]
+    return _release_of(lower_col(row, "framework_version"), "peft", _PEFT_RELEASES, r"(?:\.?dev\d+)?")
 
 
 def torchtune_version(text: str) -> str | None:
