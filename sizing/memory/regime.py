@@ -74,7 +74,7 @@ class Regime:
     # the forward's DynamicCache copies k and v (frameworks.HF_CACHE_COPIES): SDPA saves the copies, and a fused qkv
     # output, whose views k and v were, is not kept (Architecture.cache_copies_kv)
     kv_copied: bool = False
-    # TRL's cast back to bf16 embeddings under fp32 norms (frameworks.sft_prepares): the fp32 norm's output reaches the
+    # TRL's cast back to bf16 embeddings under fp32 norms (config.sft_prepares): the fp32 norm's output reaches the
     # 4-bit MLP, which returns its input's dtype, so the residual stream is fp32 from layer 0's MLP on (measured:
     # tests/physics/test_activations.py, qlora_trl: the checkpointed inputs of layers 1.. are fp32)
     promoted_residual: bool = False
@@ -178,7 +178,7 @@ def resolve(cfg: RunConfig, arch: Architecture, backend: str = "cuda") -> Regime
     # prepare_model_for_kbit_training up-casts every non-quantized floating param to fp32 (§2).
     kbit_prep = bool(cfg.quantized and cfg.prepare_model_for_kbit_training)
     other = 4 if kbit_prep else w
-    # TRL before v0.26 prepared the model itself (frameworks.sft_prepares): the checkpointing is the preparation's, as
+    # TRL before v0.26 prepared the model itself (config.sft_prepares): the checkpointing is the preparation's, as
     # gradient_checkpointing asks, reentrant (the Trainer's is turned off); with bf16 a 4-bit model's embeddings and
     # LM head go back to bf16, its norms stay fp32 (peft_module_casting_to_bf16)
     trl_prep = kbit_prep and sft_prepares(cfg)
