@@ -246,8 +246,8 @@ def row_date(text: str) -> tuple[int, int, int] | None:
 
 
 # TRL's minor releases, dated by the commit of each tag (huggingface/trl): a run of TRL runs the release current on the
-# date its row states when it names none. The engine follows the release (sizing/frameworks.py: its loss before
-# v1.7.0, SFTConfig's defaults, SFTTrainer's own preparation of a quantized base before v0.26.0).
+# date its row states when it names none. The engine follows the release (sizing/config.py: its loss before v1.7.0,
+# SFTConfig's defaults, SFTTrainer's own preparation of a quantized base before v0.26.0).
 _TRL_RELEASES = (((2023, 8, 30), "0.7.0"), ((2024, 3, 19), "0.8.0"), ((2024, 6, 5), "0.9.3"),
                  ((2024, 8, 29), "0.10.1"), ((2024, 9, 19), "0.11.0"), ((2024, 11, 1), "0.12.0"),
                  ((2024, 12, 15), "0.13.0"), ((2025, 1, 29), "0.14.0"), ((2025, 2, 13), "0.15.0"),

@@ -400,6 +400,11 @@ def eval_batch(cfg: RunConfig) -> int:
     return cfg.per_device_eval_batch_size
 
 
+def eval_batches(cfg: RunConfig) -> int:
+    """Batches of one evaluation pass: eval_samples over per_device_eval_batch_size on every GPU (at least one)."""
+    return max(math.ceil((cfg.eval_samples or 0) / (cfg.per_device_eval_batch_size * cfg.num_gpus)), 1)
+
+
 def eval_kept_sequences(cfg: RunConfig) -> tuple[int, int, int]:
     """compute_metrics: the sequences of one evaluation batch gathered from every GPU, the batches held on the GPU
     before they move to the CPU (eval_accumulation_steps, else all; batch_eval_metrics: one, the loop keeps none),
@@ -407,10 +412,9 @@ def eval_kept_sequences(cfg: RunConfig) -> tuple[int, int, int]:
     per_step = cfg.per_device_eval_batch_size * cfg.num_gpus  # every GPU gathers every GPU's batch
     if cfg.batch_eval_metrics:
         return per_step, 1, min(per_step, cfg.eval_samples or per_step)
-    samples = cfg.eval_samples or 0
-    batches = max(math.ceil(samples / per_step), 1)
+    batches = eval_batches(cfg)
     chunk = min(batches, cfg.eval_accumulation_steps or batches)
-    return per_step, chunk, min(chunk * per_step, samples)
+    return per_step, chunk, min(chunk * per_step, cfg.eval_samples or 0)
 
 
 def _kept(cfg: RunConfig, arch: Architecture, reg: Regime, seq: int, ev: _Eval) -> _Eval:

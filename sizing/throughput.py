@@ -10,7 +10,7 @@ from .config import RunConfig
 from .frameworks import logging_steps
 from .memory.adapters import Trainable
 from .memory.regime import Regime
-from .step import eval_batch
+from .step import eval_batch, eval_batches
 from .time.device import model_data
 from .time.roofline import Inventory, forward_seconds, inventory, step_time
 
@@ -46,9 +46,8 @@ def evaluation_hours(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Traina
     """Hours the Trainer's evaluation passes take over the run (inside total_hours): eval_strategy "epoch" evaluates
     after each epoch, "steps" every eval_steps optimizer steps (the trainer's logging_steps when unset:
     frameworks.logging_steps) and after the last, each pass the forward of eval_samples sequences,
-    per_device_eval_batch_size per GPU at a time (step.eval_batch), with the all-gathers a sharded forward waits for;
-    None without an evaluation, or without eval_samples (the set's
-    size) or the dataset's tokens."""
+    per_device_eval_batch_size per GPU at a time (step.eval_batch, step.eval_batches), with the all-gathers a sharded
+    forward waits for; None without an evaluation, or without eval_samples (the set's size) or the dataset's tokens."""
     if cfg.eval_strategy == "no" or not cfg.eval_samples or not cfg.dataset_tokens:
         return None
     batch = forward_seconds(cfg, arch, reg, tr, gpu, eval_batch(cfg))
@@ -59,8 +58,7 @@ def evaluation_hours(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Traina
     else:  # DefaultFlowCallback (trainer_callback.py, 5.24): every eval_steps steps, and after the last one if not
         steps = math.ceil(cfg.dataset_tokens * cfg.num_train_epochs / (tokens_step * cfg.num_gpus))
         passes = math.ceil(steps / (cfg.eval_steps or logging_steps(cfg)))
-    batches = math.ceil(cfg.eval_samples / (cfg.per_device_eval_batch_size * cfg.num_gpus))
-    return passes * batches * batch / 3600
+    return passes * eval_batches(cfg) * batch / 3600
 
 
 def time_estimate(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable,

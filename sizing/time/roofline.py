@@ -144,9 +144,14 @@ def forward_seconds(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainab
     ops = [op for op in _micro_ops(run, arch, reg, tr, attention_kernel(reg, gpu.sm[0]))[0] if op.phase == "forward"]
     launch, view, floor = _launch_costs(reg)
     seconds = _ops_seconds(ops, dev, floor, launch, view)
-    link, host = forward_gathers(cfg, arch, reg)
-    comm = (link / dev.link_GBps if link else 0.0) + host / dev.pcie_GBps
-    return seconds + max(0.0, comm - seconds) + (1 - COMM_OVERLAP) * min(comm, seconds)
+    return seconds + _exposed(*forward_gathers(cfg, arch, reg), dev, seconds)
+
+
+def _exposed(link_bytes: float, pcie_bytes: float, dev: Device, window: float) -> float:
+    """Seconds of communication the compute does not hide: what outlasts the `window` it overlaps, and the share
+    COMM_OVERLAP leaves exposed of the rest."""
+    comm = link_bytes / dev.link_GBps + pcie_bytes / dev.pcie_GBps
+    return max(0.0, comm - window) + (1 - COMM_OVERLAP) * min(comm, window)
 
 
 def _launch_costs(reg: Regime, scale: float = 1.0) -> tuple[float, float, float]:
@@ -219,9 +224,8 @@ def step_time(cfg: RunConfig, arch: Architecture, reg: Regime, tr: Trainable, gp
     accum = cfg.gradient_accumulation_steps
     optimizer = _ops_seconds(inv.step, dev, floor, launch, view)
     traf = inv.traffic
-    comm = traf.link_bytes / dev.link_GBps + traf.pcie_bytes / dev.pcie_GBps
     window = micro * accum if traf.overlap_window == "step" else micro * 0.6
-    exposed = max(0.0, comm - window) + (1 - COMM_OVERLAP) * min(comm, window)
+    exposed = _exposed(traf.link_bytes, traf.pcie_bytes, dev, window)
     host_optimizer = traf.cpu_optimizer_bytes / (HOST_GBPS * 1e9)
     paging = traf.paged_bytes / dev.pcie_GBps  # the update waits for its pages: nothing overlaps it
     fsdp_copies = traf.copy_bytes / (dev.bandwidth * dev.bandwidth_efficiency)
